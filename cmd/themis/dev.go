@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/cli"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/themis-nomad/themis/e2e/devstack"
+)
+
+type devCommand struct{ ui cli.Ui }
+
+func (c *devCommand) Synopsis() string {
+	return "Run a local stack: Consul, Nomad with the themis plugins, the planner"
+}
+
+func (c *devCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: themis dev [options]
+
+  Starts a Consul dev agent, a Nomad dev agent (server + client) with the
+  themis device plugin (a simulated 8-GPU node) and task driver, and the
+  planner, then waits. Ctrl-C stops all of them. ` + "`make dev`" + ` builds
+  everything and runs this with the right paths.
+
+Options:
+` + flagHelp(devFlags(&devOptions{})))
+}
+
+type devOptions struct {
+	nomadBin, consulBin, pluginDir, templates, topology, node, dataDir, logLevel string
+	consulPort, nomadPort                                                        int
+	keep, agentLogs                                                              bool
+}
+
+func devFlags(o *devOptions) *flag.FlagSet {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.StringVar(&o.nomadBin, "nomad", "nomad", "path of the nomad binary (make dev passes the one it built)")
+	fs.StringVar(&o.consulBin, "consul", "consul", "path of the consul binary")
+	fs.StringVar(&o.pluginDir, "plugin-dir", "build/plugins", "folder with themis-device and themis-driver")
+	fs.StringVar(&o.templates, "templates", "examples/agents", "folder with the agent config templates")
+	fs.StringVar(&o.topology, "topology", "examples/topology/dev-node.hcl", "simulated GPU topology of the node")
+	fs.StringVar(&o.node, "node", "dev-node", "node of the topology file that this Nomad client is")
+	fs.StringVar(&o.dataDir, "data-dir", "", "folder for configs, logs and checkpoints (default: a temporary folder, removed at exit)")
+	fs.IntVar(&o.consulPort, "consul-port", 8500, "Consul HTTP port (other Consul ports: 8300-8302)")
+	fs.IntVar(&o.nomadPort, "nomad-port", 4646, "Nomad HTTP port (RPC and Serf use the next two)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the data folder at exit")
+	fs.BoolVar(&o.agentLogs, "agent-logs", false, "also print the agents' logs (they always go to the data folder)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "planner log level")
+	return fs
+}
+
+func (c *devCommand) Run(args []string) int {
+	var o devOptions
+	fs := devFlags(&o)
+	fs.SetOutput(os.Stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := c.run(ctx, o); err != nil {
+		c.ui.Error("themis dev: " + err.Error())
+		return 1
+	}
+	return 0
+}
+
+func (c *devCommand) run(ctx context.Context, o devOptions) error {
+	log := hclog.New(&hclog.LoggerOptions{Name: "themis", Level: hclog.LevelFromString(o.logLevel)})
+	if o.dataDir == "" {
+		d, err := os.MkdirTemp("", "themis-dev-")
+		if err != nil {
+			return err
+		}
+		o.dataDir = d
+		if !o.keep {
+			defer os.RemoveAll(d)
+		}
+	}
+	cfg := devstack.Config{
+		NomadBin: o.nomadBin, ConsulBin: o.consulBin, PluginDir: o.pluginDir, Templates: o.templates,
+		Topology: o.topology, NodeName: o.node, DataDir: o.dataDir, Log: log.Named("dev"),
+		Ports: devstack.Ports{
+			ConsulHTTP: o.consulPort, ConsulServer: 8300, ConsulSerfLAN: 8301, ConsulSerfWAN: 8302,
+			NomadHTTP: o.nomadPort, NomadRPC: o.nomadPort + 1, NomadSerf: o.nomadPort + 2,
+		},
+	}
+	if o.agentLogs {
+		cfg.AgentLogs = os.Stderr
+	}
+	start := time.Now()
+	stack, err := devstack.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		c.ui.Output("==> Stopping Nomad and Consul")
+		stack.Stop()
+		c.ui.Output("==> Stopped")
+	}()
+	c.ui.Output(fmt.Sprintf(`==> themis dev stack is up (%.1fs)
+
+    Nomad UI:   %[2]s/ui
+    Consul UI:  http://%[3]s/ui  (leases: Key/Value > themis/leases)
+    Data:       %[4]s (agent logs, rendered configs, checkpoints)
+
+  In another shell:
+
+    export NOMAD_ADDR=%[2]s CONSUL_HTTP_ADDR=%[3]s
+    nomad job run examples/jobs/hello.nomad.hcl
+    nomad job status hello
+    themis status
+
+  Ctrl-C stops everything.
+`, time.Since(start).Seconds(), stack.NomadAddr(), stack.ConsulAddr(), stack.DataDir()))
+	err = runPlanner(ctx, plannerOptions{
+		nomadAddr: stack.NomadAddr(), consulAddr: stack.ConsulAddr(), policy: "fifo",
+		pendingPool: "themis-pending", resync: 30 * time.Second, logLevel: o.logLevel, id: "themis-dev",
+	}, log.Named("planner"))
+	return err
+}

@@ -1,0 +1,44 @@
+// Command themis is the themis-nomad CLI: the planner daemon, the local
+// development stack, and operator views.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/hashicorp/cli"
+)
+
+// Version is the themis-nomad version.
+const Version = "0.1.0"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	ui := &cli.BasicUi{Reader: os.Stdin, Writer: os.Stdout, ErrorWriter: os.Stderr}
+	c := cli.NewCLI("themis", Version)
+	c.Args = args
+	c.Commands = map[string]cli.CommandFactory{
+		"planner": func() (cli.Command, error) { return &plannerCommand{ui: ui}, nil },
+		"dev":     func() (cli.Command, error) { return &devCommand{ui: ui}, nil },
+		"status":  func() (cli.Command, error) { return &statusCommand{ui: ui}, nil },
+		"version": func() (cli.Command, error) { return &versionCommand{ui: ui}, nil },
+	}
+	code, err := c.Run()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "themis:", err)
+		return 1
+	}
+	return code
+}
+
+type versionCommand struct{ ui cli.Ui }
+
+func (c *versionCommand) Help() string     { return "Usage: themis version" }
+func (c *versionCommand) Synopsis() string { return "Print the themis-nomad version" }
+func (c *versionCommand) Run([]string) int {
+	c.ui.Output("themis-nomad v" + Version)
+	return 0
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/cli"
+	consulapi "github.com/hashicorp/consul/api"
+	"github.com/hashicorp/go-hclog"
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/planner"
+	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/nomad"
+)
+
+type plannerCommand struct{ ui cli.Ui }
+
+func (c *plannerCommand) Synopsis() string { return "Run the themis planner daemon" }
+
+func (c *plannerCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: themis planner [options]
+
+  Runs the planner: it watches Nomad for jobs with a themis task, decides which
+  of them get GPUs, writes GPU leases to Consul KV and pins granted jobs to
+  their node and GPUs. Several planners may run; one leads (Consul lock
+  themis/planner/leader) and the others stand by.
+
+  Nomad and Consul are found through the usual NOMAD_ADDR / NOMAD_TOKEN and
+  CONSUL_HTTP_ADDR / CONSUL_HTTP_TOKEN variables, or the flags below.
+
+Options:
+` + flagHelp(plannerFlags(&plannerOptions{})))
+}
+
+type plannerOptions struct {
+	nomadAddr, consulAddr, policy, pendingPool, logLevel, id string
+	resync                                                   time.Duration
+}
+
+func plannerFlags(o *plannerOptions) *flag.FlagSet {
+	host, _ := os.Hostname()
+	fs := flag.NewFlagSet("planner", flag.ContinueOnError)
+	fs.StringVar(&o.nomadAddr, "nomad-addr", "", "Nomad HTTP address (default $NOMAD_ADDR or http://127.0.0.1:4646)")
+	fs.StringVar(&o.consulAddr, "consul-addr", "", "Consul HTTP address (default $CONSUL_HTTP_ADDR or 127.0.0.1:8500)")
+	fs.StringVar(&o.policy, "policy", "fifo", "queue policy: fifo")
+	fs.StringVar(&o.pendingPool, "pending-pool", nomad.DefaultPendingPool, "node pool in which themis jobs wait for a grant")
+	fs.DurationVar(&o.resync, "resync", 30*time.Second, "full reconcile period, on top of Nomad events")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	fs.StringVar(&o.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this planner's identity in the leader lock")
+	return fs
+}
+
+func (c *plannerCommand) Run(args []string) int {
+	var o plannerOptions
+	fs := plannerFlags(&o)
+	fs.SetOutput(os.Stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "themis.planner", Level: hclog.LevelFromString(o.logLevel)})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runPlanner(ctx, o, log); err != nil {
+		c.ui.Error("themis planner: " + err.Error())
+		return 1
+	}
+	return 0
+}
+
+// policyByName returns the queue policy for a -policy value.
+func policyByName(name string) (core.Policy, error) {
+	switch name {
+	case "fifo":
+		return core.FIFO{}, nil
+	}
+	return nil, fmt.Errorf("-policy %q: unknown policy (known: fifo)", name)
+}
+
+func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
+	policy, err := policyByName(o.policy)
+	if err != nil {
+		return err
+	}
+	ncfg := nomadapi.DefaultConfig()
+	if o.nomadAddr != "" {
+		ncfg.Address = o.nomadAddr
+	}
+	nc, err := nomadapi.NewClient(ncfg)
+	if err != nil {
+		return fmt.Errorf("nomad client: %w", err)
+	}
+	ccfg := consulapi.DefaultConfig()
+	if o.consulAddr != "" {
+		ccfg.Address = o.consulAddr
+	}
+	cc, err := consulapi.NewClient(ccfg)
+	if err != nil {
+		return fmt.Errorf("consul client: %w", err)
+	}
+	store := consul.NewStore(cc)
+	for ctx.Err() == nil {
+		log.Info("waiting for planner leadership", "lock", consul.LeaderKey, "id", o.id)
+		lctx, release, err := store.Lead(ctx, o.id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			log.Error("cannot take the leader lock; retrying", "error", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(2 * time.Second):
+			}
+			continue
+		}
+		log.Info("leading", "nomad", ncfg.Address, "consul", ccfg.Address, "policy", policy.Name())
+		p := planner.New(planner.Config{
+			Nomad: nomad.NewClient(nc, o.pendingPool, log.Named("nomad")), Store: store,
+			Policy: policy, Resync: o.resync, Log: log,
+		})
+		err = p.Run(lctx)
+		release()
+		if err != nil {
+			return err
+		}
+		if ctx.Err() == nil {
+			log.Warn("lost planner leadership; standing by")
+		}
+	}
+	return nil
+}
+
+func flagHelp(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fs.VisitAll(func(f *flag.Flag) {
+		fmt.Fprintf(&b, "  -%s\n      %s", f.Name, f.Usage)
+		if f.DefValue != "" {
+			fmt.Fprintf(&b, " (default %q)", f.DefValue)
+		}
+		b.WriteString("\n\n")
+	})
+	return b.String()
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/cli"
+	consulapi "github.com/hashicorp/consul/api"
+
+	"github.com/themis-nomad/themis/planner/consul"
+)
+
+type statusCommand struct{ ui cli.Ui }
+
+func (c *statusCommand) Synopsis() string {
+	return "Show what the planner decided about each themis job"
+}
+
+func (c *statusCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: themis status [-consul-addr ADDR]
+
+  Lists every themis job the planner knows with its state (queued, granted,
+  rejected, finished), the node and GPUs of its lease, and why it waits or was
+  rejected. It reads the planner's records in Consul KV (themis/status/).
+`)
+}
+
+func (c *statusCommand) Run(args []string) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	addr := fs.String("consul-addr", "", "Consul HTTP address (default $CONSUL_HTTP_ADDR or 127.0.0.1:8500)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg := consulapi.DefaultConfig()
+	if *addr != "" {
+		cfg.Address = *addr
+	}
+	cc, err := consulapi.NewClient(cfg)
+	if err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sts, err := consul.NewStore(cc).Statuses(ctx)
+	if err != nil {
+		c.ui.Error("themis status: " + err.Error())
+		return 1
+	}
+	sort.Slice(sts, func(i, j int) bool { return sts[i].Since.Before(sts[j].Since) })
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "JOB\tSTATE\tSINCE\tNODE\tGPUS\tREASON")
+	for _, st := range sts {
+		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", st.Namespace, st.JobID, st.State,
+			st.Since.Local().Format(time.TimeOnly), dash(st.Node), dash(strings.Join(st.GPUs, ",")), dash(st.Reason))
+	}
+	w.Flush()
+	return 0
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

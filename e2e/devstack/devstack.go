@@ -1,0 +1,346 @@
+// Package devstack brings up a local themis-nomad stack of real agents: a
+// Consul dev agent and a Nomad dev agent (server + client) with the themis
+// device plugin and task driver, rendered from the agent config templates in
+// examples/agents. `themis dev` uses it for the one-command bring-up and the
+// e2e tests use it with free ports, so both run the same configuration.
+package devstack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"text/template"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Ports are the TCP ports of the stack; zero picks a free one.
+type Ports struct {
+	ConsulHTTP, ConsulServer, ConsulSerfLAN, ConsulSerfWAN int
+	NomadHTTP, NomadRPC, NomadSerf                         int
+}
+
+// DefaultPorts are the agents' usual ports, for `themis dev`.
+var DefaultPorts = Ports{
+	ConsulHTTP: 8500, ConsulServer: 8300, ConsulSerfLAN: 8301, ConsulSerfWAN: 8302,
+	NomadHTTP: 4646, NomadRPC: 4647, NomadSerf: 4648,
+}
+
+// Config describes a stack.
+type Config struct {
+	NomadBin, ConsulBin string
+	// PluginDir holds themis-device and themis-driver.
+	PluginDir string
+	// Templates is the folder with nomad-dev.hcl.tmpl and consul-dev.hcl.tmpl.
+	Templates string
+	// Topology is the simulated topology file; NodeName its node, which is
+	// also the Nomad node's name.
+	Topology string
+	NodeName string
+	// DataDir receives the rendered configs, agent data and logs; it is
+	// created if missing.
+	DataDir string
+	Ports   Ports
+	// AgentLogs, when set, also receives the agents' output.
+	AgentLogs io.Writer
+	Log       hclog.Logger
+}
+
+// Stack is a running set of agents.
+type Stack struct {
+	cfg    Config
+	procs  []*exec.Cmd
+	logs   []*os.File
+	exited []chan error
+}
+
+// ConsulAddr is the Consul HTTP address (host:port).
+func (s *Stack) ConsulAddr() string { return "127.0.0.1:" + strconv.Itoa(s.cfg.Ports.ConsulHTTP) }
+
+// NomadAddr is the Nomad HTTP address (URL).
+func (s *Stack) NomadAddr() string { return "http://127.0.0.1:" + strconv.Itoa(s.cfg.Ports.NomadHTTP) }
+
+// DataDir is the stack's data folder.
+func (s *Stack) DataDir() string { return s.cfg.DataDir }
+
+// Start renders the configs, starts Consul, waits for its leader, starts
+// Nomad, and waits until the Nomad node is ready with the themis driver
+// healthy and its themis GPUs fingerprinted. On error everything started is
+// stopped again.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	if cfg.Log == nil {
+		cfg.Log = hclog.NewNullLogger()
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Ports.fill(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Stack{cfg: cfg}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Stop()
+		}
+	}()
+	consulCfg, err := s.render("consul-dev.hcl.tmpl", "consul.hcl")
+	if err != nil {
+		return nil, err
+	}
+	nomadCfg, err := s.render("nomad-dev.hcl.tmpl", "nomad.hcl")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.spawn("consul", cfg.ConsulBin, "agent", "-dev", "-config-file", consulCfg); err != nil {
+		return nil, err
+	}
+	if err := s.waitFor(ctx, "Consul leader", 60*time.Second, s.consulReady); err != nil {
+		return nil, err
+	}
+	// -dev with a config file: server + client in one process, in-memory
+	// state. AWS_CA_BUNDLE breaks the cloud fingerprinters (also denied in
+	// the config).
+	if err := s.spawn("nomad", cfg.NomadBin, "agent", "-dev", "-config", nomadCfg); err != nil {
+		return nil, err
+	}
+	if err := s.waitFor(ctx, "Nomad node with themis GPUs and driver", 90*time.Second, s.nomadReady); err != nil {
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+func (c *Config) check() error {
+	for what, p := range map[string]string{"nomad binary": c.NomadBin, "consul binary": c.ConsulBin,
+		"plugin dir": c.PluginDir, "templates": c.Templates, "topology": c.Topology} {
+		if p == "" {
+			return fmt.Errorf("devstack: %s not set", what)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("devstack: %s: %w", what, err)
+		}
+	}
+	for _, bin := range []string{"themis-device", "themis-driver"} {
+		if _, err := os.Stat(filepath.Join(c.PluginDir, bin)); err != nil {
+			return fmt.Errorf("devstack: plugin %s missing from %s (run `make plugins`): %w", bin, c.PluginDir, err)
+		}
+	}
+	if c.NodeName == "" {
+		return errors.New("devstack: node name not set")
+	}
+	return nil
+}
+
+// fill replaces zero ports with free ones and checks that the others are
+// free, so a clash is a clear error rather than an agent that dies.
+func (p *Ports) fill() error {
+	for _, port := range []*int{&p.ConsulHTTP, &p.ConsulServer, &p.ConsulSerfLAN, &p.ConsulSerfWAN, &p.NomadHTTP, &p.NomadRPC, &p.NomadSerf} {
+		if *port == 0 {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return fmt.Errorf("devstack: find a free port: %w", err)
+			}
+			*port = l.Addr().(*net.TCPAddr).Port
+			l.Close()
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(*port))
+		if err != nil {
+			return fmt.Errorf("devstack: port %d is in use (another `themis dev`, Nomad or Consul?): %w", *port, err)
+		}
+		l.Close()
+	}
+	return nil
+}
+
+func (s *Stack) render(tmpl, out string) (string, error) {
+	src := filepath.Join(s.cfg.Templates, tmpl)
+	t, err := template.ParseFiles(src)
+	if err != nil {
+		return "", fmt.Errorf("devstack: %w", err)
+	}
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		return a
+	}
+	data := map[string]any{
+		"NodeName": s.cfg.NodeName, "DataDir": abs(s.cfg.DataDir), "PluginDir": abs(s.cfg.PluginDir),
+		"Topology":   abs(s.cfg.Topology),
+		"ConsulHTTP": s.cfg.Ports.ConsulHTTP, "ConsulServer": s.cfg.Ports.ConsulServer,
+		"ConsulSerfLAN": s.cfg.Ports.ConsulSerfLAN, "ConsulSerfWAN": s.cfg.Ports.ConsulSerfWAN,
+		"NomadHTTP": s.cfg.Ports.NomadHTTP, "NomadRPC": s.cfg.Ports.NomadRPC, "NomadSerf": s.cfg.Ports.NomadSerf,
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return "", fmt.Errorf("devstack: render %s: %w", src, err)
+	}
+	dst := filepath.Join(s.cfg.DataDir, out)
+	return dst, os.WriteFile(dst, buf.Bytes(), 0o644)
+}
+
+func (s *Stack) spawn(name, bin string, args ...string) error {
+	logPath := filepath.Join(s.cfg.DataDir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	var out io.Writer = f
+	if s.cfg.AgentLogs != nil {
+		out = io.MultiWriter(f, s.cfg.AgentLogs)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = withoutEnv(os.Environ(), "AWS_CA_BUNDLE", "NOMAD_ADDR", "CONSUL_HTTP_ADDR")
+	// Own process group, so Stop reaches the plugins the agent started; and
+	// die with us if we are killed outright.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return fmt.Errorf("devstack: start %s: %w", name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	s.procs = append(s.procs, cmd)
+	s.logs = append(s.logs, f)
+	s.exited = append(s.exited, done)
+	s.cfg.Log.Info("started agent", "agent", name, "pid", cmd.Process.Pid, "log", logPath)
+	return nil
+}
+
+func withoutEnv(env []string, keys ...string) []string {
+	var out []string
+outer:
+	for _, kv := range env {
+		for _, k := range keys {
+			if len(kv) > len(k) && kv[:len(k)+1] == k+"=" {
+				continue outer
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func (s *Stack) waitFor(ctx context.Context, what string, timeout time.Duration, ready func(context.Context) (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		for i, done := range s.exited {
+			select {
+			case err := <-done:
+				done <- err
+				return fmt.Errorf("devstack: %s exited while waiting for %s (%v); see %s",
+					filepath.Base(s.procs[i].Path), what, err, s.logs[i].Name())
+			default:
+			}
+		}
+		ok, err := ready(ctx)
+		if ok {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("devstack: timed out after %s waiting for %s (last error: %v); agent logs are in %s", timeout, what, last, s.cfg.DataDir)
+}
+
+func getJSON(ctx context.Context, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, bytes.TrimSpace(b))
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+func (s *Stack) consulReady(ctx context.Context) (bool, error) {
+	var leader string
+	if err := getJSON(ctx, "http://"+s.ConsulAddr()+"/v1/status/leader", &leader); err != nil {
+		return false, err
+	}
+	return leader != "", nil
+}
+
+func (s *Stack) nomadReady(ctx context.Context) (bool, error) {
+	var nodes []struct {
+		Name          string
+		Status        string
+		Drivers       map[string]struct{ Healthy, Detected bool }
+		NodeResources *struct {
+			Devices []struct {
+				Vendor, Type string
+				Instances    []struct{ ID string }
+			}
+		}
+	}
+	if err := getJSON(ctx, s.NomadAddr()+"/v1/nodes?resources=true", &nodes); err != nil {
+		return false, err
+	}
+	for _, n := range nodes {
+		if n.Status != "ready" {
+			continue
+		}
+		if d, ok := n.Drivers["themis"]; !ok || !d.Healthy {
+			return false, fmt.Errorf("node %s: themis driver not healthy yet", n.Name)
+		}
+		if n.NodeResources == nil {
+			continue
+		}
+		for _, d := range n.NodeResources.Devices {
+			if d.Vendor == "themis" && d.Type == "gpu" && len(d.Instances) > 0 {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("node %s: no themis GPUs fingerprinted yet", n.Name)
+	}
+	return false, errors.New("no ready Nomad node yet")
+}
+
+// Stop stops Nomad, then Consul: SIGINT first (Nomad's dev client then stops
+// its tasks), SIGKILL to the process group after a grace period.
+func (s *Stack) Stop() {
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		cmd, done := s.procs[i], s.exited[i]
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(pgid, syscall.SIGINT)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			s.cfg.Log.Warn("agent did not stop in 20s; killing it", "agent", filepath.Base(cmd.Path))
+		}
+		// Whatever is left in the agent's process group (plugins) goes too.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		s.logs[i].Close()
+	}
+	s.procs, s.logs, s.exited = nil, nil, nil
+}

@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
+)
+
+// helloJob parses examples/jobs/hello.nomad.hcl through Nomad (so the example
+// itself is what runs) and renames the job.
+func helloJob(t *testing.T, id string, steps int, gpus int) *nomadapi.Job {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(env.root, "examples", "jobs", "hello.nomad.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcl := string(src)
+	if gpus != 2 {
+		hcl = strings.Replace(hcl, "gpus         = 2", fmt.Sprintf("gpus         = %d", gpus), 1)
+	}
+	job, err := env.nomad.Jobs().ParseHCLOpts(&nomadapi.JobsParseRequest{
+		JobHCL:       hcl,
+		Variables:    fmt.Sprintf("hello_bin = %q\nsteps = %d\n", env.helloBin, steps),
+		Canonicalize: true,
+	})
+	if err != nil {
+		t.Fatalf("parse hello jobspec: %v", err)
+	}
+	job.ID, job.Name = &id, &id
+	return job
+}
+
+func register(t *testing.T, job *nomadapi.Job) {
+	t.Helper()
+	if _, _, err := env.nomad.Jobs().Register(job, nil); err != nil {
+		t.Fatalf("register %s: %v", *job.ID, err)
+	}
+	t.Cleanup(func() { _, _, _ = env.nomad.Jobs().Deregister(*job.ID, true, nil) })
+}
+
+// eventually polls cond every 100ms until it returns true or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+}
+
+func jobLease(t *testing.T, id string) *lease.JobLease {
+	t.Helper()
+	p, _, err := env.consul.KV().Get(lease.JobKey("default", id), nil)
+	if err != nil {
+		t.Fatalf("read lease of %s: %v", id, err)
+	}
+	if p == nil {
+		return nil
+	}
+	var l lease.JobLease
+	if err := json.Unmarshal(p.Value, &l); err != nil {
+		t.Fatalf("decode lease of %s: %v", id, err)
+	}
+	return &l
+}
+
+func gpuLease(t *testing.T, gpu string) *lease.GPULease {
+	t.Helper()
+	p, _, err := env.consul.KV().Get(lease.GPUKey(gpu), nil)
+	if err != nil {
+		t.Fatalf("read lease of GPU %s: %v", gpu, err)
+	}
+	if p == nil {
+		return nil
+	}
+	var l lease.GPULease
+	if err := json.Unmarshal(p.Value, &l); err != nil {
+		t.Fatalf("decode lease of GPU %s: %v", gpu, err)
+	}
+	return &l
+}
+
+func jobStatus(t *testing.T, id string) *consul.JobStatus {
+	t.Helper()
+	p, _, err := env.consul.KV().Get(consul.StatusKey(core.JobKey{Namespace: "default", ID: id}), nil)
+	if err != nil || p == nil {
+		return nil
+	}
+	var st consul.JobStatus
+	if err := json.Unmarshal(p.Value, &st); err != nil {
+		t.Fatalf("decode status of %s: %v", id, err)
+	}
+	return &st
+}
+
+func allocs(t *testing.T, id string) []*nomadapi.AllocationListStub {
+	t.Helper()
+	as, _, err := env.nomad.Jobs().Allocations(id, true, nil)
+	if err != nil {
+		t.Fatalf("allocations of %s: %v", id, err)
+	}
+	return as
+}
+
+func waitDead(t *testing.T, id string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, "job "+id+" to finish", func() (bool, error) {
+		j, _, err := env.nomad.Jobs().Info(id, nil)
+		if err != nil {
+			return false, err
+		}
+		return *j.Status == "dead", fmt.Errorf("status %s", *j.Status)
+	})
+}
+
+// taskStdout reads the hello task's stdout log of an allocation.
+func taskStdout(t *testing.T, allocID string) string {
+	t.Helper()
+	a, _, err := env.nomad.Allocations().Info(allocID, nil)
+	if err != nil {
+		t.Fatalf("alloc %s: %v", allocID, err)
+	}
+	r, err := env.nomad.AllocFS().Cat(a, "alloc/logs/hello.stdout.0", nil)
+	if err != nil {
+		t.Fatalf("read stdout of alloc %s: %v", allocID, err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var visibleRE = regexp.MustCompile(`hello: visible GPUs NVIDIA_VISIBLE_DEVICES=(\S*) CUDA_VISIBLE_DEVICES=(\S*)`)
+
+// visibleGPUs extracts what the task saw in its environment.
+func visibleGPUs(t *testing.T, stdout string) (ids, indexes []string) {
+	t.Helper()
+	m := visibleRE.FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("hello did not print its GPUs; stdout:\n%s", stdout)
+	}
+	return strings.Split(m[1], ","), strings.Split(m[2], ",")
+}

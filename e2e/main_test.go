@@ -1,0 +1,141 @@
+// Package e2e runs themis-nomad against real agents: a Consul dev agent and a
+// Nomad dev agent with the themis device plugin (simulated 8-GPU node) and
+// task driver, and the planner in this process. The agents come from the
+// project's own build script (e2e/agents/build.sh), which builds the pinned
+// versions once and caches them.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"github.com/hashicorp/go-hclog"
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/e2e/devstack"
+	"github.com/themis-nomad/themis/planner"
+	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/nomad"
+)
+
+// env is the stack shared by every test in the package.
+var env struct {
+	stack    *devstack.Stack
+	nomad    *nomadapi.Client
+	consul   *consulapi.Client
+	helloBin string
+	root     string
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	env.root = root
+	agents, err := agentsDir(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: cannot build or find Nomad and Consul:", err)
+		return 1
+	}
+	work, err := os.MkdirTemp("", "themis-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	keep := os.Getenv("THEMIS_E2E_KEEP") != ""
+	defer func() {
+		if !keep {
+			os.RemoveAll(work)
+		}
+	}()
+	plugins := filepath.Join(work, "plugins")
+	env.helloBin = filepath.Join(work, "bin", "hello")
+	for out, pkg := range map[string]string{
+		filepath.Join(plugins, "themis-device"): "./cmd/themis-device",
+		filepath.Join(plugins, "themis-driver"): "./cmd/themis-driver",
+		env.helloBin:                            "./examples/hello",
+	} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: go build %s: %v\n%s", pkg, err, b)
+			return 1
+		}
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "e2e", Level: hclog.Info, Output: os.Stderr})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stack, err := devstack.Start(ctx, devstack.Config{
+		NomadBin: filepath.Join(agents, "nomad"), ConsulBin: filepath.Join(agents, "consul"),
+		PluginDir: plugins, Templates: filepath.Join(root, "examples", "agents"),
+		Topology: filepath.Join(root, "examples", "topology", "dev-node.hcl"), NodeName: "dev-node",
+		DataDir: filepath.Join(work, "stack"), Log: log.Named("stack"),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer stack.Stop()
+	env.stack = stack
+	ncfg := nomadapi.DefaultConfig()
+	ncfg.Address = stack.NomadAddr()
+	if env.nomad, err = nomadapi.NewClient(ncfg); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	ccfg := consulapi.DefaultConfig()
+	ccfg.Address = stack.ConsulAddr()
+	if env.consul, err = consulapi.NewClient(ccfg); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	p := planner.New(planner.Config{
+		Nomad:  nomad.NewClient(env.nomad, "", log.Named("nomad")),
+		Store:  consul.NewStore(env.consul),
+		Policy: core.FIFO{},
+		Resync: 5 * time.Second,
+		Log:    log.Named("planner"),
+	})
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: planner:", err)
+		code = 1
+	}
+	if code != 0 || keep {
+		fmt.Fprintln(os.Stderr, "e2e: agent logs and configs are in", filepath.Join(work, "stack"))
+		keep = true
+	}
+	return code
+}
+
+// agentsDir asks the project's build script for the pinned agents (it builds
+// them on a cold cache), unless THEMIS_AGENTS_DIR already names them.
+func agentsDir(root string) (string, error) {
+	if d := os.Getenv("THEMIS_AGENTS_DIR"); d != "" {
+		return d, nil
+	}
+	cmd := exec.Command(filepath.Join(root, "e2e", "agents", "build.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}

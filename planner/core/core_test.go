@@ -1,0 +1,286 @@
+package core
+
+import (
+	"fmt"
+	"math/rand"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+// node8 is a DGX-like node: 2 sockets x 2 PCIe switches x 1 NVLink pair of 2.
+func node8(name string) Node {
+	n := Node{ID: "id-" + name, Name: name, Schedulable: true}
+	for i := 0; i < 8; i++ {
+		n.GPUs = append(n.GPUs, GPU{
+			ID:      fmt.Sprintf("%s-%d", name, i),
+			Index:   i,
+			Path:    []string{fmt.Sprintf("socket%d", i/4), fmt.Sprintf("switch%d", i/2), fmt.Sprintf("pair%d", i/2)},
+			Healthy: true,
+		})
+	}
+	return n
+}
+
+func job(id string, gpus int, submitted int, phase Phase) Job {
+	return Job{Key: JobKey{"default", id}, GPUs: gpus, Submitted: time.Unix(int64(submitted), 0), Phase: phase}
+}
+
+func grant(id, node string, gpus ...string) Grant {
+	return Grant{Job: JobKey{"default", id}, Node: node, GPUs: gpus}
+}
+
+func TestPlaceConsolidates(t *testing.T) {
+	cases := []struct {
+		name   string
+		grants []Grant
+		k      int
+		want   []string
+	}{
+		{"one GPU takes lowest index", nil, 1, []string{"n0-0"}},
+		{"pair stays in an NVLink pair", nil, 2, []string{"n0-0", "n0-1"}},
+		{"four stay in a socket", nil, 4, []string{"n0-0", "n0-1", "n0-2", "n0-3"}},
+		{"whole node", nil, 8, []string{"n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7"}},
+		{"single GPU fills a broken pair (best fit)", []Grant{grant("a", "id-n0", "n0-0")}, 1, []string{"n0-1"}},
+		{"pair skips the broken pair", []Grant{grant("a", "id-n0", "n0-0")}, 2, []string{"n0-2", "n0-3"}},
+		{"four skip the broken socket", []Grant{grant("a", "id-n0", "n0-0")}, 4, []string{"n0-4", "n0-5", "n0-6", "n0-7"}},
+		{"three in the broken socket", []Grant{grant("a", "id-n0", "n0-0")}, 3, []string{"n0-1", "n0-2", "n0-3"}},
+		{"five span sockets, whole pairs first", []Grant{grant("a", "id-n0", "n0-0", "n0-1", "n0-2")}, 5,
+			[]string{"n0-3", "n0-4", "n0-5", "n0-6", "n0-7"}},
+		{"six take the whole pairs, not the broken one", []Grant{grant("a", "id-n0", "n0-0")}, 6,
+			[]string{"n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := NewFreeGPUs([]Node{node8("n0")}, tc.grants)
+			g, ok := f.Place(JobKey{"default", "j"}, tc.k)
+			if !ok {
+				t.Fatalf("no placement for %d GPUs", tc.k)
+			}
+			if !reflect.DeepEqual(g.GPUs, tc.want) {
+				t.Fatalf("got %v, want %v", g.GPUs, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlacePrefersBestFitNode(t *testing.T) {
+	// n0 has a free pair only; n1 is empty. A 2-GPU job takes n0's pair and
+	// keeps n1 whole for an 8-GPU job.
+	nodes := []Node{node8("n0"), node8("n1")}
+	grants := []Grant{grant("a", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5")}
+	f := NewFreeGPUs(nodes, grants)
+	g, ok := f.Place(JobKey{"default", "j"}, 2)
+	if !ok || g.Node != "id-n0" || !reflect.DeepEqual(g.GPUs, []string{"n0-6", "n0-7"}) {
+		t.Fatalf("got %v ok=%v", g, ok)
+	}
+	if _, ok := f.Place(JobKey{"default", "k"}, 8); !ok {
+		t.Fatal("8-GPU job should still fit on n1")
+	}
+	if _, ok := f.Place(JobKey{"default", "l"}, 1); ok {
+		t.Fatal("nothing should be free")
+	}
+}
+
+func TestFreeSkipsUnhealthyAndUnschedulable(t *testing.T) {
+	n0, n1 := node8("n0"), node8("n1")
+	n0.GPUs[3].Healthy = false
+	n1.Schedulable = false
+	f := NewFreeGPUs([]Node{n0, n1}, nil)
+	if f.Total() != 7 || f.Largest() != 7 {
+		t.Fatalf("total=%d largest=%d, want 7 and 7", f.Total(), f.Largest())
+	}
+	g, _ := f.Place(JobKey{"default", "j"}, 4)
+	if slices.Contains(g.GPUs, "n0-3") {
+		t.Fatalf("placed on an unhealthy GPU: %v", g.GPUs)
+	}
+}
+
+func TestDecideFIFO(t *testing.T) {
+	nodes := []Node{node8("n0")}
+	cases := []struct {
+		name       string
+		jobs       []Job
+		grants     []Grant
+		wantGrant  []string // job ids granted, in order
+		wantRel    []string
+		wantWaitOn map[string]string // job -> substring of reason
+	}{
+		{
+			name:      "grants in submission order",
+			jobs:      []Job{job("b", 2, 2, Queued), job("a", 4, 1, Queued)},
+			wantGrant: []string{"a", "b"},
+		},
+		{
+			name:       "head-of-line blocking: the small job behind a blocked head waits",
+			jobs:       []Job{job("run", 6, 0, Granted), job("big", 4, 1, Queued), job("small", 1, 2, Queued)},
+			grants:     []Grant{grant("run", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5")},
+			wantWaitOn: map[string]string{"big": "head of the FIFO queue", "small": "behind default/big"},
+		},
+		{
+			name:       "a job larger than any node does not block the queue",
+			jobs:       []Job{job("huge", 16, 0, Queued), job("small", 1, 1, Queued)},
+			wantGrant:  []string{"small"},
+			wantWaitOn: map[string]string{"huge": "largest schedulable node has 8"},
+		},
+		{
+			name:      "a finished job's GPUs are released and re-granted in the same round",
+			jobs:      []Job{job("done", 6, 0, Finished), job("next", 6, 1, Queued)},
+			grants:    []Grant{grant("done", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5")},
+			wantRel:   []string{"done"},
+			wantGrant: []string{"next"},
+		},
+		{
+			name:    "a grant whose job is gone is released",
+			grants:  []Grant{grant("ghost", "id-n0", "n0-0")},
+			wantRel: []string{"ghost"},
+		},
+		{
+			name:   "a queued job that already holds a grant is not granted twice",
+			jobs:   []Job{job("a", 2, 0, Queued)},
+			grants: []Grant{grant("a", "id-n0", "n0-0", "n0-1")},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Planner{Policy: FIFO{}}.Decide(State{Nodes: nodes, Jobs: tc.jobs, Grants: tc.grants}, time.Unix(100, 0))
+			var granted, released []string
+			sawGrant := false
+			for _, a := range d.Actions {
+				switch a := a.(type) {
+				case GrantAction:
+					sawGrant = true
+					granted = append(granted, a.Grant.Job.ID)
+				case ReleaseAction:
+					if sawGrant {
+						t.Fatal("a release came after a grant")
+					}
+					released = append(released, a.Grant.Job.ID)
+				}
+			}
+			if !slices.Equal(granted, tc.wantGrant) {
+				t.Errorf("granted %v, want %v", granted, tc.wantGrant)
+			}
+			if !slices.Equal(released, tc.wantRel) {
+				t.Errorf("released %v, want %v", released, tc.wantRel)
+			}
+			for id, want := range tc.wantWaitOn {
+				found := false
+				for _, w := range d.Waits {
+					if w.Job.ID == id {
+						found = true
+						if !contains(w.Reason, want) {
+							t.Errorf("%s waits because %q, want it to mention %q", id, w.Reason, want)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("%s has no wait reason", id)
+				}
+			}
+		})
+	}
+}
+
+func contains(s, sub string) bool { return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0) }
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestPropertyNoDoubleGrantGangWhole runs random rounds of submissions,
+// completions and health flips and checks the invariants after every round:
+// no GPU is granted twice, every grant is a whole gang on one node of healthy
+// free GPUs, and FIFO never grants a job while an older one waits for room.
+func TestPropertyNoDoubleGrantGangWhole(t *testing.T) {
+	rounds := 2000
+	if testing.Short() {
+		rounds = 200
+	}
+	rng := rand.New(rand.NewSource(1))
+	for trial := 0; trial < 20; trial++ {
+		nodes := []Node{node8("n0"), node8("n1"), node8("n2")}
+		var jobs []Job
+		var grants []Grant
+		seq := 0
+		for r := 0; r < rounds/20; r++ {
+			// Random events.
+			for e := rng.Intn(4); e > 0; e-- {
+				seq++
+				jobs = append(jobs, job(fmt.Sprintf("j%d", seq), 1+rng.Intn(9), seq, Queued))
+			}
+			for i := range jobs {
+				if jobs[i].Phase == Granted && rng.Intn(3) == 0 {
+					jobs[i].Phase = Finished
+				}
+			}
+			n := &nodes[rng.Intn(len(nodes))]
+			n.GPUs[rng.Intn(8)].Healthy = rng.Intn(4) != 0
+			n.Schedulable = rng.Intn(10) != 0
+
+			d := Planner{Policy: FIFO{}}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(int64(r), 0))
+			// Apply.
+			released := map[JobKey]bool{}
+			var newGrants []Grant
+			for _, a := range d.Actions {
+				switch a := a.(type) {
+				case ReleaseAction:
+					released[a.Grant.Job] = true
+				case GrantAction:
+					newGrants = append(newGrants, a.Grant)
+				}
+			}
+			var kept []Grant
+			for _, g := range grants {
+				if !released[g.Job] {
+					kept = append(kept, g)
+				}
+			}
+			freeAfterRelease := NewFreeGPUs(nodes, kept)
+			freeIDs := map[string]string{}
+			for _, fn := range freeAfterRelease.nodes {
+				for _, g := range fn.free {
+					freeIDs[g.ID] = fn.node.ID
+				}
+			}
+			jobByKey := map[JobKey]*Job{}
+			for i := range jobs {
+				jobByKey[jobs[i].Key] = &jobs[i]
+			}
+			for _, g := range newGrants {
+				j := jobByKey[g.Job]
+				if j == nil || j.Phase != Queued {
+					t.Fatalf("granted a job that is not queued: %v", g)
+				}
+				if len(g.GPUs) != j.GPUs {
+					t.Fatalf("gang broken: job %s wants %d, got %v", j.Key, j.GPUs, g.GPUs)
+				}
+				for _, id := range g.GPUs {
+					node, ok := freeIDs[id]
+					if !ok {
+						t.Fatalf("granted GPU %s which is not free (double grant, unhealthy or unschedulable)", id)
+					}
+					if node != g.Node {
+						t.Fatalf("grant %v spans nodes", g)
+					}
+					delete(freeIDs, id)
+				}
+				j.Phase = Granted
+			}
+			grants = append(kept, newGrants...)
+			var live []Job
+			for _, j := range jobs {
+				if j.Phase != Finished {
+					live = append(live, j)
+				}
+			}
+			jobs = live
+		}
+	}
+}

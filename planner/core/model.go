@@ -1,0 +1,117 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// JobKey names a job uniquely across namespaces.
+type JobKey struct {
+	Namespace string
+	ID        string
+}
+
+func (k JobKey) String() string { return k.Namespace + "/" + k.ID }
+
+// GPU is one leaf cell of the topology.
+type GPU struct {
+	ID    string
+	Index int
+	// Path names the cells between the node and the GPU, outermost first,
+	// e.g. ["socket0", "switch0", "pair0"]. GPUs that share a longer prefix
+	// are closer to each other.
+	Path    []string
+	Healthy bool
+}
+
+// Node is one machine: a node-level cell with its GPUs.
+type Node struct {
+	ID   string
+	Name string
+	Rack string
+	// Schedulable is false when the node is down, draining or ineligible:
+	// its GPUs are not offered to new jobs (running grants stay).
+	Schedulable bool
+	GPUs        []GPU
+}
+
+// Phase is where a job is in its life, as the adapters observe it.
+type Phase int
+
+const (
+	// Queued jobs wait for a grant.
+	Queued Phase = iota
+	// Granted jobs hold a grant (placed, starting or running).
+	Granted
+	// Finished jobs are done, stopped or gone; their grant is released.
+	Finished
+)
+
+func (p Phase) String() string {
+	switch p {
+	case Queued:
+		return "queued"
+	case Granted:
+		return "granted"
+	case Finished:
+		return "finished"
+	}
+	return fmt.Sprintf("phase(%d)", int(p))
+}
+
+// Job is a gang: it gets all its GPUs or none.
+type Job struct {
+	Key      JobKey
+	GPUs     int
+	VC       string
+	Class    string
+	Priority int
+	// Submitted orders jobs FIFO; Seq breaks ties (the adapters use Nomad's
+	// create index, the simulator the trace order).
+	Submitted time.Time
+	Seq       uint64
+	Phase     Phase
+}
+
+// Grant is a lease of GPUs on one node to one job.
+type Grant struct {
+	Job  JobKey
+	Node string
+	GPUs []string
+}
+
+func (g Grant) String() string {
+	return fmt.Sprintf("%s -> %s[%s]", g.Job, g.Node, strings.Join(g.GPUs, ","))
+}
+
+// State is everything the core needs to decide.
+type State struct {
+	Nodes  []Node
+	Jobs   []Job
+	Grants []Grant
+}
+
+// Action is something the adapters must do.
+type Action interface{ action() }
+
+// GrantAction leases GPUs to a queued job and pins it to them.
+type GrantAction struct{ Grant Grant }
+
+// ReleaseAction returns a finished job's GPUs.
+type ReleaseAction struct{ Grant Grant }
+
+func (GrantAction) action()   {}
+func (ReleaseAction) action() {}
+
+// Wait says why a queued job did not get a grant this round.
+type Wait struct {
+	Job    JobKey
+	Reason string
+}
+
+// Decision is the core's answer for one round.
+type Decision struct {
+	Actions []Action
+	Waits   []Wait
+}

@@ -1,0 +1,118 @@
+// Package lease defines how GPU leases are laid out in Consul KV. The planner
+// writes them; the task driver reads them before it starts a task; operators
+// read them in Consul's UI under "Key/Value > themis".
+//
+// Layout (all values JSON):
+//
+//	themis/leases/gpus/<gpu-id>          one key per leased GPU   -> GPULease
+//	themis/leases/jobs/<namespace>/<job> one key per granted job  -> JobLease
+//
+// A grant writes all of a job's keys in one Consul transaction with
+// check-and-set index 0 on every GPU key, so two grants can never hold the same
+// GPU: the second transaction fails as a whole. A release deletes the same keys
+// in one transaction.
+package lease
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Root is the KV prefix under which everything themis writes lives.
+const Root = "themis/"
+
+const (
+	gpuPrefix = Root + "leases/gpus/"
+	jobPrefix = Root + "leases/jobs/"
+)
+
+// GPUPrefix is the prefix of the per-GPU lease keys.
+func GPUPrefix() string { return gpuPrefix }
+
+// JobPrefix is the prefix of the per-job lease keys.
+func JobPrefix() string { return jobPrefix }
+
+// GPUKey is the key of one GPU's lease.
+func GPUKey(gpuID string) string { return gpuPrefix + url.PathEscape(gpuID) }
+
+// JobKey is the key of one job's lease.
+func JobKey(namespace, jobID string) string {
+	return jobPrefix + url.PathEscape(namespace) + "/" + url.PathEscape(jobID)
+}
+
+// ParseJobKey is the inverse of JobKey.
+func ParseJobKey(key string) (namespace, jobID string, err error) {
+	rest, ok := strings.CutPrefix(key, jobPrefix)
+	if !ok {
+		return "", "", fmt.Errorf("lease key %q is not under %q", key, jobPrefix)
+	}
+	ns, job, ok := strings.Cut(rest, "/")
+	if !ok || ns == "" || job == "" {
+		return "", "", fmt.Errorf("lease key %q: want %s<namespace>/<job>", key, jobPrefix)
+	}
+	if namespace, err = url.PathUnescape(ns); err != nil {
+		return "", "", fmt.Errorf("lease key %q: namespace: %w", key, err)
+	}
+	if jobID, err = url.PathUnescape(job); err != nil {
+		return "", "", fmt.Errorf("lease key %q: job: %w", key, err)
+	}
+	return namespace, jobID, nil
+}
+
+// GPULease records that one GPU is leased to one job.
+type GPULease struct {
+	LeaseID   string    `json:"lease_id"`
+	Namespace string    `json:"namespace"`
+	JobID     string    `json:"job_id"`
+	NodeID    string    `json:"node_id"`
+	NodeName  string    `json:"node_name"`
+	GPU       string    `json:"gpu"`
+	VC        string    `json:"vc"`
+	GrantedAt time.Time `json:"granted_at"`
+}
+
+// JobLease records a job's whole grant: the gang's node and GPUs.
+type JobLease struct {
+	LeaseID   string    `json:"lease_id"`
+	Namespace string    `json:"namespace"`
+	JobID     string    `json:"job_id"`
+	NodeID    string    `json:"node_id"`
+	NodeName  string    `json:"node_name"`
+	GPUs      []string  `json:"gpus"`
+	VC        string    `json:"vc"`
+	GrantedAt time.Time `json:"granted_at"`
+	// SubmitIndex is the job's JobModifyIndex when it was granted: a job
+	// still at that index was granted but not yet pinned (the planner
+	// stopped in between) and is pinned again; a job at a later index
+	// without this lease in its meta was resubmitted, and the lease is stale.
+	SubmitIndex uint64 `json:"submit_index"`
+}
+
+// GPULeases expands a job lease into its per-GPU leases.
+func (j JobLease) GPULeases() []GPULease {
+	out := make([]GPULease, len(j.GPUs))
+	for i, g := range j.GPUs {
+		out[i] = GPULease{LeaseID: j.LeaseID, Namespace: j.Namespace, JobID: j.JobID,
+			NodeID: j.NodeID, NodeName: j.NodeName, GPU: g, VC: j.VC, GrantedAt: j.GrantedAt}
+	}
+	return out
+}
+
+// Verify checks that every GPU a task was given is leased to the task's job.
+// leases maps GPU id to its lease; a missing entry means no lease. It is the
+// driver's last line of defence for invariant 1: no themis task runs on a GPU
+// it holds no lease for.
+func Verify(namespace, jobID string, gpus []string, leases map[string]*GPULease) error {
+	for _, g := range gpus {
+		l := leases[g]
+		switch {
+		case l == nil:
+			return fmt.Errorf("GPU %s has no themis lease (key %s): the planner has not granted it to job %q", g, GPUKey(g), jobID)
+		case l.Namespace != namespace || l.JobID != jobID:
+			return fmt.Errorf("GPU %s is leased to job %q in namespace %q, not to job %q in namespace %q", g, l.JobID, l.Namespace, jobID, namespace)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,243 @@
+package nomad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/device/topology"
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// DefaultPendingPool is the node pool in which themis jobs wait for a grant.
+// It has no nodes, so Nomad keeps a job there pending (blocked) until the
+// planner moves it to its node's pool and pins it to its GPUs. This is the
+// gate that keeps a themis job from starting before it is granted.
+const DefaultPendingPool = "themis-pending"
+
+// Client reads and writes Nomad for the planner.
+type Client struct {
+	api         *api.Client
+	log         hclog.Logger
+	pendingPool string
+	jobs        map[core.JobKey]cachedJob
+}
+
+type cachedJob struct {
+	modifyIndex uint64
+	job         *Job // nil: not a themis job
+}
+
+// NewClient wraps a Nomad API client.
+func NewClient(c *api.Client, pendingPool string, log hclog.Logger) *Client {
+	if pendingPool == "" {
+		pendingPool = DefaultPendingPool
+	}
+	return &Client{api: c, log: log, pendingPool: pendingPool, jobs: map[core.JobKey]cachedJob{}}
+}
+
+// PendingPool is the name of the pool where themis jobs wait.
+func (c *Client) PendingPool() string { return c.pendingPool }
+
+// EnsurePendingPool creates the pending node pool if it does not exist.
+func (c *Client) EnsurePendingPool(ctx context.Context) error {
+	_, err := c.api.NodePools().Register(&api.NodePool{
+		Name:        c.pendingPool,
+		Description: "themis jobs wait here until the themis planner grants their GPUs; no node belongs to it",
+	}, (&api.WriteOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("create node pool %q: %w", c.pendingPool, err)
+	}
+	return nil
+}
+
+// Snapshot is what Nomad knows, in the planner's terms.
+type Snapshot struct {
+	Nodes []core.Node
+	// Pools maps node ID to the node's pool, for moving a granted job there.
+	Pools map[string]string
+	Jobs  []*Job
+}
+
+// Snapshot lists nodes with themis GPUs and jobs with a themis task. Full
+// jobs are fetched only when their JobModifyIndex changed since last time.
+func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
+	q := (&api.QueryOptions{Params: map[string]string{"resources": "true"}}).WithContext(ctx)
+	stubs, _, err := c.api.Nodes().List(q)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	s := &Snapshot{Pools: map[string]string{}}
+	for _, n := range stubs {
+		node, ok, err := NodeFromNomad(n)
+		if err != nil {
+			c.log.Warn("ignoring node with a malformed themis fingerprint", "node", n.Name, "error", err)
+			continue
+		}
+		if ok {
+			s.Nodes = append(s.Nodes, node)
+			s.Pools[n.ID] = n.NodePool
+		}
+	}
+	jobStubs, _, err := c.api.Jobs().List((&api.QueryOptions{Namespace: "*"}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	seen := make(map[core.JobKey]bool, len(jobStubs))
+	for _, js := range jobStubs {
+		key := core.JobKey{Namespace: js.Namespace, ID: js.ID}
+		if key.Namespace == "" {
+			key.Namespace = "default"
+		}
+		seen[key] = true
+		cj, ok := c.jobs[key]
+		if !ok || cj.modifyIndex != js.ModifyIndex {
+			full, _, err := c.api.Jobs().Info(js.ID, (&api.QueryOptions{Namespace: key.Namespace}).WithContext(ctx))
+			if err != nil {
+				if isNotFound(err) {
+					continue // deregistered since the list
+				}
+				return nil, fmt.Errorf("read job %s: %w", key, err)
+			}
+			tj, err := ParseJob(full)
+			if errors.Is(err, ErrNotThemis) {
+				tj = nil
+			} else if err != nil {
+				return nil, err
+			}
+			cj = cachedJob{modifyIndex: js.ModifyIndex, job: tj}
+			c.jobs[key] = cj
+		}
+		if cj.job != nil {
+			s.Jobs = append(s.Jobs, cj.job)
+		}
+	}
+	for k := range c.jobs {
+		if !seen[k] {
+			delete(c.jobs, k)
+		}
+	}
+	return s, nil
+}
+
+// ErrJobChanged means the job changed in Nomad since the planner read it; the
+// next round sees the new version.
+var ErrJobChanged = errors.New("job changed since it was read")
+
+// Pin moves a granted job to its node's pool and constrains it to the node
+// and the leased GPUs, check-and-set on the JobModifyIndex the planner saw.
+func (c *Client) Pin(ctx context.Context, j *Job, g core.Grant, pool, leaseID string) error {
+	job, err := c.fresh(ctx, j)
+	if err != nil {
+		return err
+	}
+	tg, task := findTask(job, j.Group, j.Task)
+	if task == nil {
+		return fmt.Errorf("pin %s: task %s/%s disappeared: %w", j.Key, j.Group, j.Task, ErrJobChanged)
+	}
+	job.NodePool = &pool
+	if job.Meta == nil {
+		job.Meta = map[string]string{}
+	}
+	job.Meta[LeaseMeta] = leaseID
+	tg.Constraints = append(withoutTarget(tg.Constraints, "${node.unique.id}"),
+		&api.Constraint{LTarget: "${node.unique.id}", Operand: "=", RTarget: g.Node})
+	if task.Resources == nil {
+		task.Resources = &api.Resources{}
+	}
+	count := uint64(len(g.GPUs))
+	var devices []*api.RequestedDevice
+	for _, d := range task.Resources.Devices {
+		if !isThemisDevice(d.Name) {
+			devices = append(devices, d)
+		}
+	}
+	task.Resources.Devices = append(devices, &api.RequestedDevice{
+		Name:  topology.Vendor + "/" + topology.DeviceType,
+		Count: &count,
+		Constraints: []*api.Constraint{{
+			LTarget: "${device.ids}", Operand: "set_contains_any", RTarget: strings.Join(g.GPUs, ","),
+		}},
+	})
+	return c.register(ctx, job, j)
+}
+
+// Adopt moves a themis job that was submitted outside the pending pool into
+// it, so that it waits for a grant like every other themis job.
+func (c *Client) Adopt(ctx context.Context, j *Job) error {
+	job, err := c.fresh(ctx, j)
+	if err != nil {
+		return err
+	}
+	job.NodePool = &c.pendingPool
+	return c.register(ctx, job, j)
+}
+
+func (c *Client) fresh(ctx context.Context, j *Job) (*api.Job, error) {
+	job, _, err := c.api.Jobs().Info(j.Key.ID, (&api.QueryOptions{Namespace: j.Key.Namespace}).WithContext(ctx))
+	if err != nil {
+		if isNotFound(err) {
+			return nil, fmt.Errorf("job %s: %w", j.Key, ErrJobChanged)
+		}
+		return nil, fmt.Errorf("read job %s: %w", j.Key, err)
+	}
+	if deref(job.JobModifyIndex) != j.ModifyIndex() {
+		return nil, fmt.Errorf("job %s at index %d, planner saw %d: %w", j.Key, deref(job.JobModifyIndex), j.ModifyIndex(), ErrJobChanged)
+	}
+	return job, nil
+}
+
+func (c *Client) register(ctx context.Context, job *api.Job, j *Job) error {
+	_, _, err := c.api.Jobs().RegisterOpts(job, &api.RegisterOptions{EnforceIndex: true, ModifyIndex: j.ModifyIndex()},
+		(&api.WriteOptions{Namespace: j.Key.Namespace}).WithContext(ctx))
+	if err != nil {
+		if strings.Contains(err.Error(), "Enforcing job modify index") {
+			return fmt.Errorf("register %s: %w", j.Key, ErrJobChanged)
+		}
+		return fmt.Errorf("register %s: %w", j.Key, err)
+	}
+	return nil
+}
+
+func findTask(job *api.Job, group, task string) (*api.TaskGroup, *api.Task) {
+	for _, tg := range job.TaskGroups {
+		if deref(tg.Name) != group {
+			continue
+		}
+		for _, t := range tg.Tasks {
+			if t.Name == task {
+				return tg, t
+			}
+		}
+	}
+	return nil, nil
+}
+
+func withoutTarget(cs []*api.Constraint, ltarget string) []*api.Constraint {
+	var out []*api.Constraint
+	for _, c := range cs {
+		if c.LTarget != ltarget {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func isThemisDevice(name string) bool {
+	return name == topology.Vendor+"/"+topology.DeviceType || strings.HasPrefix(name, topology.Vendor+"/"+topology.DeviceType+"/")
+}
+
+func isNotFound(err error) bool {
+	var ue api.UnexpectedResponseError
+	if errors.As(err, &ue) {
+		return ue.StatusCode() == 404
+	}
+	return strings.Contains(err.Error(), "404")
+}
+
+func unixNano(ns int64) time.Time { return time.Unix(0, ns) }

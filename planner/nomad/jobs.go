@@ -1,0 +1,120 @@
+// Package nomad is the planner's thin adapter to Nomad: it reads themis jobs
+// and GPU nodes into the decision core's model, watches Nomad's event stream,
+// and pins granted jobs to their node and GPUs with job constraints.
+package nomad
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/spec"
+)
+
+// DriverName is the task driver whose tasks the planner schedules.
+const DriverName = "themis"
+
+// Job is a Nomad job with a themis task, as the planner sees it.
+type Job struct {
+	Key core.JobKey
+	// Job is the full job as Nomad returned it at JobModifyIndex.
+	Job   *api.Job
+	Group string
+	Task  string
+	// Intent is the validated themis stanza; valid only when Err is nil.
+	Intent spec.Intent
+	// Err is a user error in the job (stanza or shape): the job is rejected
+	// until the user fixes and resubmits it.
+	Err error
+}
+
+// ModifyIndex is the Nomad index of the job's last user-visible change.
+func (j *Job) ModifyIndex() uint64 { return deref(j.Job.JobModifyIndex) }
+
+// Finished reports whether Nomad considers the job done (dead) or stopped.
+func (j *Job) Finished() bool {
+	return (j.Job.Stop != nil && *j.Job.Stop) || deref(j.Job.Status) == "dead"
+}
+
+// Pool is the job's node pool.
+func (j *Job) Pool() string { return deref(j.Job.NodePool) }
+
+// LeaseMeta is the job meta key in which a pinned job records its lease ID.
+const LeaseMeta = "themis.lease"
+
+// PinnedLease is the lease ID recorded in the job, "" when unpinned.
+func (j *Job) PinnedLease() string { return j.Job.Meta[LeaseMeta] }
+
+// ErrNotThemis marks a job that has no themis task; the planner ignores it.
+var ErrNotThemis = errors.New("not a themis job")
+
+// ParseJob finds the themis task of a Nomad job and validates its stanza and
+// shape. It returns ErrNotThemis for other jobs; any other error is the
+// user's, and names the job, group, task and field.
+func ParseJob(job *api.Job) (*Job, error) {
+	ns := deref(job.Namespace)
+	if ns == "" {
+		ns = "default"
+	}
+	tj := &Job{Key: core.JobKey{Namespace: ns, ID: deref(job.ID)}, Job: job}
+	type loc struct{ group, task string }
+	var found []loc
+	var groupTask *api.Task
+	var group *api.TaskGroup
+	for _, tg := range job.TaskGroups {
+		for _, t := range tg.Tasks {
+			if t.Driver == DriverName {
+				found = append(found, loc{deref(tg.Name), t.Name})
+				groupTask, group = t, tg
+			}
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return nil, ErrNotThemis
+	case len(found) > 1:
+		tj.Err = fmt.Errorf("job %q: %d tasks use driver %q (%s/%s and %s/%s); a themis job has exactly one themis task",
+			tj.Key.ID, len(found), DriverName, found[0].group, found[0].task, found[1].group, found[1].task)
+		return tj, nil
+	}
+	tj.Group, tj.Task = found[0].group, found[0].task
+	where := fmt.Sprintf("job %q group %q task %q", tj.Key.ID, tj.Group, tj.Task)
+	if group.Count != nil && *group.Count != 1 {
+		tj.Err = fmt.Errorf("%s: group count = %d; a themis job's group runs exactly one instance (count = 1)", where, *group.Count)
+		return tj, nil
+	}
+	in, ok, err := spec.FromTaskConfig(groupTask.Config)
+	switch {
+	case err != nil:
+		tj.Err = fmt.Errorf("%s: %w", where, err)
+	case !ok:
+		tj.Err = fmt.Errorf("%s: uses driver %q but its config has no %q block", where, DriverName, spec.BlockName)
+	default:
+		tj.Intent = in
+	}
+	return tj, nil
+}
+
+// CoreJob converts a valid job to the decision core's model.
+func (j *Job) CoreJob(phase core.Phase) core.Job {
+	return core.Job{
+		Key:       j.Key,
+		GPUs:      j.Intent.GPUs,
+		VC:        j.Intent.VC,
+		Class:     string(j.Intent.Class),
+		Priority:  j.Intent.Priority,
+		Submitted: unixNano(deref(j.Job.SubmitTime)),
+		Seq:       j.ModifyIndex(),
+		Phase:     phase,
+	}
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

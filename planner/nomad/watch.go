@@ -1,0 +1,45 @@
+package nomad
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Watch follows Nomad's event stream for jobs, allocations, evaluations and
+// nodes from index and calls poke after every batch of events. It returns
+// when the stream ends or fails (the caller resyncs and calls it again) with
+// the last index seen.
+func (c *Client) Watch(ctx context.Context, index uint64, poke func()) (uint64, error) {
+	topics := map[api.Topic][]string{
+		api.TopicJob:        {"*"},
+		api.TopicAllocation: {"*"},
+		api.TopicEvaluation: {"*"},
+		api.TopicNode:       {"*"},
+	}
+	ch, err := c.api.EventStream().Stream(ctx, topics, index, &api.QueryOptions{Namespace: "*"})
+	if err != nil {
+		return index, fmt.Errorf("open event stream: %w", err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return index, ctx.Err()
+		case evs, ok := <-ch:
+			if !ok {
+				return index, fmt.Errorf("event stream closed")
+			}
+			if evs.Err != nil {
+				return index, fmt.Errorf("event stream: %w", evs.Err)
+			}
+			if evs.IsHeartbeat() {
+				continue
+			}
+			if evs.Index > index {
+				index = evs.Index
+			}
+			poke()
+		}
+	}
+}

@@ -1,0 +1,238 @@
+// Package spec parses and validates the `themis { ... }` stanza that users put
+// inside a themis task's driver `config` block. The stanza carries scheduling
+// intent: how many GPUs, which virtual cluster (tenant), which job class, the
+// priority inside the VC, and the grace period for checkpoint-on-preemption.
+//
+// Two readers share this package so that they can never disagree: the planner,
+// which reads the stanza from the job as Nomad's API returns it (a loosely typed
+// map), and the task driver, whose HCL schema decodes the same block on the
+// client.
+package spec
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// BlockName is the name of the stanza inside a task's driver config.
+const BlockName = "themis"
+
+// Class is a job class in the FitGpp sense.
+type Class string
+
+const (
+	// ClassBestEffort jobs are the bulk of the work; they may be preempted.
+	ClassBestEffort Class = "be"
+	// ClassTrialAndError jobs are short "does it even train?" jobs that
+	// should start quickly.
+	ClassTrialAndError Class = "te"
+)
+
+// Limits and defaults of the stanza's fields.
+const (
+	MaxGPUs            = 1024
+	DefaultVC          = "default"
+	DefaultClass       = ClassBestEffort
+	DefaultGracePeriod = 30 * time.Second
+	MaxGracePeriod     = 24 * time.Hour
+	// PriorityOpportunistic marks a job that may use any idle GPU and is
+	// preempted when a guaranteed job (priority >= 0) needs it (HiveD).
+	PriorityOpportunistic = -1
+	MaxPriority           = 1000
+)
+
+// Fields lists the stanza's attributes, in the order the docs present them.
+var Fields = []string{"gpus", "vc", "class", "priority", "grace_period"}
+
+var vcName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// Intent is the validated scheduling intent of one task.
+type Intent struct {
+	GPUs        int
+	VC          string
+	Class       Class
+	Priority    int
+	GracePeriod time.Duration
+}
+
+// Stanza is the stanza as decoded by the driver's HCL schema; its zero values
+// are replaced by defaults in Intent.
+type Stanza struct {
+	GPUs        int    `codec:"gpus"`
+	VC          string `codec:"vc"`
+	Class       string `codec:"class"`
+	Priority    int    `codec:"priority"`
+	GracePeriod string `codec:"grace_period"`
+}
+
+// FieldError is a user error in the stanza; it names the field and the value.
+type FieldError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	if e.Value == nil {
+		return fmt.Sprintf("%s.%s: %s", BlockName, e.Field, e.Reason)
+	}
+	return fmt.Sprintf("%s.%s: %s, got %s", BlockName, e.Field, e.Reason, show(e.Value))
+}
+
+func show(v any) string {
+	switch v := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", v)
+	case float64:
+		return fmt.Sprintf("%g", v)
+	default:
+		return fmt.Sprintf("%v", v)
+	}
+}
+
+// Intent validates the decoded stanza and applies defaults.
+func (s Stanza) Intent() (Intent, error) {
+	in := Intent{GPUs: s.GPUs, VC: s.VC, Class: Class(s.Class), Priority: s.Priority, GracePeriod: DefaultGracePeriod}
+	if in.VC == "" {
+		in.VC = DefaultVC
+	}
+	if in.Class == "" {
+		in.Class = DefaultClass
+	}
+	if s.GracePeriod != "" {
+		d, err := time.ParseDuration(s.GracePeriod)
+		if err != nil {
+			return Intent{}, &FieldError{"grace_period", s.GracePeriod, `must be a duration such as "30s" or "5m"`}
+		}
+		in.GracePeriod = d
+	}
+	return in, in.Validate()
+}
+
+// Validate checks the semantic rules of every field.
+func (in Intent) Validate() error {
+	switch {
+	case in.GPUs < 1 || in.GPUs > MaxGPUs:
+		return &FieldError{"gpus", in.GPUs, fmt.Sprintf("must be a whole number from 1 to %d", MaxGPUs)}
+	case !vcName.MatchString(in.VC):
+		return &FieldError{"vc", in.VC, "must be a virtual cluster name: lower-case letters, digits, '-' and '_', at most 63 characters"}
+	case in.Class != ClassBestEffort && in.Class != ClassTrialAndError:
+		return &FieldError{"class", string(in.Class), `must be "be" (best effort) or "te" (trial and error)`}
+	case in.Priority < PriorityOpportunistic || in.Priority > MaxPriority:
+		return &FieldError{"priority", in.Priority, fmt.Sprintf("must be a whole number from -1 (opportunistic) to %d", MaxPriority)}
+	case in.GracePeriod < 0 || in.GracePeriod > MaxGracePeriod:
+		return &FieldError{"grace_period", in.GracePeriod.String(), fmt.Sprintf("must be between 0s and %s", MaxGracePeriod)}
+	}
+	return nil
+}
+
+// FromTaskConfig finds the stanza in a task's driver config as Nomad's API
+// returns it (blocks decode as a list of maps; numbers as float64 or int) and
+// validates it. found is false when the config has no stanza at all.
+func FromTaskConfig(config map[string]any) (in Intent, found bool, err error) {
+	raw, ok := config[BlockName]
+	if !ok || raw == nil {
+		return Intent{}, false, nil
+	}
+	block, err := singleBlock(raw)
+	if err != nil {
+		return Intent{}, true, err
+	}
+	in, err = fromMap(block)
+	return in, true, err
+}
+
+func singleBlock(raw any) (map[string]any, error) {
+	switch v := raw.(type) {
+	case map[string]any:
+		return v, nil
+	case []any:
+		if len(v) != 1 {
+			return nil, fmt.Errorf("%s: exactly one %q block is allowed in a task, found %d", BlockName, BlockName, len(v))
+		}
+		return singleBlock(v[0])
+	case []map[string]any:
+		if len(v) != 1 {
+			return nil, fmt.Errorf("%s: exactly one %q block is allowed in a task, found %d", BlockName, BlockName, len(v))
+		}
+		return v[0], nil
+	default:
+		return nil, fmt.Errorf("%s: must be a block, got %T", BlockName, raw)
+	}
+}
+
+func fromMap(m map[string]any) (Intent, error) {
+	var unknown []string
+	for k := range m {
+		if !known(k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return Intent{}, &FieldError{unknown[0], nil, "unknown field; the stanza accepts " + strings.Join(Fields, ", ")}
+	}
+	var s Stanza
+	var err error
+	v, ok := m["gpus"]
+	if !ok {
+		return Intent{}, &FieldError{"gpus", nil, "is required: the number of GPUs the task needs"}
+	}
+	if s.GPUs, err = wholeNumber("gpus", v); err != nil {
+		return Intent{}, err
+	}
+	if v, ok := m["priority"]; ok {
+		if s.Priority, err = wholeNumber("priority", v); err != nil {
+			return Intent{}, err
+		}
+	}
+	for _, f := range []struct {
+		field string
+		dst   *string
+	}{{"vc", &s.VC}, {"class", &s.Class}, {"grace_period", &s.GracePeriod}} {
+		field, dst := f.field, f.dst
+		v, ok := m[field]
+		if !ok {
+			continue
+		}
+		str, isStr := v.(string)
+		if !isStr {
+			return Intent{}, &FieldError{field, v, "must be a string"}
+		}
+		*dst = str
+	}
+	return s.Intent()
+}
+
+func known(field string) bool {
+	for _, f := range Fields {
+		if f == field {
+			return true
+		}
+	}
+	return false
+}
+
+func wholeNumber(field string, v any) (int, error) {
+	var f float64
+	switch n := v.(type) {
+	case int:
+		return n, nil
+	case int64:
+		f = float64(n)
+	case float64:
+		f = n
+	case uint64:
+		f = float64(n)
+	default:
+		return 0, &FieldError{field, v, "must be a whole number"}
+	}
+	if f != math.Trunc(f) || math.IsInf(f, 0) || math.Abs(f) > 1<<31 {
+		return 0, &FieldError{field, v, "must be a whole number"}
+	}
+	return int(f), nil
+}

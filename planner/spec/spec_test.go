@@ -1,0 +1,97 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFromTaskConfig(t *testing.T) {
+	block := func(m map[string]any) map[string]any {
+		return map[string]any{"command": "x", BlockName: []any{m}}
+	}
+	cases := []struct {
+		name    string
+		config  map[string]any
+		found   bool
+		want    Intent
+		wantErr string
+	}{
+		{"no stanza", map[string]any{"command": "x"}, false, Intent{}, ""},
+		{"defaults", block(map[string]any{"gpus": 2.0}), true,
+			Intent{GPUs: 2, VC: "default", Class: ClassBestEffort, GracePeriod: 30 * time.Second}, ""},
+		{"all fields", block(map[string]any{"gpus": 4, "vc": "vision", "class": "te", "priority": -1.0, "grace_period": "2m"}), true,
+			Intent{GPUs: 4, VC: "vision", Class: ClassTrialAndError, Priority: -1, GracePeriod: 2 * time.Minute}, ""},
+		{"map instead of list", map[string]any{BlockName: map[string]any{"gpus": 1}}, true,
+			Intent{GPUs: 1, VC: "default", Class: ClassBestEffort, GracePeriod: 30 * time.Second}, ""},
+		{"gpus missing", block(map[string]any{"vc": "a"}), true, Intent{}, "themis.gpus: is required"},
+		{"gpus a string", block(map[string]any{"gpus": "two"}), true, Intent{}, `themis.gpus: must be a whole number, got "two"`},
+		{"gpus fractional", block(map[string]any{"gpus": 1.5}), true, Intent{}, "themis.gpus: must be a whole number, got 1.5"},
+		{"gpus zero", block(map[string]any{"gpus": 0}), true, Intent{}, "themis.gpus: must be a whole number from 1 to 1024, got 0"},
+		{"gpus huge", block(map[string]any{"gpus": 1e12}), true, Intent{}, "themis.gpus: must be a whole number"},
+		{"bad vc", block(map[string]any{"gpus": 1, "vc": "Team A"}), true, Intent{}, `themis.vc: must be a virtual cluster name`},
+		{"vc not a string", block(map[string]any{"gpus": 1, "vc": 3}), true, Intent{}, "themis.vc: must be a string, got 3"},
+		{"bad class", block(map[string]any{"gpus": 1, "class": "urgent"}), true, Intent{}, `themis.class: must be "be" (best effort) or "te"`},
+		{"bad priority", block(map[string]any{"gpus": 1, "priority": -2}), true, Intent{}, "themis.priority: must be a whole number from -1"},
+		{"bad grace", block(map[string]any{"gpus": 1, "grace_period": "soon"}), true, Intent{}, `themis.grace_period: must be a duration`},
+		{"negative grace", block(map[string]any{"gpus": 1, "grace_period": "-1s"}), true, Intent{}, "themis.grace_period: must be between 0s and 24h0m0s"},
+		{"unknown field", block(map[string]any{"gpus": 1, "gpu": 2}), true, Intent{}, "themis.gpu: unknown field; the stanza accepts gpus, vc, class, priority, grace_period"},
+		{"two blocks", map[string]any{BlockName: []any{map[string]any{"gpus": 1}, map[string]any{"gpus": 1}}}, true, Intent{}, `exactly one "themis" block`},
+		{"not a block", map[string]any{BlockName: "gpus=1"}, true, Intent{}, "themis: must be a block"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, found, err := FromTaskConfig(tc.config)
+			if found != tc.found {
+				t.Fatalf("found = %v, want %v", found, tc.found)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStanzaIntentMatchesMap(t *testing.T) {
+	// The driver's decoded struct and the planner's map reading agree.
+	s := Stanza{GPUs: 3, Class: "te", GracePeriod: "45s"}
+	a, err := s.Intent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := FromTaskConfig(map[string]any{BlockName: []any{map[string]any{"gpus": 3.0, "class": "te", "grace_period": "45s"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatalf("struct %+v != map %+v", a, b)
+	}
+}
+
+func FuzzFromTaskConfig(f *testing.F) {
+	f.Add("gpus", "2", "vc", "default", 1.0)
+	f.Add("gpus", "", "grace_period", "10m", -1.0)
+	f.Add("class", "te", "priority", "x", 1e300)
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string, n float64) {
+		m := map[string]any{k1: v1, k2: v2, "gpus": n}
+		in, _, err := FromTaskConfig(map[string]any{BlockName: []any{m}})
+		if err == nil {
+			if vErr := in.Validate(); vErr != nil {
+				t.Fatalf("accepted an invalid intent %+v: %v", in, vErr)
+			}
+			return
+		}
+		if !strings.HasPrefix(err.Error(), BlockName) {
+			t.Fatalf("error does not name the stanza: %v", err)
+		}
+	})
+}
