@@ -20,7 +20,7 @@ import (
 
 // helloJob parses examples/jobs/hello.nomad.hcl through Nomad (so the example
 // itself is what runs) and renames the job.
-func helloJob(t *testing.T, id string, steps int, gpus int) *nomadapi.Job {
+func helloJob(t testing.TB, id string, steps int, gpus int) *nomadapi.Job {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join(env.root, "examples", "jobs", "hello.nomad.hcl"))
 	if err != nil {
@@ -66,7 +66,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 	t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
 }
 
-func jobLease(t *testing.T, id string) *lease.JobLease {
+func jobLease(t testing.TB, id string) *lease.JobLease {
 	t.Helper()
 	p, _, err := env.consul.KV().Get(lease.JobKey("default", id), nil)
 	if err != nil {

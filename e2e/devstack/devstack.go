@@ -79,10 +79,20 @@ func (s *Stack) DataDir() string { return s.cfg.DataDir }
 // healthy and its themis GPUs fingerprinted. On error everything started is
 // stopped again.
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	return start(ctx, cfg, true)
+}
+
+// StartConsul starts only the Consul dev agent (cfg needs ConsulBin,
+// Templates and DataDir), for tests of the Consul adapter alone.
+func StartConsul(ctx context.Context, cfg Config) (*Stack, error) {
+	return start(ctx, cfg, false)
+}
+
+func start(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	if err := cfg.check(); err != nil {
+	if err := cfg.check(withNomad); err != nil {
 		return nil, err
 	}
 	if err := cfg.Ports.fill(); err != nil {
@@ -102,38 +112,48 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	nomadCfg, err := s.render("nomad-dev.hcl.tmpl", "nomad.hcl")
-	if err != nil {
-		return nil, err
-	}
 	if err := s.spawn("consul", cfg.ConsulBin, "agent", "-dev", "-config-file", consulCfg); err != nil {
 		return nil, err
 	}
 	if err := s.waitFor(ctx, "Consul leader", 60*time.Second, s.consulReady); err != nil {
 		return nil, err
 	}
-	// -dev with a config file: server + client in one process, in-memory
-	// state. AWS_CA_BUNDLE breaks the cloud fingerprinters (also denied in
-	// the config).
-	if err := s.spawn("nomad", cfg.NomadBin, "agent", "-dev", "-config", nomadCfg); err != nil {
-		return nil, err
-	}
-	if err := s.waitFor(ctx, "Nomad node with themis GPUs and driver", 90*time.Second, s.nomadReady); err != nil {
-		return nil, err
+	if withNomad {
+		nomadCfg, err := s.render("nomad-dev.hcl.tmpl", "nomad.hcl")
+		if err != nil {
+			return nil, err
+		}
+		// -dev with a config file: server + client in one process, in-memory
+		// state.
+		if err := s.spawn("nomad", cfg.NomadBin, "agent", "-dev", "-config", nomadCfg); err != nil {
+			return nil, err
+		}
+		if err := s.waitFor(ctx, "Nomad node with themis GPUs and driver", 90*time.Second, s.nomadReady); err != nil {
+			return nil, err
+		}
 	}
 	ok = true
 	return s, nil
 }
 
-func (c *Config) check() error {
-	for what, p := range map[string]string{"nomad binary": c.NomadBin, "consul binary": c.ConsulBin,
-		"plugin dir": c.PluginDir, "templates": c.Templates, "topology": c.Topology} {
+func (c *Config) check(withNomad bool) error {
+	if c.DataDir == "" {
+		return errors.New("devstack: data dir not set")
+	}
+	need := map[string]string{"consul binary": c.ConsulBin, "templates": c.Templates}
+	if withNomad {
+		need["nomad binary"], need["plugin dir"], need["topology"] = c.NomadBin, c.PluginDir, c.Topology
+	}
+	for what, p := range need {
 		if p == "" {
 			return fmt.Errorf("devstack: %s not set", what)
 		}
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("devstack: %s: %w", what, err)
 		}
+	}
+	if !withNomad {
+		return nil
 	}
 	for _, bin := range []string{"themis-device", "themis-driver"} {
 		if _, err := os.Stat(filepath.Join(c.PluginDir, bin)); err != nil {
