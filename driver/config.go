@@ -1,0 +1,141 @@
+package driver
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/hashicorp/nomad/plugins/drivers"
+	"github.com/hashicorp/nomad/plugins/shared/hclspec"
+
+	"github.com/themis-nomad/themis/planner/spec"
+)
+
+// Defaults of the plugin config.
+const (
+	DefaultConsulAddress = "127.0.0.1:8500"
+)
+
+// DefaultCheckpointRoot is where checkpoint directories live unless the
+// plugin config names another root.
+func DefaultCheckpointRoot() string {
+	return filepath.Join(os.TempDir(), "themis", "checkpoints")
+}
+
+// Config is the plugin config, set from the agent's
+// `plugin "themis-driver" { config { ... } }` block.
+type Config struct {
+	// ConsulAddress is the host:port of the Consul agent holding the leases.
+	ConsulAddress string `codec:"consul_address"`
+	// LeaseCheck makes StartTask refuse tasks whose GPUs are not leased to
+	// their job.
+	LeaseCheck bool `codec:"lease_check"`
+	// CheckpointRoot is the node-local root of the per-task checkpoint dirs.
+	CheckpointRoot string `codec:"checkpoint_root"`
+}
+
+// TaskConfig is the driver config of one task in a jobspec.
+type TaskConfig struct {
+	Command string      `codec:"command"`
+	Args    []string    `codec:"args"`
+	Themis  spec.Stanza `codec:"themis"`
+}
+
+func configSpec() *hclspec.Spec {
+	return hclspec.NewObject(map[string]*hclspec.Spec{
+		"consul_address": hclspec.NewDefault(
+			hclspec.NewAttr("consul_address", "string", false),
+			hclspec.NewLiteral(strconv.Quote(DefaultConsulAddress)),
+		),
+		"lease_check": hclspec.NewDefault(
+			hclspec.NewAttr("lease_check", "bool", false),
+			hclspec.NewLiteral("true"),
+		),
+		"checkpoint_root": hclspec.NewDefault(
+			hclspec.NewAttr("checkpoint_root", "string", false),
+			hclspec.NewLiteral(strconv.Quote(DefaultCheckpointRoot())),
+		),
+	})
+}
+
+// taskConfigSpec keeps every stanza attribute but gpus optional: defaults are
+// applied, and rules checked, by spec.Stanza.Intent so that the planner and
+// the driver can never disagree.
+func taskConfigSpec() *hclspec.Spec {
+	return hclspec.NewObject(map[string]*hclspec.Spec{
+		"command": hclspec.NewAttr("command", "string", true),
+		"args":    hclspec.NewAttr("args", "list(string)", false),
+		spec.BlockName: hclspec.NewBlock(spec.BlockName, true, hclspec.NewObject(map[string]*hclspec.Spec{
+			"gpus":         hclspec.NewAttr("gpus", "number", true),
+			"vc":           hclspec.NewAttr("vc", "string", false),
+			"class":        hclspec.NewAttr("class", "string", false),
+			"priority":     hclspec.NewAttr("priority", "number", false),
+			"grace_period": hclspec.NewAttr("grace_period", "string", false),
+		})),
+	})
+}
+
+// withDefaults fills what an empty (not HCL-decoded) config leaves unset.
+// An unset lease_check cannot be told from false here, so only the strings
+// are defaulted; the HCL schema defaults lease_check to true.
+func (c Config) withDefaults() Config {
+	if c.ConsulAddress == "" {
+		c.ConsulAddress = DefaultConsulAddress
+	}
+	if c.CheckpointRoot == "" {
+		c.CheckpointRoot = DefaultCheckpointRoot()
+	}
+	return c
+}
+
+// wireTaskConfig is TaskConfig as it arrives: HCL numbers may be fractional,
+// which a msgpack decode straight into spec.Stanza's ints rejects with an
+// error that names no field.
+type wireTaskConfig struct {
+	Command string   `codec:"command"`
+	Args    []string `codec:"args"`
+	Themis  struct {
+		GPUs        float64 `codec:"gpus"`
+		VC          string  `codec:"vc"`
+		Class       string  `codec:"class"`
+		Priority    float64 `codec:"priority"`
+		GracePeriod string  `codec:"grace_period"`
+	} `codec:"themis"`
+}
+
+// decodeTaskConfig decodes a task's driver config; errors name the field.
+func decodeTaskConfig(cfg *drivers.TaskConfig) (TaskConfig, error) {
+	var w wireTaskConfig
+	if err := cfg.DecodeDriverConfig(&w); err != nil {
+		return TaskConfig{}, fmt.Errorf("decode task config: %w", err)
+	}
+	tc := TaskConfig{Command: w.Command, Args: w.Args, Themis: spec.Stanza{
+		VC: w.Themis.VC, Class: w.Themis.Class, GracePeriod: w.Themis.GracePeriod,
+	}}
+	var err error
+	if tc.Themis.GPUs, err = wholeNumber("gpus", w.Themis.GPUs); err != nil {
+		return TaskConfig{}, err
+	}
+	if tc.Themis.Priority, err = wholeNumber("priority", w.Themis.Priority); err != nil {
+		return TaskConfig{}, err
+	}
+	return tc, nil
+}
+
+func wholeNumber(field string, f float64) (int, error) {
+	if f != math.Trunc(f) || math.Abs(f) > 1<<31 {
+		return 0, &spec.FieldError{Field: field, Value: f, Reason: "must be a whole number"}
+	}
+	return int(f), nil
+}
+
+// intent validates the task config and returns the stanza's intent. Errors
+// name the field.
+func (tc TaskConfig) intent() (spec.Intent, error) {
+	if tc.Command == "" {
+		return spec.Intent{}, fmt.Errorf("command: is required")
+	}
+	return tc.Themis.Intent()
+}

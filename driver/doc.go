@@ -1,0 +1,97 @@
+// Package driver is the themis Nomad task driver: it runs a training process
+// on the GPUs the planner granted to its job, and gives it what it needs to
+// checkpoint and resume across preemptions.
+//
+// # Plugin config
+//
+// The binary is themis-driver; the agent config names it by that file name,
+// while jobspecs use the driver name from PluginInfo, "themis":
+//
+//	plugin "themis-driver" {
+//	  config {
+//	    consul_address  = "127.0.0.1:8500"   # Consul holding the GPU leases
+//	    lease_check     = true               # refuse tasks whose GPUs are not leased to them
+//	    checkpoint_root = "/tmp/themis/checkpoints"  # default: $TMPDIR/themis/checkpoints
+//	  }
+//	}
+//
+// # Task config
+//
+//	task "train" {
+//	  driver = "themis"
+//	  config {
+//	    command = "hello"          # required; relative: task dir first, then PATH
+//	    args    = ["-steps", "500"]
+//	    themis {                   # required; see planner/spec
+//	      gpus         = 2         # required
+//	      vc           = "research"
+//	      class        = "be"      # "be" or "te"
+//	      priority     = 0         # -1 = opportunistic
+//	      grace_period = "2m"
+//	    }
+//	  }
+//	  resources { device "themis/gpu" { count = 2 } }
+//	}
+//
+// The stanza is validated by spec.Stanza.Intent, the same code the planner
+// uses; a bad stanza fails the task with an error naming the field, e.g.
+// "themis.class: must be "be" (best effort) or "te" (trial and error), got "x"".
+//
+// # Lease check
+//
+// With lease_check on (the default), StartTask enforces invariant 1 (no themis
+// task runs on a GPU it holds no lease for) before it starts anything:
+//
+//  1. The themis GPU instances Nomad allocated to the task (devices of vendor
+//     "themis", type "gpu") must number exactly the stanza's gpus; otherwise
+//     the task was placed without a planner grant and is refused. Nomad's
+//     driver protocol does not carry device allocations to an external
+//     driver (TaskConfig.Resources.NomadResources.Devices arrives empty), so
+//     the IDs are read from THEMIS_GPU_IDS in TaskConfig.DeviceEnv, which the
+//     themis device plugin's Reserve sets and a jobspec's env cannot.
+//  2. Each GPU's lease is read from Consul KV at lease.GPUKey(id), and
+//     lease.Verify checks that every one is leased to the task's namespace and
+//     job. A missing lease or one held by another job refuses the task for
+//     good; a failure to read Consul is returned as a recoverable error, so
+//     Nomad's restart policy retries.
+//
+// The reader sits behind LeaseReader (ConsulLeases by default). While lease
+// checking is on and Consul cannot be reached, the driver fingerprints as
+// unhealthy, so Nomad places no themis task on the client; it re-checks every
+// fingerprint period (30s).
+//
+// # Process and environment
+//
+// The command runs directly from the plugin process (no executor, no chroot,
+// no root needed) as the leader of its own process group, in the task dir,
+// with stdout and stderr written straight into Nomad's log FIFOs. Its
+// environment is Nomad's task environment plus:
+//
+//	THEMIS_JOB_ID          the Nomad job ID
+//	THEMIS_VC              virtual cluster
+//	THEMIS_CLASS           "be" or "te"
+//	THEMIS_PRIORITY        priority inside the VC
+//	THEMIS_GPUS            number of GPUs granted
+//	THEMIS_GPU_IDS         comma-separated GPU instance IDs Nomad allocated
+//	THEMIS_GRACE_PERIOD    grace period in seconds (e.g. "30", "1.5")
+//	THEMIS_CHECKPOINT_DIR  <checkpoint_root>/<namespace>/<job>/<group>/<task>
+//
+// The checkpoint dir (mode 0700) lives outside the alloc dir, so a job
+// re-placed on the same node after preemption finds its checkpoints and
+// resumes.
+//
+// # Stopping, signals, recovery
+//
+// StopTask sends the signal (SIGINT when none is given) to the whole process
+// group, waits up to the kill timeout Nomad passes (min(kill_timeout,
+// max_kill_timeout): raise the latter for long grace periods), then sends
+// SIGKILL to the group; DestroyTask kills whatever is left of the group
+// after its leader exited. Task stats (RSS, user/system CPU) come from /proc for
+// every member of the process group.
+//
+// The task handle records the pid and the process start time from
+// /proc/<pid>/stat. After a driver restart RecoverTask re-adopts the process
+// only if both still match; as it is then not the driver's child, its exit is
+// noticed by polling and reported with an unknown exit status (ExitResult.Err
+// set). Otherwise RecoverTask fails and Nomad restarts the task.
+package driver

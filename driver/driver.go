@@ -1,0 +1,569 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/client/lib/cpustats"
+	"github.com/hashicorp/nomad/client/lib/fifo"
+	cstructs "github.com/hashicorp/nomad/client/structs"
+	"github.com/hashicorp/nomad/drivers/shared/eventer"
+	"github.com/hashicorp/nomad/plugins/base"
+	"github.com/hashicorp/nomad/plugins/drivers"
+	"github.com/hashicorp/nomad/plugins/drivers/fsisolation"
+	"github.com/hashicorp/nomad/plugins/shared/hclspec"
+	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
+
+	"github.com/themis-nomad/themis/planner/spec"
+)
+
+const (
+	// PluginName is the driver name jobspecs use: driver = "themis".
+	PluginName = "themis"
+	// PluginVersion is the driver's version, also fingerprinted as the
+	// node attribute driver.themis.version.
+	PluginVersion = "0.1.0"
+
+	taskHandleVersion  = 1
+	fingerprintPeriod  = 30 * time.Second
+	leaseCheckTimeout  = 10 * time.Second
+	checkpointDirPerms = 0o700
+)
+
+// Environment variables the driver sets for every task.
+const (
+	EnvJobID          = "THEMIS_JOB_ID"
+	EnvVC             = "THEMIS_VC"
+	EnvClass          = "THEMIS_CLASS"
+	EnvGPUs           = "THEMIS_GPUS"
+	EnvGPUIDs         = "THEMIS_GPU_IDS"
+	EnvGracePeriod    = "THEMIS_GRACE_PERIOD"
+	EnvCheckpointDir  = "THEMIS_CHECKPOINT_DIR"
+	EnvPriority       = "THEMIS_PRIORITY"
+	attrVersion       = "driver.themis.version"
+	attrLeaseCheck    = "driver.themis.lease_check"
+	eventLeaseChecked = "GPU leases verified"
+)
+
+var (
+	pluginInfo = &base.PluginInfoResponse{
+		Type:              base.PluginTypeDriver,
+		PluginApiVersions: []string{drivers.ApiVersion010},
+		PluginVersion:     PluginVersion,
+		Name:              PluginName,
+	}
+
+	capabilities = &drivers.Capabilities{
+		SendSignals:  true,
+		Exec:         false,
+		FSIsolation:  fsisolation.None,
+		MountConfigs: drivers.MountConfigSupportNone,
+		NetIsolationModes: []drivers.NetIsolationMode{
+			drivers.NetIsolationModeHost,
+			drivers.NetIsolationModeGroup,
+		},
+	}
+)
+
+// Option configures a Driver.
+type Option func(*Driver)
+
+// WithLeaseReader makes the driver read leases from r instead of Consul.
+func WithLeaseReader(r LeaseReader) Option {
+	return func(d *Driver) { d.leaseOverride = r }
+}
+
+// Driver is the themis task driver. See the package doc.
+type Driver struct {
+	drivers.DriverExecTaskNotSupported
+
+	ctx     context.Context
+	logger  hclog.Logger
+	eventer *eventer.Eventer
+
+	fingerprintPeriod time.Duration
+	leaseOverride     LeaseReader
+
+	mu      sync.RWMutex
+	config  Config
+	leases  LeaseReader
+	compute cpustats.Compute // from the agent; turns CPU percent into MHz
+
+	tasksMu sync.RWMutex
+	tasks   map[string]*taskHandle
+}
+
+var _ drivers.DriverPlugin = (*Driver)(nil)
+
+// New returns a themis driver; ctx ends its background work.
+func New(ctx context.Context, logger hclog.Logger, opts ...Option) *Driver {
+	logger = logger.Named(PluginName)
+	d := &Driver{
+		ctx:               ctx,
+		logger:            logger,
+		eventer:           eventer.NewEventer(ctx, logger),
+		fingerprintPeriod: fingerprintPeriod,
+		config:            Config{LeaseCheck: true}.withDefaults(),
+		tasks:             make(map[string]*taskHandle),
+	}
+	for _, o := range opts {
+		o(d)
+	}
+	d.leases = d.leaseOverride
+	return d
+}
+
+// PluginInfo implements base.BasePlugin.
+func (d *Driver) PluginInfo() (*base.PluginInfoResponse, error) { return pluginInfo, nil }
+
+// ConfigSchema implements base.BasePlugin.
+func (d *Driver) ConfigSchema() (*hclspec.Spec, error) { return configSpec(), nil }
+
+// SetConfig implements base.BasePlugin.
+func (d *Driver) SetConfig(c *base.Config) error {
+	cfg := Config{LeaseCheck: true}
+	if len(c.PluginConfig) != 0 {
+		cfg = Config{}
+		if err := base.MsgPackDecode(c.PluginConfig, &cfg); err != nil {
+			return fmt.Errorf("decode %s plugin config: %w", PluginName, err)
+		}
+	}
+	cfg = cfg.withDefaults()
+	if !filepath.IsAbs(cfg.CheckpointRoot) {
+		return fmt.Errorf("checkpoint_root: must be an absolute path, got %q", cfg.CheckpointRoot)
+	}
+	reader := d.leaseOverride
+	if reader == nil {
+		r, err := NewConsulLeases(cfg.ConsulAddress)
+		if err != nil {
+			return fmt.Errorf("consul_address: %w", err)
+		}
+		reader = r
+	}
+	d.mu.Lock()
+	d.config, d.leases = cfg, reader
+	if c.AgentConfig != nil {
+		d.compute = c.AgentConfig.Compute()
+	}
+	d.mu.Unlock()
+	d.logger.Info("configured", "consul_address", cfg.ConsulAddress, "lease_check", cfg.LeaseCheck,
+		"checkpoint_root", cfg.CheckpointRoot)
+	return nil
+}
+
+func (d *Driver) current() (Config, LeaseReader) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.config, d.leases
+}
+
+// TaskConfigSchema implements drivers.DriverPlugin.
+func (d *Driver) TaskConfigSchema() (*hclspec.Spec, error) { return taskConfigSpec(), nil }
+
+// Capabilities implements drivers.DriverPlugin.
+func (d *Driver) Capabilities() (*drivers.Capabilities, error) { return capabilities, nil }
+
+// Fingerprint implements drivers.DriverPlugin. With lease_check on, the
+// driver is unhealthy while Consul cannot be reached, so that Nomad places
+// no themis task on a client that cannot check leases.
+func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, error) {
+	ch := make(chan *drivers.Fingerprint)
+	go func() {
+		defer close(ch)
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.ctx.Done():
+				return
+			case <-t.C:
+			}
+			fp := d.buildFingerprint(ctx)
+			select {
+			case ch <- fp:
+			case <-ctx.Done():
+				return
+			case <-d.ctx.Done():
+				return
+			}
+			t.Reset(d.fingerprintPeriod)
+		}
+	}()
+	return ch, nil
+}
+
+func (d *Driver) buildFingerprint(ctx context.Context) *drivers.Fingerprint {
+	cfg, leases := d.current()
+	fp := &drivers.Fingerprint{
+		Attributes: map[string]*pstructs.Attribute{
+			attrVersion:    pstructs.NewStringAttribute(PluginVersion),
+			attrLeaseCheck: pstructs.NewBoolAttribute(cfg.LeaseCheck),
+		},
+		Health:            drivers.HealthStateHealthy,
+		HealthDescription: drivers.DriverHealthy,
+	}
+	if !cfg.LeaseCheck {
+		return fp
+	}
+	var err error
+	if leases == nil {
+		err = errors.New("no lease reader configured")
+	} else {
+		pctx, cancel := context.WithTimeout(ctx, consulTimeout)
+		err = leases.Ping(pctx)
+		cancel()
+	}
+	if err != nil {
+		d.logger.Warn("cannot reach the lease store; reporting unhealthy", "consul_address", cfg.ConsulAddress, "error", err)
+		fp.Health = drivers.HealthStateUnhealthy
+		fp.HealthDescription = fmt.Sprintf("lease_check is on but GPU leases cannot be read from Consul at %s: %v", cfg.ConsulAddress, err)
+	}
+	return fp
+}
+
+func (d *Driver) task(id string) (*taskHandle, error) {
+	d.tasksMu.RLock()
+	defer d.tasksMu.RUnlock()
+	h, ok := d.tasks[id]
+	if !ok {
+		return nil, drivers.ErrTaskNotFound
+	}
+	return h, nil
+}
+
+// StartTask implements drivers.DriverPlugin.
+func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drivers.DriverNetwork, error) {
+	if _, err := d.task(cfg.ID); err == nil {
+		return nil, nil, fmt.Errorf("task with ID %q already started", cfg.ID)
+	}
+	logger := d.logger.With("alloc_id", cfg.AllocID, "job_id", cfg.JobID, "task_name", cfg.Name)
+
+	tc, err := decodeTaskConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid task config: %w", err)
+	}
+	intent, err := tc.intent()
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid task config: %w", err)
+	}
+
+	pcfg, leases := d.current()
+	gpuIDs := allocatedGPUs(cfg)
+	if pcfg.LeaseCheck {
+		if leases == nil {
+			return nil, nil, errors.New("lease check: no lease reader configured")
+		}
+		ctx, cancel := context.WithTimeout(d.ctx, leaseCheckTimeout)
+		err := checkLeases(ctx, leases, cfg, intent)
+		cancel()
+		if err != nil {
+			logger.Error("refusing task", "gpus", gpuIDs, "error", err)
+			return nil, nil, err
+		}
+		d.emit(cfg, eventLeaseChecked, map[string]string{"gpus": strings.Join(gpuIDs, ",")})
+	}
+
+	taskDir := cfg.TaskDir().Dir
+	path, err := resolveCommand(tc.Command, taskDir, cfg.Env["PATH"])
+	if err != nil {
+		return nil, nil, err
+	}
+	ckpt, err := checkpointDir(pcfg.CheckpointRoot, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	env := taskEnv(cfg, intent, gpuIDs, ckpt)
+
+	stdout, err := openLog(cfg.StdoutPath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open stdout: %w", err)
+	}
+	stderr, err := openLog(cfg.StderrPath)
+	if err != nil {
+		_ = stdout.Close()
+		return nil, nil, fmt.Errorf("open stderr: %w", err)
+	}
+	h, err := startProcess(logger, cfg, path, tc.Args, taskDir, env, stdout, stderr)
+	if err != nil {
+		_ = stdout.Close()
+		_ = stderr.Close()
+		return nil, nil, err
+	}
+
+	handle := drivers.NewTaskHandle(taskHandleVersion)
+	handle.Config = cfg
+	if err := handle.SetDriverState(h.driverState()); err != nil {
+		_ = h.kill()
+		return nil, nil, fmt.Errorf("encode driver state: %w", err)
+	}
+	d.tasksMu.Lock()
+	d.tasks[cfg.ID] = h
+	d.tasksMu.Unlock()
+	logger.Info("task started", "pid", h.pid, "command", path, "gpus", gpuIDs, "vc", intent.VC,
+		"class", intent.Class, "grace_period", intent.GracePeriod.String(), "checkpoint_dir", ckpt)
+	return handle, nil, nil
+}
+
+func (d *Driver) emit(cfg *drivers.TaskConfig, msg string, ann map[string]string) {
+	err := d.eventer.EmitEvent(&drivers.TaskEvent{
+		TaskID: cfg.ID, TaskName: cfg.Name, AllocID: cfg.AllocID,
+		Timestamp: time.Now(), Message: msg, Annotations: ann,
+	})
+	if err != nil {
+		d.logger.Debug("task event not delivered", "task_id", cfg.ID, "error", err)
+	}
+}
+
+// resolveCommand finds command: absolute paths as they are, relative ones
+// against the task dir, then bare names on the task's PATH.
+func resolveCommand(command, taskDir, pathEnv string) (string, error) {
+	if filepath.IsAbs(command) {
+		return command, nil
+	}
+	if p := filepath.Join(taskDir, command); isExecutable(p) {
+		return p, nil
+	}
+	if !strings.ContainsRune(command, filepath.Separator) {
+		if pathEnv == "" {
+			pathEnv = os.Getenv("PATH")
+		}
+		for _, dir := range filepath.SplitList(pathEnv) {
+			if dir == "" {
+				continue
+			}
+			if p := filepath.Join(dir, command); isExecutable(p) {
+				return p, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("command: %q is neither in the task dir %s nor on PATH", command, taskDir)
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// checkpointDir creates <root>/<namespace>/<job>/<group>/<task>. It lives
+// outside the alloc dir, so a replacement alloc of the job on this node finds
+// the checkpoints of the one it replaces.
+func checkpointDir(root string, cfg *drivers.TaskConfig) (string, error) {
+	parts := []string{root}
+	for _, p := range []struct{ what, v string }{
+		{"namespace", cfg.Namespace}, {"job id", cfg.JobID}, {"task group", cfg.TaskGroupName}, {"task name", cfg.Name},
+	} {
+		v := url.PathEscape(p.v)
+		if v == "" || v == "." || v == ".." {
+			return "", fmt.Errorf("checkpoint dir: %s %q cannot be a directory name", p.what, p.v)
+		}
+		parts = append(parts, v)
+	}
+	dir := filepath.Join(parts...)
+	if err := os.MkdirAll(dir, checkpointDirPerms); err != nil {
+		return "", fmt.Errorf("create checkpoint dir: %w", err)
+	}
+	return dir, nil
+}
+
+func taskEnv(cfg *drivers.TaskConfig, in spec.Intent, gpuIDs []string, ckpt string) []string {
+	env := maps.Clone(cfg.DeviceEnv)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, cfg.Env)
+	maps.Copy(env, map[string]string{
+		EnvJobID:         cfg.JobID,
+		EnvVC:            in.VC,
+		EnvClass:         string(in.Class),
+		EnvGPUs:          strconv.Itoa(in.GPUs),
+		EnvGPUIDs:        strings.Join(gpuIDs, ","),
+		EnvPriority:      strconv.Itoa(in.Priority),
+		EnvGracePeriod:   strconv.FormatFloat(in.GracePeriod.Seconds(), 'f', -1, 64),
+		EnvCheckpointDir: ckpt,
+	})
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// openLog opens the task's log FIFO for writing (Nomad's logmon reads the
+// other end), or /dev/null when Nomad gives no path.
+func openLog(path string) (*os.File, error) {
+	if path == "" {
+		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	}
+	w, err := fifo.OpenWriter(path)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		_ = w.Close()
+		return nil, fmt.Errorf("log fifo %s: unexpected writer %T", path, w)
+	}
+	return f, nil
+}
+
+// RecoverTask implements drivers.DriverPlugin: it re-adopts the task's
+// process if the same process (pid and start time) is still running.
+func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
+	if handle == nil || handle.Config == nil {
+		return errors.New("recover task: handle has no config")
+	}
+	if _, err := d.task(handle.Config.ID); err == nil {
+		return nil
+	}
+	var st taskState
+	if err := handle.GetDriverState(&st); err != nil {
+		return fmt.Errorf("recover task %s: decode driver state: %w", handle.Config.ID, err)
+	}
+	if st.Pid <= 0 || st.ProcStartTime == 0 {
+		return fmt.Errorf("recover task %s: driver state has no process identity", handle.Config.ID)
+	}
+	if !processAlive(st.Pid, st.ProcStartTime) {
+		return fmt.Errorf("recover task %s: process %d is gone (or its pid was reused); the task must be restarted", handle.Config.ID, st.Pid)
+	}
+	cfg := st.TaskConfig
+	if cfg == nil {
+		cfg = handle.Config
+	}
+	h := &taskHandle{
+		logger:        d.logger.With("alloc_id", cfg.AllocID, "job_id", cfg.JobID, "task_name", cfg.Name, "pid", st.Pid),
+		cfg:           cfg,
+		pid:           st.Pid,
+		procStartTime: st.ProcStartTime,
+		startedAt:     st.StartedAt,
+		recovered:     true,
+		done:          make(chan struct{}),
+		state:         drivers.TaskStateRunning,
+	}
+	d.tasksMu.Lock()
+	d.tasks[cfg.ID] = h
+	d.tasksMu.Unlock()
+	go h.adopt()
+	h.logger.Info("re-adopted running task after a driver restart")
+	return nil
+}
+
+// WaitTask implements drivers.DriverPlugin.
+func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.ExitResult, error) {
+	h, err := d.task(taskID)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan *drivers.ExitResult, 1)
+	go func() {
+		defer close(ch)
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.ctx.Done():
+			return
+		case <-h.done:
+		}
+		select {
+		case ch <- h.exitResult():
+		case <-ctx.Done():
+		case <-d.ctx.Done():
+		}
+	}()
+	return ch, nil
+}
+
+// StopTask implements drivers.DriverPlugin.
+func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) error {
+	h, err := d.task(taskID)
+	if err != nil {
+		return err
+	}
+	if signal == drivers.DetachSignal {
+		return nil
+	}
+	sig, err := parseSignal(signal)
+	if err != nil {
+		return fmt.Errorf("stop task %s: %w", taskID, err)
+	}
+	return h.stop(sig, timeout)
+}
+
+// DestroyTask implements drivers.DriverPlugin.
+func (d *Driver) DestroyTask(taskID string, force bool) error {
+	h, err := d.task(taskID)
+	if err != nil {
+		return err
+	}
+	if h.running() {
+		if !force {
+			return fmt.Errorf("task %s is still running; destroy it with force", taskID)
+		}
+		if err := h.kill(); err != nil {
+			return fmt.Errorf("destroy task %s: %w", taskID, err)
+		}
+	}
+	h.reapGroup()
+	d.tasksMu.Lock()
+	delete(d.tasks, taskID)
+	d.tasksMu.Unlock()
+	return nil
+}
+
+// InspectTask implements drivers.DriverPlugin.
+func (d *Driver) InspectTask(taskID string) (*drivers.TaskStatus, error) {
+	h, err := d.task(taskID)
+	if err != nil {
+		return nil, err
+	}
+	return h.status(), nil
+}
+
+// TaskStats implements drivers.DriverPlugin: RSS and CPU of the task's
+// process group, read from /proc every interval.
+func (d *Driver) TaskStats(ctx context.Context, taskID string, interval time.Duration) (<-chan *cstructs.TaskResourceUsage, error) {
+	h, err := d.task(taskID)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.RLock()
+	compute := d.compute
+	d.mu.RUnlock()
+	ch := make(chan *cstructs.TaskResourceUsage)
+	go h.stats(ctx, interval, compute, ch)
+	return ch, nil
+}
+
+// TaskEvents implements drivers.DriverPlugin.
+func (d *Driver) TaskEvents(ctx context.Context) (<-chan *drivers.TaskEvent, error) {
+	return d.eventer.TaskEvents(ctx)
+}
+
+// SignalTask implements drivers.DriverPlugin.
+func (d *Driver) SignalTask(taskID string, signal string) error {
+	h, err := d.task(taskID)
+	if err != nil {
+		return err
+	}
+	if signal == "" {
+		return fmt.Errorf("signal task %s: no signal given", taskID)
+	}
+	sig, err := parseSignal(signal)
+	if err != nil {
+		return fmt.Errorf("signal task %s: %w", taskID, err)
+	}
+	return h.signal(sig)
+}
