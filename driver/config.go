@@ -2,7 +2,6 @@ package driver
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -115,20 +114,13 @@ func decodeTaskConfig(cfg *drivers.TaskConfig) (TaskConfig, error) {
 		VC: w.Themis.VC, Class: w.Themis.Class, GracePeriod: w.Themis.GracePeriod,
 	}}
 	var err error
-	if tc.Themis.GPUs, err = wholeNumber("gpus", w.Themis.GPUs); err != nil {
+	if tc.Themis.GPUs, err = spec.WholeNumber("gpus", w.Themis.GPUs); err != nil {
 		return TaskConfig{}, err
 	}
-	if tc.Themis.Priority, err = wholeNumber("priority", w.Themis.Priority); err != nil {
+	if tc.Themis.Priority, err = spec.WholeNumber("priority", w.Themis.Priority); err != nil {
 		return TaskConfig{}, err
 	}
 	return tc, nil
-}
-
-func wholeNumber(field string, f float64) (int, error) {
-	if f != math.Trunc(f) || math.Abs(f) > 1<<31 {
-		return 0, &spec.FieldError{Field: field, Value: f, Reason: "must be a whole number"}
-	}
-	return int(f), nil
 }
 
 // intent validates the task config and returns the stanza's intent. Errors

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,8 +20,9 @@ import (
 	"github.com/themis-nomad/themis/planner/lease"
 )
 
-// helloJob parses examples/jobs/hello.nomad.hcl through Nomad (so the example
-// itself is what runs) and renames the job.
+// helloJob turns examples/jobs/hello.nomad.hcl into an API job with the nomad
+// CLI's own parser (`nomad job run -output`, as a user's `nomad job run`
+// would parse it) and renames the job.
 func helloJob(t testing.TB, id string, steps int, gpus int) *nomadapi.Job {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join(env.root, "examples", "jobs", "hello.nomad.hcl"))
@@ -30,16 +33,30 @@ func helloJob(t testing.TB, id string, steps int, gpus int) *nomadapi.Job {
 	if gpus != 2 {
 		hcl = strings.Replace(hcl, "gpus         = 2", fmt.Sprintf("gpus         = %d", gpus), 1)
 	}
-	job, err := env.nomad.Jobs().ParseHCLOpts(&nomadapi.JobsParseRequest{
-		JobHCL:       hcl,
-		Variables:    fmt.Sprintf("hello_bin = %q\nsteps = %d\n", env.helloBin, steps),
-		Canonicalize: true,
-	})
-	if err != nil {
-		t.Fatalf("parse hello jobspec: %v", err)
+	file := filepath.Join(t.TempDir(), "hello.nomad.hcl")
+	if err := os.WriteFile(file, []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	job.ID, job.Name = &id, &id
-	return job
+	cmd := exec.Command(env.nomadBin, "job", "run", "-output",
+		"-var", "hello_bin="+env.helloBin, "-var", fmt.Sprintf("steps=%d", steps), file)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("nomad job run -output: %v: %s", err, stderrOf(err))
+	}
+	var wrapped struct{ Job *nomadapi.Job }
+	if err := json.Unmarshal(out, &wrapped); err != nil || wrapped.Job == nil {
+		t.Fatalf("decode job JSON: %v\n%s", err, out)
+	}
+	wrapped.Job.ID, wrapped.Job.Name = &id, &id
+	return wrapped.Job
+}
+
+func stderrOf(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(ee.Stderr)
+	}
+	return ""
 }
 
 func register(t *testing.T, job *nomadapi.Job) {
@@ -134,20 +151,25 @@ func waitDead(t *testing.T, id string, timeout time.Duration) {
 // taskStdout reads the hello task's stdout log of an allocation.
 func taskStdout(t *testing.T, allocID string) string {
 	t.Helper()
-	a, _, err := env.nomad.Allocations().Info(allocID, nil)
-	if err != nil {
-		t.Fatalf("alloc %s: %v", allocID, err)
-	}
-	r, err := env.nomad.AllocFS().Cat(a, "alloc/logs/hello.stdout.0", nil)
+	out, err := readStdout(allocID)
 	if err != nil {
 		t.Fatalf("read stdout of alloc %s: %v", allocID, err)
 	}
+	return out
+}
+
+func readStdout(allocID string) (string, error) {
+	a, _, err := env.nomad.Allocations().Info(allocID, nil)
+	if err != nil {
+		return "", err
+	}
+	r, err := env.nomad.AllocFS().Cat(a, "alloc/logs/hello.stdout.0", nil)
+	if err != nil {
+		return "", err
+	}
 	defer r.Close()
 	b, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(b), err
 }
 
 var visibleRE = regexp.MustCompile(`hello: visible GPUs NVIDIA_VISIBLE_DEVICES=(\S*) CUDA_VISIBLE_DEVICES=(\S*)`)

@@ -32,6 +32,7 @@ var env struct {
 	nomad    *nomadapi.Client
 	consul   *consulapi.Client
 	helloBin string
+	nomadBin string
 	root     string
 }
 
@@ -91,6 +92,7 @@ func runMain(m *testing.M) int {
 	}
 	defer stack.Stop()
 	env.stack = stack
+	env.nomadBin = filepath.Join(agents, "nomad")
 	ncfg := nomadapi.DefaultConfig()
 	ncfg.Address = stack.NomadAddr()
 	if env.nomad, err = nomadapi.NewClient(ncfg); err != nil {

@@ -27,12 +27,25 @@ DIR="${THEMIS_AGENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/themis-nomad/agents}"
 log() { printf 'build-agents: %s\n' "$*" >&2; }
 
 have_version() { # binary want
-	[ -x "$1" ] && "$1" version 2>/dev/null | head -n1 | grep -q "v$2\b"
+	# No pipe into head here: with pipefail, the binary's SIGPIPE after head
+	# exits would fail the check at random.
+	local out first
+	[ -x "$1" ] && out="$("$1" version 2>/dev/null)" || return 1
+	first="${out%%$'\n'*}"
+	[[ "$first " == *"v$2 "* ]]
+}
+
+# up_to_date binary version recipe: the binary reports the version and was
+# built with the same recipe (pins and build tags), recorded beside it.
+up_to_date() {
+	have_version "$1" "$2" && [ "$(cat "$1.recipe" 2>/dev/null)" = "$3" ]
 }
 
 build_nomad() {
 	local out="$DIR/nomad"
-	if have_version "$out" "$NOMAD_VERSION"; then
+	# The ui tag embeds the web UI that Nomad's module ships pre-built.
+	local recipe="nomad v$NOMAD_VERSION api $NOMAD_API_VERSION tags ui"
+	if up_to_date "$out" "$NOMAD_VERSION" "$recipe"; then
 		log "nomad v$NOMAD_VERSION cached at $out"
 		return
 	fi
@@ -59,17 +72,19 @@ package tools
 import _ "github.com/hashicorp/nomad"
 GO
 	mkdir -p "$DIR"
-	(cd "$work" && GOFLAGS=-mod=mod go build -trimpath -o "$out.tmp" \
+	(cd "$work" && GOFLAGS=-mod=mod go build -trimpath -tags ui -o "$out.tmp" \
 		-ldflags "-X github.com/hashicorp/nomad/version.GitCommit=v$NOMAD_VERSION" \
 		github.com/hashicorp/nomad)
 	mv "$out.tmp" "$out"
 	have_version "$out" "$NOMAD_VERSION" || { log "built nomad does not report v$NOMAD_VERSION"; exit 1; }
+	echo "$recipe" >"$out.recipe"
 	log "nomad v$NOMAD_VERSION -> $out"
 }
 
 build_consul() {
 	local out="$DIR/consul"
-	if have_version "$out" "$CONSUL_VERSION"; then
+	local recipe="consul v$CONSUL_VERSION"
+	if up_to_date "$out" "$CONSUL_VERSION" "$recipe"; then
 		log "consul v$CONSUL_VERSION cached at $out"
 		return
 	fi
@@ -104,6 +119,7 @@ GO
 			github.com/hashicorp/consul)
 	mv "$out.tmp" "$out"
 	have_version "$out" "$CONSUL_VERSION" || { log "built consul does not report v$CONSUL_VERSION"; exit 1; }
+	echo "$recipe" >"$out.recipe"
 	log "consul v$CONSUL_VERSION -> $out"
 }
 

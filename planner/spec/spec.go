@@ -182,11 +182,11 @@ func fromMap(m map[string]any) (Intent, error) {
 	if !ok {
 		return Intent{}, &FieldError{"gpus", nil, "is required: the number of GPUs the task needs"}
 	}
-	if s.GPUs, err = wholeNumber("gpus", v); err != nil {
+	if s.GPUs, err = WholeNumber("gpus", v); err != nil {
 		return Intent{}, err
 	}
 	if v, ok := m["priority"]; ok {
-		if s.Priority, err = wholeNumber("priority", v); err != nil {
+		if s.Priority, err = WholeNumber("priority", v); err != nil {
 			return Intent{}, err
 		}
 	}
@@ -217,7 +217,10 @@ func known(field string) bool {
 	return false
 }
 
-func wholeNumber(field string, v any) (int, error) {
+// WholeNumber reads a stanza number, which HCL and JSON may deliver as a
+// float, int or uint; a fraction or a value out of int32 range is a
+// FieldError naming the field.
+func WholeNumber(field string, v any) (int, error) {
 	var f float64
 	switch n := v.(type) {
 	case int:
