@@ -193,7 +193,7 @@ func (p *Planner) Reconcile(ctx context.Context) error {
 	}
 	slices.SortFunc(state.Grants, func(a, b core.Grant) int { return compareKeys(a.Job, b.Job) })
 
-	d := core.Planner{Policy: p.cfg.Policy}.Decide(state, now)
+	d := core.Planner{Policy: p.cfg.Policy, ExplainWaits: true, SingleNode: true}.Decide(state, now)
 	for _, a := range d.Actions {
 		switch a := a.(type) {
 		case core.ReleaseAction:

@@ -51,7 +51,7 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("planner", flag.ContinueOnError)
 	fs.StringVar(&o.nomadAddr, "nomad-addr", "", "Nomad HTTP address (default $NOMAD_ADDR or http://127.0.0.1:4646)")
 	fs.StringVar(&o.consulAddr, "consul-addr", "", "Consul HTTP address (default $CONSUL_HTTP_ADDR or 127.0.0.1:8500)")
-	fs.StringVar(&o.policy, "policy", "fifo", "queue policy: fifo")
+	fs.StringVar(&o.policy, "policy", "fifo", "queue policy: fifo, fifo-skip or gandiva (non-preemptive)")
 	fs.StringVar(&o.pendingPool, "pending-pool", nomad.DefaultPendingPool, "node pool in which themis jobs wait for a grant")
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "full reconcile period, on top of Nomad events")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
@@ -76,13 +76,18 @@ func (c *plannerCommand) Run(args []string) int {
 	return 0
 }
 
-// policyByName returns the queue policy for a -policy value.
+// policyByName returns the queue policy for a -policy value. The live
+// planner cannot preempt yet (the driver's checkpoint protocol comes first),
+// so only non-preemptive policies run live; the simulator runs all.
 func policyByName(name string) (core.Policy, error) {
-	switch name {
-	case "fifo":
-		return core.FIFO{}, nil
+	p, err := core.NewPolicy(name, core.Knobs{})
+	if err != nil {
+		return nil, fmt.Errorf("-policy: %w", err)
 	}
-	return nil, fmt.Errorf("-policy %q: unknown policy (known: fifo)", name)
+	if p.Preemptive() {
+		return nil, fmt.Errorf("-policy %q preempts jobs, which the live planner does not do yet; live policies: fifo, fifo-skip, gandiva", name)
+	}
+	return p, nil
 }
 
 func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {

@@ -1,43 +1,166 @@
 package core
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Planner is the decision core for one policy. It holds no state between
 // rounds: everything it needs is in the State it is given.
 type Planner struct {
 	Policy Policy
+	// ExplainWaits fills Decision.Waits with a reason per waiting job (the
+	// live planner shows them; the simulator does not need them).
+	ExplainWaits bool
+	// SingleNode keeps every gang on one node (the live planner pins a job
+	// to one node).
+	SingleNode bool
 }
 
-// Decide returns this round's actions: releases for finished jobs that still
-// hold a grant, then grants for queued jobs as the policy chooses.
+// Decide returns this round's actions, in the order they must be applied:
+// releases for finished jobs, promotions, preemptions, then grants.
+//
+// Non-preemptive policies start queued jobs in rank order on the free GPUs.
+// Preemptive policies first choose the jobs that should run: in rank order,
+// every job whose GPUs fit in the cluster's remaining capacity; then running
+// jobs outside that set are preempted and queued jobs inside it are placed.
+// A preempted job's GPUs are granted in the same round; an actuator that
+// cannot stop jobs at once (the live planner) applies the grant once they
+// are released, and Consul's check-and-set keeps it from leasing a GPU twice.
 func (p Planner) Decide(s State, now time.Time) Decision {
 	var d Decision
-	phase := make(map[JobKey]Phase, len(s.Jobs))
-	for _, j := range s.Jobs {
-		phase[j.Key] = j.Phase
+	byKey := make(map[JobKey]*Job, len(s.Jobs))
+	jobs := make([]Job, len(s.Jobs))
+	copy(jobs, s.Jobs)
+	for i := range jobs {
+		byKey[jobs[i].Key] = &jobs[i]
 	}
-	held := make(map[JobKey]bool, len(s.Grants))
-	var kept []Grant
+	held := make(map[JobKey]Grant, len(s.Grants))
+	kept := make([]Grant, 0, len(s.Grants))
 	for _, g := range s.Grants {
 		// A grant whose job is finished or unknown (deregistered) is released.
-		if ph, ok := phase[g.Job]; !ok || ph == Finished {
+		if j := byKey[g.Job]; j == nil || j.Phase == Finished {
 			d.Actions = append(d.Actions, ReleaseAction{Grant: g})
 			continue
 		}
-		held[g.Job] = true
+		held[g.Job] = g
 		kept = append(kept, g)
 	}
-	var queued []Job
-	for _, j := range s.Jobs {
-		if j.Phase == Queued && !held[j.Key] {
-			queued = append(queued, j)
+	var active []*Job
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Phase == Finished {
+			continue
+		}
+		// A queued job that holds a grant is treated as running: the
+		// adapters repair its pin.
+		if _, ok := held[j.Key]; ok {
+			j.Phase = Granted
+		} else {
+			j.Phase = Queued
+		}
+		active = append(active, j)
+	}
+	if pr, ok := p.Policy.(Promoter); ok {
+		for _, k := range pr.Promote(now, active) {
+			d.Actions = append(d.Actions, PromoteAction{Job: k})
+			j := byKey[k]
+			j.Executed, j.Waited = 0, 0
 		}
 	}
+	p.Policy.Rank(now, active)
 	free := NewFreeGPUs(s.Nodes, kept)
-	grants, waits := p.Policy.Schedule(now, queued, free)
-	for _, g := range grants {
-		d.Actions = append(d.Actions, GrantAction{Grant: g})
+	if p.SingleNode {
+		free.SingleNode()
 	}
-	d.Waits = waits
+	if p.Policy.Preemptive() {
+		p.preemptive(&d, active, held, free)
+	} else {
+		p.nonPreemptive(&d, active, free)
+	}
 	return d
+}
+
+func (p Planner) nonPreemptive(d *Decision, ranked []*Job, free *FreeGPUs) {
+	var head *Job
+	for _, j := range ranked {
+		if j.Phase != Queued {
+			continue
+		}
+		switch {
+		case j.GPUs > free.Capacity():
+			p.wait(d, j, func() string {
+				if p.SingleNode {
+					return fmt.Sprintf("needs %d GPUs on one node; the largest schedulable node has %d healthy GPUs", j.GPUs, free.Capacity())
+				}
+				return fmt.Sprintf("needs %d GPUs; the cluster has %d healthy schedulable GPUs", j.GPUs, free.Capacity())
+			})
+		case head != nil:
+			p.wait(d, j, func() string { return fmt.Sprintf("behind %s in the %s queue", head.Key, p.Policy.Name()) })
+		default:
+			if g, ok := free.Place(j.Key, j.GPUs, p.Policy.Consolidate(j)); ok {
+				d.Actions = append(d.Actions, GrantAction{Grant: g})
+				continue
+			}
+			if p.Policy.Blocking() {
+				head = j
+				p.wait(d, j, func() string {
+					return fmt.Sprintf("head of the %s queue: waiting for %d free GPUs%s (%d free)", p.Policy.Name(), j.GPUs, consolidation(p.Policy.Consolidate(j)), free.Total())
+				})
+				continue
+			}
+			p.wait(d, j, func() string {
+				return fmt.Sprintf("waiting for %d free GPUs%s (%d free)", j.GPUs, consolidation(p.Policy.Consolidate(j)), free.Total())
+			})
+		}
+	}
+}
+
+func (p Planner) preemptive(d *Decision, ranked []*Job, held map[JobKey]Grant, free *FreeGPUs) {
+	budget := free.Capacity()
+	run := make(map[JobKey]bool, len(ranked))
+	for _, j := range ranked {
+		if j.GPUs <= budget {
+			run[j.Key] = true
+			budget -= j.GPUs
+		} else if p.Policy.Blocking() {
+			break
+		}
+	}
+	for _, j := range ranked {
+		if j.Phase == Granted && !run[j.Key] {
+			g := held[j.Key]
+			d.Actions = append(d.Actions, PreemptAction{Grant: g})
+			free.give(g)
+		}
+	}
+	for _, j := range ranked {
+		if j.Phase != Queued {
+			continue
+		}
+		if !run[j.Key] {
+			p.wait(d, j, func() string { return fmt.Sprintf("ranked below the running jobs by %s", p.Policy.Name()) })
+			continue
+		}
+		if g, ok := free.Place(j.Key, j.GPUs, p.Policy.Consolidate(j)); ok {
+			d.Actions = append(d.Actions, GrantAction{Grant: g})
+			continue
+		}
+		p.wait(d, j, func() string {
+			return fmt.Sprintf("waiting for %d free GPUs%s (%d free)", j.GPUs, consolidation(p.Policy.Consolidate(j)), free.Total())
+		})
+	}
+}
+
+func (p Planner) wait(d *Decision, j *Job, reason func() string) {
+	if p.ExplainWaits {
+		d.Waits = append(d.Waits, Wait{Job: j.Key, Reason: reason()})
+	}
+}
+
+func consolidation(c bool) string {
+	if c {
+		return " on as few nodes as possible"
+	}
+	return ""
 }

@@ -72,7 +72,33 @@ type Job struct {
 	Submitted time.Time
 	Seq       uint64
 	Phase     Phase
+
+	// Service accounting, kept by the adapters (live) or the simulator.
+	// Times are seconds.
+
+	// Started reports whether the job ever ran; FirstStart is when it first
+	// did (Tiresias orders a queue by it).
+	Started    bool
+	FirstStart time.Time
+	// Attained is the GPU-seconds of service the job received in total.
+	Attained float64
+	// Executed and Waited are the seconds the job ran and waited since it
+	// arrived or was last promoted (Tiresias's t_J and delta_J; a promotion
+	// resets both).
+	Executed, Waited float64
+	// Remaining is the execution time left at full speed, when known
+	// (perfect-knowledge baselines); negative when unknown.
+	Remaining float64
+	// Skew is the job's sensitivity to placement: how much slower it runs
+	// when spread (1 = insensitive). Tiresias consolidates jobs whose skew
+	// exceeds PACKLIMIT.
+	Skew        float64
+	Preemptions int
 }
+
+// AttainedSinceReset is the GPU-seconds of service since the job's last
+// promotion (Tiresias's W_J x t_J).
+func (j *Job) AttainedSinceReset() float64 { return float64(j.GPUs) * j.Executed }
 
 // Grant is a lease of GPUs on one node to one job.
 type Grant struct {
@@ -101,8 +127,18 @@ type GrantAction struct{ Grant Grant }
 // ReleaseAction returns a finished job's GPUs.
 type ReleaseAction struct{ Grant Grant }
 
+// PreemptAction stops a running job (after its grace period) and puts it
+// back in the queue; its grant is released.
+type PreemptAction struct{ Grant Grant }
+
+// PromoteAction resets a starving job's service counters (Tiresias's
+// starvation promotion): it returns to the highest-priority queue.
+type PromoteAction struct{ Job JobKey }
+
 func (GrantAction) action()   {}
 func (ReleaseAction) action() {}
+func (PreemptAction) action() {}
+func (PromoteAction) action() {}
 
 // Wait says why a queued job did not get a grant this round.
 type Wait struct {

@@ -5,32 +5,115 @@ import (
 	"strings"
 )
 
-// Place picks a node and GPUs for a gang of k GPUs on one node and takes them
-// from the free set. It consolidates: the GPUs come from the deepest cell of
-// the topology tree (NVLink pair, PCIe switch, socket, node) that has k free
-// GPUs, and among equally deep cells from the one with the fewest free GPUs
-// (best fit), which keeps larger cells whole for larger jobs. ok is false when
-// no node has k free GPUs.
-func (f *FreeGPUs) Place(job JobKey, k int) (g Grant, ok bool) {
-	best := -1
-	var bestCell cellChoice
-	for i, fn := range f.nodes {
-		if len(fn.free) < k {
-			continue
-		}
-		c := deepestCell(fn.free, k)
-		if best < 0 || c.better(bestCell, len(fn.free), len(f.nodes[best].free)) {
-			best, bestCell = i, c
-		}
-	}
-	if best < 0 {
+// Place picks GPUs for a gang of k GPUs and takes them from the free set.
+//
+// A gang that fits on one node goes to the node with the fewest free GPUs
+// that can hold it (best fit, which keeps emptier nodes whole for larger
+// gangs), and inside the node into the deepest cell of the topology tree
+// (NVLink pair, PCIe switch, socket, node) with k free GPUs, the fullest such
+// cell first. A larger gang spans nodes: the fewest nodes, inside one rack
+// when a rack can hold it. With consolidate, a gang waits rather than take
+// more nodes than ceil(k / largest node) (Tiresias's consolidation of
+// placement-sensitive jobs). ok is false when the gang cannot be placed now.
+func (f *FreeGPUs) Place(job JobKey, k int, consolidate bool) (g Grant, ok bool) {
+	if k <= 0 || k > f.free {
 		return Grant{}, false
 	}
-	chosen := pick(bestCell.gpus, k, len(bestCell.prefix))
-	sort.Slice(chosen, func(a, b int) bool { return chosen[a].Index < chosen[b].Index })
-	gpuIDs := ids(chosen)
-	f.take(best, gpuIDs)
-	return Grant{Job: job, Node: f.nodes[best].node.ID, GPUs: gpuIDs}, true
+	if i := f.bestFitNode(k); i >= 0 {
+		fn := f.nodes[i]
+		c := deepestCell(fn.free, k)
+		chosen := pick(c.gpus, k, len(c.prefix))
+		sort.Slice(chosen, func(a, b int) bool { return chosen[a].Index < chosen[b].Index })
+		gpuIDs := ids(chosen)
+		f.take(i, gpuIDs)
+		return Grant{Job: job, Node: fn.node.ID, GPUs: gpuIDs}, true
+	}
+	if f.singleNode {
+		return Grant{}, false
+	}
+	nodes := f.spanNodes(k)
+	if nodes == nil {
+		return Grant{}, false
+	}
+	if consolidate && len(nodes) > (k+f.largest-1)/f.largest {
+		return Grant{}, false
+	}
+	g = Grant{Job: job}
+	need := k
+	for _, i := range nodes {
+		n := min(need, len(f.nodes[i].free))
+		chosen := pick(f.nodes[i].free, n, 0)
+		sort.Slice(chosen, func(a, b int) bool { return chosen[a].Index < chosen[b].Index })
+		gpuIDs := ids(chosen)
+		f.take(i, gpuIDs)
+		g.GPUs = append(g.GPUs, gpuIDs...)
+		need -= n
+	}
+	return g, true
+}
+
+// bestFitNode is the node with the fewest free GPUs that still has k, or -1.
+func (f *FreeGPUs) bestFitNode(k int) int {
+	best := -1
+	for i := range f.nodes {
+		n := len(f.nodes[i].free)
+		if n >= k && (best < 0 || n < len(f.nodes[best].free)) {
+			best = i
+		}
+	}
+	return best
+}
+
+// spanNodes chooses nodes for a gang larger than any node's free GPUs: the
+// fewest nodes (most free first), within one rack if one can hold the gang
+// (the rack needing the fewest nodes, then with the least left over), else
+// across racks. nil when the cluster has fewer than k free GPUs.
+func (f *FreeGPUs) spanNodes(k int) []int {
+	byRack := map[string][]int{}
+	var racks []string
+	for i := range f.nodes {
+		if len(f.nodes[i].free) == 0 {
+			continue
+		}
+		r := f.nodes[i].node.Rack
+		if _, ok := byRack[r]; !ok {
+			racks = append(racks, r)
+		}
+		byRack[r] = append(byRack[r], i)
+	}
+	sort.Strings(racks)
+	var best []int
+	bestLeft := 0
+	for _, r := range racks {
+		nodes, left := f.greedy(byRack[r], k)
+		if nodes != nil && (best == nil || len(nodes) < len(best) || (len(nodes) == len(best) && left < bestLeft)) {
+			best, bestLeft = nodes, left
+		}
+	}
+	if best != nil {
+		return best
+	}
+	var all []int
+	for _, r := range racks {
+		all = append(all, byRack[r]...)
+	}
+	best, _ = f.greedy(all, k)
+	return best
+}
+
+// greedy takes nodes with the most free GPUs first until k are covered; it
+// returns them and the free GPUs left over on the last one.
+func (f *FreeGPUs) greedy(cands []int, k int) ([]int, int) {
+	c := append([]int(nil), cands...)
+	sort.SliceStable(c, func(a, b int) bool { return len(f.nodes[c[a]].free) > len(f.nodes[c[b]].free) })
+	sum := 0
+	for n, i := range c {
+		sum += len(f.nodes[i].free)
+		if sum >= k {
+			return c[:n+1], sum - k
+		}
+	}
+	return nil, 0
 }
 
 // cellChoice is a cell of one node's topology tree and its free GPUs.
@@ -39,20 +122,9 @@ type cellChoice struct {
 	gpus   []GPU
 }
 
-// better orders candidate cells across nodes: deeper first, then fewer free
-// GPUs in the cell, then fewer free GPUs on the node (both best fit).
-func (c cellChoice) better(o cellChoice, nodeFree, oNodeFree int) bool {
-	if len(c.prefix) != len(o.prefix) {
-		return len(c.prefix) > len(o.prefix)
-	}
-	if len(c.gpus) != len(o.gpus) {
-		return len(c.gpus) < len(o.gpus)
-	}
-	return nodeFree < oNodeFree
-}
-
-// deepestCell finds the deepest cell with at least k free GPUs; the node
-// itself (empty prefix) always qualifies when len(free) >= k.
+// deepestCell finds the deepest cell with at least k free GPUs, the one
+// with the fewest free GPUs among equally deep ones; the node itself (empty
+// prefix) always qualifies when len(free) >= k.
 func deepestCell(free []GPU, k int) cellChoice {
 	type cell struct {
 		prefix []string
@@ -92,7 +164,7 @@ func deepestCell(free []GPU, k int) cellChoice {
 // free GPUs first, so the gang spans as few sub-cells as it can.
 func pick(gpus []GPU, k, depth int) []GPU {
 	if k == len(gpus) {
-		return gpus
+		return append([]GPU(nil), gpus...)
 	}
 	groups := map[string][]GPU{}
 	var names []string
@@ -107,7 +179,7 @@ func pick(gpus []GPU, k, depth int) []GPU {
 		groups[name] = append(groups[name], g)
 	}
 	if len(names) == 1 && names[0] == "" {
-		return gpus[:k] // leaves: lowest indexes
+		return append([]GPU(nil), gpus[:k]...) // leaves: lowest indexes
 	}
 	sort.Slice(names, func(a, b int) bool {
 		la, lb := len(groups[names[a]]), len(groups[names[b]])

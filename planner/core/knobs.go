@@ -1,0 +1,106 @@
+package core
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Knobs are a policy's settings as key=value strings (`--set k=v`). Getters
+// mark keys as used, so a misspelt knob is an error rather than ignored.
+type Knobs struct {
+	values map[string]string
+	used   map[string]bool
+}
+
+// ParseKnobs reads "key=value" settings; a later one overrides an earlier.
+func ParseKnobs(settings []string) (Knobs, error) {
+	k := Knobs{values: map[string]string{}, used: map[string]bool{}}
+	for _, s := range settings {
+		key, val, ok := strings.Cut(s, "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			return Knobs{}, fmt.Errorf("setting %q: want key=value", s)
+		}
+		k.values[key] = strings.TrimSpace(val)
+	}
+	return k, nil
+}
+
+// Has reports whether a knob was set (and marks it used).
+func (k Knobs) Has(key string) bool {
+	if k.values == nil {
+		return false
+	}
+	_, ok := k.values[key]
+	if ok {
+		k.used[key] = true
+	}
+	return ok
+}
+
+// String returns a knob or def.
+func (k Knobs) String(key, def string) string {
+	if !k.Has(key) {
+		return def
+	}
+	return k.values[key]
+}
+
+// Float returns a number knob ("inf" allowed) or def.
+func (k Knobs) Float(key string, def float64) (float64, error) {
+	if !k.Has(key) {
+		return def, nil
+	}
+	v, err := strconv.ParseFloat(k.values[key], 64)
+	if err != nil || math.IsNaN(v) {
+		return 0, fmt.Errorf("%s = %q: not a number", key, k.values[key])
+	}
+	return v, nil
+}
+
+// Seconds returns a list of durations in seconds ("3200s,7200" or "1h"),
+// strictly increasing and positive, or def.
+func (k Knobs) Seconds(key string, def []float64) ([]float64, error) {
+	if !k.Has(key) {
+		return def, nil
+	}
+	var out []float64
+	for _, part := range strings.Split(k.values[key], ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(part, 64)
+		if err != nil {
+			d, derr := time.ParseDuration(part)
+			if derr != nil {
+				return nil, fmt.Errorf("%s = %q: %q is neither seconds nor a duration", key, k.values[key], part)
+			}
+			v = d.Seconds()
+		}
+		if v <= 0 || (len(out) > 0 && v <= out[len(out)-1]) {
+			return nil, fmt.Errorf("%s = %q: thresholds must be positive and increasing", key, k.values[key])
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Unused is an error naming the knobs nothing asked for.
+func (k Knobs) Unused() error {
+	var left []string
+	for key := range k.values {
+		if !k.used[key] {
+			left = append(left, key)
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	sort.Strings(left)
+	return fmt.Errorf("unknown setting(s) %s", strings.Join(left, ", "))
+}

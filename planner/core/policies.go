@@ -1,0 +1,167 @@
+package core
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// The baselines of the Tiresias and Themis papers. Each is a ranking plus
+// the two switches of the generic scheduler (preemptive, blocking).
+
+// FIFO is YARN's capacity scheduler as the Tiresias paper uses it: jobs in
+// submission order, consolidated placement, head-of-line blocking (nothing
+// starts behind a job that does not fit), no preemption.
+type FIFO struct{}
+
+func (FIFO) Name() string                 { return "fifo" }
+func (FIFO) Rank(_ time.Time, jobs []*Job) { SortFIFO(jobs) }
+func (FIFO) Preemptive() bool             { return false }
+func (FIFO) Blocking() bool               { return true }
+func (FIFO) Consolidate(*Job) bool        { return true }
+
+// FIFOSkip is FIFO with best-effort backfilling: a later job may start when
+// the head of the queue does not fit.
+type FIFOSkip struct{}
+
+func (FIFOSkip) Name() string                 { return "fifo-skip" }
+func (FIFOSkip) Rank(_ time.Time, jobs []*Job) { SortFIFO(jobs) }
+func (FIFOSkip) Preemptive() bool             { return false }
+func (FIFOSkip) Blocking() bool               { return false }
+func (FIFOSkip) Consolidate(*Job) bool        { return true }
+
+// SRTF is shortest remaining time first, with perfect knowledge of job
+// durations (an oracle baseline), preemptive.
+type SRTF struct{}
+
+func (SRTF) Name() string { return "srtf" }
+func (SRTF) Rank(_ time.Time, jobs []*Job) {
+	sortBy(jobs, func(j *Job) float64 { return remaining(j) })
+}
+func (SRTF) Preemptive() bool      { return true }
+func (SRTF) Blocking() bool        { return false }
+func (SRTF) Consolidate(*Job) bool { return true }
+
+// SRSF is shortest remaining service first: remaining time x GPUs, with
+// perfect knowledge, preemptive (Tiresias's 2D oracle baseline).
+type SRSF struct{}
+
+func (SRSF) Name() string { return "srsf" }
+func (SRSF) Rank(_ time.Time, jobs []*Job) {
+	sortBy(jobs, func(j *Job) float64 { return remaining(j) * float64(j.GPUs) })
+}
+func (SRSF) Preemptive() bool      { return true }
+func (SRSF) Blocking() bool        { return false }
+func (SRSF) Consolidate(*Job) bool { return true }
+
+// LAS is least attained service first in two dimensions (GPUs x time), with
+// a continuous priority: preemptive, re-ranked at every decision (the Themis
+// paper's "Tiresias" baseline).
+type LAS struct{}
+
+func (LAS) Name() string { return "las" }
+func (LAS) Rank(_ time.Time, jobs []*Job) {
+	sortBy(jobs, func(j *Job) float64 { return j.Attained })
+}
+func (LAS) Preemptive() bool      { return true }
+func (LAS) Blocking() bool        { return false }
+func (LAS) Consolidate(*Job) bool { return true }
+
+// Gandiva packs greedily by placement preference: jobs in arrival order, each
+// started only where it can be consolidated, without head-of-line blocking or
+// preemption (Gandiva's time-slicing and migration are not modelled).
+type Gandiva struct{}
+
+func (Gandiva) Name() string                 { return "gandiva" }
+func (Gandiva) Rank(_ time.Time, jobs []*Job) { SortFIFO(jobs) }
+func (Gandiva) Preemptive() bool             { return false }
+func (Gandiva) Blocking() bool               { return false }
+func (Gandiva) Consolidate(*Job) bool        { return true }
+
+// remaining is a job's known remaining time; unknown sorts last.
+func remaining(j *Job) float64 {
+	if j.Remaining < 0 {
+		return math.Inf(1)
+	}
+	return j.Remaining
+}
+
+// rankItem is a job with its precomputed sort keys.
+type rankItem struct {
+	job   *Job
+	level int
+	key   float64
+}
+
+// sortBy orders jobs by key (computed once per job), ties in FIFO order.
+func sortBy(jobs []*Job, key func(*Job) float64) {
+	items := make([]rankItem, len(jobs))
+	for i, j := range jobs {
+		items[i] = rankItem{job: j, key: key(j)}
+	}
+	sort.SliceStable(items, func(a, b int) bool {
+		if items[a].key != items[b].key {
+			return items[a].key < items[b].key
+		}
+		return fifoLess(items[a].job, items[b].job)
+	})
+	for i := range items {
+		jobs[i] = items[i].job
+	}
+}
+
+// SortFIFO orders jobs by submission time, then sequence, then key.
+func SortFIFO(jobs []*Job) {
+	sort.SliceStable(jobs, func(a, b int) bool { return fifoLess(jobs[a], jobs[b]) })
+}
+
+func fifoLess(ja, jb *Job) bool {
+	if !ja.Submitted.Equal(jb.Submitted) {
+		return ja.Submitted.Before(jb.Submitted)
+	}
+	if ja.Seq != jb.Seq {
+		return ja.Seq < jb.Seq
+	}
+	if ja.Key.Namespace != jb.Key.Namespace {
+		return ja.Key.Namespace < jb.Key.Namespace
+	}
+	return ja.Key.ID < jb.Key.ID
+}
+
+// Names lists the policies NewPolicy knows.
+func Names() []string {
+	return []string{"fifo", "fifo-skip", "srtf", "srsf", "las", "gandiva", "tiresias-las", "tiresias-gittins"}
+}
+
+// NewPolicy returns a policy by name, configured by knobs ("tiresias.queues"
+// = "3200s", ...). Unknown names and knobs are errors naming them.
+func NewPolicy(name string, knobs Knobs) (Policy, error) {
+	var p Policy
+	switch name {
+	case "fifo":
+		p = FIFO{}
+	case "fifo-skip":
+		p = FIFOSkip{}
+	case "srtf":
+		p = SRTF{}
+	case "srsf":
+		p = SRSF{}
+	case "las":
+		p = LAS{}
+	case "gandiva":
+		p = Gandiva{}
+	case "tiresias-las", "tiresias-gittins":
+		t, err := NewTiresias(name == "tiresias-gittins", knobs)
+		if err != nil {
+			return nil, err
+		}
+		p = t
+	default:
+		return nil, fmt.Errorf("policy %q: unknown (known: %v)", name, Names())
+	}
+	if err := knobs.Unused(); err != nil {
+		return nil, fmt.Errorf("policy %q: %w", name, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,41 @@
+package core
+
+import (
+	"time"
+)
+
+// Policy is a queue policy (per virtual cluster in the design): it ranks the
+// active jobs and says how the ranking is enforced. The generic scheduler in
+// decide.go turns a ranking into grants and preemptions, so every policy
+// shares the same gang, placement and accounting rules.
+type Policy interface {
+	Name() string
+	// Rank orders the active jobs (queued and running), most deserving
+	// first. It may only reorder the slice.
+	Rank(now time.Time, jobs []*Job)
+	// Preemptive policies stop running jobs that rank below queued jobs
+	// the cluster has no room for otherwise.
+	Preemptive() bool
+	// Blocking policies start nothing behind a job that does not fit
+	// (head-of-line blocking, as YARN's capacity scheduler).
+	Blocking() bool
+	// Consolidate says whether a job must be packed on as few nodes as
+	// possible (one node when it fits on one), waiting if need be, rather
+	// than placed on any free GPUs.
+	Consolidate(j *Job) bool
+}
+
+// Promoter is implemented by policies that promote starving jobs.
+type Promoter interface {
+	// Promote lists the queued jobs whose service counters are reset.
+	Promote(now time.Time, jobs []*Job) []JobKey
+}
+
+// RecheckAfter is implemented by policies whose ranking changes with time
+// while nothing else happens (a running job crossing a queue threshold);
+// the simulator asks it when to decide again.
+type RecheckAfter interface {
+	// NextChange is the earliest time after now at which the ranking of
+	// jobs may change if they keep running as they are; zero means never.
+	NextChange(now time.Time, jobs []*Job) time.Time
+}

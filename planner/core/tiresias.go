@@ -1,0 +1,177 @@
+package core
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Tiresias is Discretized 2D-LAS or 2D-Gittins (Gu et al., NSDI'19, section
+// 3): K priority queues on attained service in GPU-seconds (W_J x t_J), jobs
+// demoted when they cross a queue's threshold, strict priority between
+// queues, and inside a queue FIFO by first start time (2D-LAS) or by Gittins
+// index over the queue's service quantum (2D-Gittins; FIFO in the last
+// queue, where the quantum is infinite). A job WAITING for PROMOTEKNOB times
+// its execution time is promoted to the first queue, with both counters
+// reset. Preemptive; placement consolidates jobs whose skew exceeds
+// PACKLIMIT and spreads the rest.
+//
+// Knobs (--set): tiresias.queues (thresholds, default 3200s: K = 2 as in
+// the paper's evaluation), tiresias.promote_knob (default inf: no
+// promotion), tiresias.pack_limit (default 1.0: consolidate any job that
+// slows down when spread), tiresias.gittins_dist (2D-Gittins: file of job
+// GPU-time samples; the simulator loads it; without it the distribution is
+// learned from finished jobs).
+type Tiresias struct {
+	gittins     bool
+	Thresholds  []float64
+	PromoteKnob float64
+	PackLimit   float64
+	// DistPath is the job-size sample file for 2D-Gittins ("" = learn).
+	DistPath string
+	index    GittinsIndex
+}
+
+// GittinsIndex is a job-size distribution's Gittins index: the probability
+// that a job with attained service a finishes within quantum delta, over its
+// expected service in that quantum.
+type GittinsIndex interface {
+	Index(attained, delta float64) float64
+}
+
+// Learner is implemented by policies that learn from finished jobs; the
+// simulator and the live planner report each finished job's GPU-seconds.
+type Learner interface {
+	Observe(gpuSeconds float64)
+}
+
+// NewTiresias configures Tiresias from knobs.
+func NewTiresias(gittins bool, k Knobs) (*Tiresias, error) {
+	t := &Tiresias{gittins: gittins}
+	var err error
+	if t.Thresholds, err = k.Seconds("tiresias.queues", []float64{3200}); err != nil {
+		return nil, err
+	}
+	if t.PromoteKnob, err = k.Float("tiresias.promote_knob", math.Inf(1)); err != nil {
+		return nil, err
+	}
+	if t.PackLimit, err = k.Float("tiresias.pack_limit", 1.0); err != nil {
+		return nil, err
+	}
+	if gittins {
+		t.DistPath = k.String("tiresias.gittins_dist", "")
+	}
+	return t, nil
+}
+
+// SetIndex gives 2D-Gittins its job-size distribution.
+func (t *Tiresias) SetIndex(g GittinsIndex) { t.index = g }
+
+// Index is the distribution in use (nil until set).
+func (t *Tiresias) Index() GittinsIndex { return t.index }
+
+// Observe feeds a finished job's size to a learning distribution.
+func (t *Tiresias) Observe(gpuSeconds float64) {
+	if l, ok := t.index.(Learner); ok {
+		l.Observe(gpuSeconds)
+	}
+}
+
+func (t *Tiresias) Name() string {
+	if t.gittins {
+		return "tiresias-gittins"
+	}
+	return "tiresias-las"
+}
+
+func (t *Tiresias) Preemptive() bool { return true }
+func (t *Tiresias) Blocking() bool   { return false }
+
+// Consolidate packs placement-sensitive jobs (skew above PACKLIMIT).
+func (t *Tiresias) Consolidate(j *Job) bool { return j.Skew > t.PackLimit }
+
+// Level is a job's queue: 0 is the highest priority.
+func (t *Tiresias) Level(j *Job) int {
+	a := j.AttainedSinceReset()
+	return sort.Search(len(t.Thresholds), func(i int) bool { return a < t.Thresholds[i] })
+}
+
+// quantum is the service left in the job's queue (infinite in the last).
+func (t *Tiresias) quantum(j *Job, level int) float64 {
+	if level >= len(t.Thresholds) {
+		return math.Inf(1)
+	}
+	return t.Thresholds[level] - j.AttainedSinceReset()
+}
+
+// Rank implements Policy.
+func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
+	items := make([]rankItem, len(jobs))
+	for i, j := range jobs {
+		it := rankItem{job: j, level: t.Level(j)}
+		if t.gittins && t.index != nil && it.level < len(t.Thresholds) {
+			// Higher index first: negate so that smaller keys rank first.
+			it.key = -t.index.Index(j.AttainedSinceReset(), t.quantum(j, it.level))
+		}
+		items[i] = it
+	}
+	sort.SliceStable(items, func(a, b int) bool {
+		ia, ib := &items[a], &items[b]
+		if ia.level != ib.level {
+			return ia.level < ib.level
+		}
+		if ia.key != ib.key {
+			return ia.key < ib.key
+		}
+		ja, jb := ia.job, ib.job
+		// FIFO by first start time; jobs never started after those that
+		// did, in submission order.
+		if ja.Started != jb.Started {
+			return ja.Started
+		}
+		if ja.Started && !ja.FirstStart.Equal(jb.FirstStart) {
+			return ja.FirstStart.Before(jb.FirstStart)
+		}
+		return fifoLess(ja, jb)
+	})
+	for i := range items {
+		jobs[i] = items[i].job
+	}
+}
+
+// Promote implements Promoter: queued jobs below the first queue that have
+// waited PROMOTEKNOB times their execution time.
+func (t *Tiresias) Promote(_ time.Time, jobs []*Job) []JobKey {
+	if math.IsInf(t.PromoteKnob, 1) {
+		return nil
+	}
+	var out []JobKey
+	for _, j := range jobs {
+		if j.Phase == Queued && t.Level(j) > 0 && j.Waited >= t.PromoteKnob*j.Executed {
+			out = append(out, j.Key)
+		}
+	}
+	return out
+}
+
+// NextChange implements RecheckAfter: the next time a running job crosses
+// its queue's threshold, or a waiting job becomes due for promotion.
+func (t *Tiresias) NextChange(now time.Time, jobs []*Job) time.Time {
+	next := math.Inf(1)
+	for _, j := range jobs {
+		switch j.Phase {
+		case Granted:
+			if l := t.Level(j); l < len(t.Thresholds) && j.GPUs > 0 {
+				next = math.Min(next, t.quantum(j, l)/float64(j.GPUs))
+			}
+		case Queued:
+			if !math.IsInf(t.PromoteKnob, 1) && t.Level(j) > 0 {
+				next = math.Min(next, t.PromoteKnob*j.Executed-j.Waited)
+			}
+		}
+	}
+	if math.IsInf(next, 1) {
+		return time.Time{}
+	}
+	return now.Add(time.Duration(math.Max(next, 1e-3) * float64(time.Second)))
+}
