@@ -2,7 +2,7 @@ package core
 
 import (
 	"fmt"
-		"reflect"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -194,4 +194,3 @@ func indexOf(s, sub string) int {
 	}
 	return -1
 }
-

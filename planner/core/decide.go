@@ -29,24 +29,25 @@ type Planner struct {
 // are released, and Consul's check-and-set keeps it from leasing a GPU twice.
 func (p Planner) Decide(s State, now time.Time) Decision {
 	var d Decision
-	byKey := make(map[JobKey]*Job, len(s.Jobs))
 	jobs := make([]Job, len(s.Jobs))
 	copy(jobs, s.Jobs)
+	pos := make(map[JobKey]int, len(jobs))
 	for i := range jobs {
-		byKey[jobs[i].Key] = &jobs[i]
+		pos[jobs[i].Key] = i
+		jobs[i].held = 0
 	}
-	held := make(map[JobKey]Grant, len(s.Grants))
 	kept := make([]Grant, 0, len(s.Grants))
-	for _, g := range s.Grants {
+	for gi, g := range s.Grants {
 		// A grant whose job is finished or unknown (deregistered) is released.
-		if j := byKey[g.Job]; j == nil || j.Phase == Finished {
+		i, ok := pos[g.Job]
+		if !ok || jobs[i].Phase == Finished {
 			d.Actions = append(d.Actions, ReleaseAction{Grant: g})
 			continue
 		}
-		held[g.Job] = g
+		jobs[i].held = gi + 1
 		kept = append(kept, g)
 	}
-	var active []*Job
+	active := make([]*Job, 0, len(jobs))
 	for i := range jobs {
 		j := &jobs[i]
 		if j.Phase == Finished {
@@ -54,7 +55,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		}
 		// A queued job that holds a grant is treated as running: the
 		// adapters repair its pin.
-		if _, ok := held[j.Key]; ok {
+		if j.held > 0 {
 			j.Phase = Granted
 		} else {
 			j.Phase = Queued
@@ -64,17 +65,21 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	if pr, ok := p.Policy.(Promoter); ok {
 		for _, k := range pr.Promote(now, active) {
 			d.Actions = append(d.Actions, PromoteAction{Job: k})
-			j := byKey[k]
+			j := &jobs[pos[k]]
 			j.Executed, j.Waited = 0, 0
 		}
 	}
 	p.Policy.Rank(now, active)
-	free := NewFreeGPUs(s.Nodes, kept)
+	x := s.Index
+	if x == nil {
+		x = NewClusterIndex(s.Nodes)
+	}
+	free := newFreeGPUs(x, kept)
 	if p.SingleNode {
 		free.SingleNode()
 	}
 	if p.Policy.Preemptive() {
-		p.preemptive(&d, active, held, free)
+		p.preemptive(&d, active, s.Grants, free)
 	} else {
 		p.nonPreemptive(&d, active, free)
 	}
@@ -116,29 +121,29 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, free *FreeGPUs) {
 	}
 }
 
-func (p Planner) preemptive(d *Decision, ranked []*Job, held map[JobKey]Grant, free *FreeGPUs) {
+func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, free *FreeGPUs) {
 	budget := free.Capacity()
-	run := make(map[JobKey]bool, len(ranked))
-	for _, j := range ranked {
+	run := make([]bool, len(ranked))
+	for i, j := range ranked {
 		if j.GPUs <= budget {
-			run[j.Key] = true
+			run[i] = true
 			budget -= j.GPUs
 		} else if p.Policy.Blocking() {
 			break
 		}
 	}
-	for _, j := range ranked {
-		if j.Phase == Granted && !run[j.Key] {
-			g := held[j.Key]
+	for i, j := range ranked {
+		if j.Phase == Granted && !run[i] {
+			g := grants[j.held-1]
 			d.Actions = append(d.Actions, PreemptAction{Grant: g})
 			free.give(g)
 		}
 	}
-	for _, j := range ranked {
+	for i, j := range ranked {
 		if j.Phase != Queued {
 			continue
 		}
-		if !run[j.Key] {
+		if !run[i] {
 			p.wait(d, j, func() string { return fmt.Sprintf("ranked below the running jobs by %s", p.Policy.Name()) })
 			continue
 		}

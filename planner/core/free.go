@@ -2,61 +2,84 @@ package core
 
 import "sort"
 
-// FreeGPUs is the set of GPUs that may be granted this round, per node. The
-// policy's grants take from it, so a GPU is never granted twice in a round.
-type FreeGPUs struct {
-	nodes  []freeNode
-	byNode map[string]int
-	byGPU  map[string]int // GPU ID -> index into nodes
+// ClusterIndex is the part of a cluster's description that does not change
+// between rounds: the schedulable nodes in name order, each node's healthy
+// GPUs in index order, and where every GPU is. Decide builds one per round
+// unless the State carries one; the simulator, whose cluster never changes,
+// builds it once.
+type ClusterIndex struct {
+	nodes []indexedNode
+	gpus  map[string]gpuPos
+	// offset[i] is where node i's slots start in a flat per-GPU array.
+	offset []int
 	// capacity is the number of healthy GPUs on schedulable nodes; largest
 	// the most on one such node.
 	capacity, largest int
-	free              int
-	singleNode        bool
 }
 
-type freeNode struct {
+type indexedNode struct {
 	node *Node
-	free []GPU // sorted by index
+	gpus []GPU // healthy GPUs, by index
 }
 
-// NewFreeGPUs returns the healthy GPUs of schedulable nodes that no grant in
-// grants holds.
-func NewFreeGPUs(nodes []Node, grants []Grant) *FreeGPUs {
-	used := make(map[string]bool)
-	for _, g := range grants {
-		for _, id := range g.GPUs {
-			used[id] = true
-		}
-	}
-	f := &FreeGPUs{byNode: map[string]int{}, byGPU: map[string]int{}}
+type gpuPos struct{ node, slot int }
+
+// NewClusterIndex indexes the healthy GPUs of the schedulable nodes.
+func NewClusterIndex(nodes []Node) *ClusterIndex {
+	x := &ClusterIndex{gpus: map[string]gpuPos{}}
 	order := make([]int, 0, len(nodes))
 	for i := range nodes {
 		if nodes[i].Schedulable {
 			order = append(order, i)
 		}
 	}
-	sort.Slice(order, func(a, b int) bool { return nodes[order[a]].Name < nodes[order[b]].Name })
+	sort.SliceStable(order, func(a, b int) bool { return nodes[order[a]].Name < nodes[order[b]].Name })
 	for _, i := range order {
 		n := &nodes[i]
-		fn := freeNode{node: n}
-		healthy := 0
+		in := indexedNode{node: n}
 		for _, g := range n.GPUs {
-			if !g.Healthy {
-				continue
-			}
-			healthy++
-			f.byGPU[g.ID] = len(f.nodes)
-			if !used[g.ID] {
-				fn.free = append(fn.free, g)
+			if g.Healthy {
+				in.gpus = append(in.gpus, g)
 			}
 		}
-		sort.Slice(fn.free, func(a, b int) bool { return fn.free[a].Index < fn.free[b].Index })
-		f.capacity += healthy
-		f.largest = max(f.largest, healthy)
-		f.free += len(fn.free)
-		f.byNode[n.ID] = len(f.nodes)
-		f.nodes = append(f.nodes, fn)
+		sort.SliceStable(in.gpus, func(a, b int) bool { return in.gpus[a].Index < in.gpus[b].Index })
+		for slot, g := range in.gpus {
+			x.gpus[g.ID] = gpuPos{node: len(x.nodes), slot: slot}
+		}
+		x.offset = append(x.offset, x.capacity)
+		x.capacity += len(in.gpus)
+		x.largest = max(x.largest, len(in.gpus))
+		x.nodes = append(x.nodes, in)
+	}
+	return x
+}
+
+// FreeGPUs is the set of GPUs that may be granted this round, per node. The
+// policy's grants take from it, so a GPU is never granted twice in a round.
+type FreeGPUs struct {
+	x          *ClusterIndex
+	avail      []bool // per GPU slot, node after node (x.offset)
+	count      []int  // free GPUs per indexed node
+	free       int
+	singleNode bool
+}
+
+// NewFreeGPUs returns the healthy GPUs of schedulable nodes that no grant in
+// grants holds.
+func NewFreeGPUs(nodes []Node, grants []Grant) *FreeGPUs {
+	return newFreeGPUs(NewClusterIndex(nodes), grants)
+}
+
+func newFreeGPUs(x *ClusterIndex, grants []Grant) *FreeGPUs {
+	f := &FreeGPUs{x: x, avail: make([]bool, x.capacity), count: make([]int, len(x.nodes)), free: x.capacity}
+	for i := range f.avail {
+		f.avail[i] = true
+	}
+	for i, n := range x.nodes {
+		f.count[i] = len(n.gpus)
+	}
+	for _, g := range grants {
+		f.take(g.GPUs)
 	}
 	return f
 }
@@ -69,51 +92,48 @@ func (f *FreeGPUs) SingleNode() { f.singleNode = true }
 // schedulable nodes, or of the largest one when placements are single-node.
 func (f *FreeGPUs) Capacity() int {
 	if f.singleNode {
-		return f.largest
+		return f.x.largest
 	}
-	return f.capacity
+	return f.x.capacity
 }
 
 // Largest is the most healthy GPUs on one schedulable node.
-func (f *FreeGPUs) Largest() int { return f.largest }
+func (f *FreeGPUs) Largest() int { return f.x.largest }
 
 // Total is the number of free GPUs on all nodes.
 func (f *FreeGPUs) Total() int { return f.free }
 
-// take removes the given GPUs of node i from the free set.
-func (f *FreeGPUs) take(i int, ids []string) {
-	gone := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		gone[id] = true
-	}
-	kept := f.nodes[i].free[:0]
-	for _, g := range f.nodes[i].free {
-		if !gone[g.ID] {
-			kept = append(kept, g)
+// freeOn lists node i's free GPUs in index order.
+func (f *FreeGPUs) freeOn(i int) []GPU {
+	out := make([]GPU, 0, f.count[i])
+	off := f.x.offset[i]
+	for s, g := range f.x.nodes[i].gpus {
+		if f.avail[off+s] {
+			out = append(out, g)
 		}
 	}
-	f.free -= len(f.nodes[i].free) - len(kept)
-	f.nodes[i].free = kept
+	return out
 }
 
-// give returns a grant's GPUs to the free set (a preempted job's).
-func (f *FreeGPUs) give(g Grant) {
-	touched := map[int]bool{}
-	for _, id := range g.GPUs {
-		i, ok := f.byGPU[id]
-		if !ok {
-			continue // unhealthy or on an unschedulable node: stays out
+// take removes GPUs from the free set.
+func (f *FreeGPUs) take(ids []string) {
+	for _, id := range ids {
+		if p, ok := f.x.gpus[id]; ok && f.avail[f.x.offset[p.node]+p.slot] {
+			f.avail[f.x.offset[p.node]+p.slot] = false
+			f.count[p.node]--
+			f.free--
 		}
-		for _, gpu := range f.nodes[i].node.GPUs {
-			if gpu.ID == id {
-				f.nodes[i].free = append(f.nodes[i].free, gpu)
-				f.free++
-			}
-		}
-		touched[i] = true
 	}
-	for i := range touched {
-		free := f.nodes[i].free
-		sort.Slice(free, func(a, b int) bool { return free[a].Index < free[b].Index })
+}
+
+// give returns a grant's GPUs to the free set (a preempted job's). GPUs that
+// became unhealthy or sit on unschedulable nodes stay out.
+func (f *FreeGPUs) give(g Grant) {
+	for _, id := range g.GPUs {
+		if p, ok := f.x.gpus[id]; ok && !f.avail[f.x.offset[p.node]+p.slot] {
+			f.avail[f.x.offset[p.node]+p.slot] = true
+			f.count[p.node]++
+			f.free++
+		}
 	}
 }

@@ -94,6 +94,10 @@ type Job struct {
 	// exceeds PACKLIMIT.
 	Skew        float64
 	Preemptions int
+
+	// held is 1 + the index of the job's grant in State.Grants during
+	// Decide, 0 when it holds none.
+	held int
 }
 
 // AttainedSinceReset is the GPU-seconds of service since the job's last
@@ -116,6 +120,9 @@ type State struct {
 	Nodes  []Node
 	Jobs   []Job
 	Grants []Grant
+	// Index, when set, is NewClusterIndex(Nodes), built once by a caller
+	// whose nodes do not change (the simulator); otherwise Decide builds it.
+	Index *ClusterIndex
 }
 
 // Action is something the adapters must do.

@@ -20,13 +20,12 @@ func (f *FreeGPUs) Place(job JobKey, k int, consolidate bool) (g Grant, ok bool)
 		return Grant{}, false
 	}
 	if i := f.bestFitNode(k); i >= 0 {
-		fn := f.nodes[i]
-		c := deepestCell(fn.free, k)
+		c := deepestCell(f.freeOn(i), k)
 		chosen := pick(c.gpus, k, len(c.prefix))
 		sort.Slice(chosen, func(a, b int) bool { return chosen[a].Index < chosen[b].Index })
 		gpuIDs := ids(chosen)
-		f.take(i, gpuIDs)
-		return Grant{Job: job, Node: fn.node.ID, GPUs: gpuIDs}, true
+		f.take(gpuIDs)
+		return Grant{Job: job, Node: f.x.nodes[i].node.ID, GPUs: gpuIDs}, true
 	}
 	if f.singleNode {
 		return Grant{}, false
@@ -35,17 +34,17 @@ func (f *FreeGPUs) Place(job JobKey, k int, consolidate bool) (g Grant, ok bool)
 	if nodes == nil {
 		return Grant{}, false
 	}
-	if consolidate && len(nodes) > (k+f.largest-1)/f.largest {
+	if consolidate && len(nodes) > (k+f.x.largest-1)/f.x.largest {
 		return Grant{}, false
 	}
 	g = Grant{Job: job}
 	need := k
 	for _, i := range nodes {
-		n := min(need, len(f.nodes[i].free))
-		chosen := pick(f.nodes[i].free, n, 0)
+		n := min(need, f.count[i])
+		chosen := pick(f.freeOn(i), n, 0)
 		sort.Slice(chosen, func(a, b int) bool { return chosen[a].Index < chosen[b].Index })
 		gpuIDs := ids(chosen)
-		f.take(i, gpuIDs)
+		f.take(gpuIDs)
 		g.GPUs = append(g.GPUs, gpuIDs...)
 		need -= n
 	}
@@ -55,10 +54,12 @@ func (f *FreeGPUs) Place(job JobKey, k int, consolidate bool) (g Grant, ok bool)
 // bestFitNode is the node with the fewest free GPUs that still has k, or -1.
 func (f *FreeGPUs) bestFitNode(k int) int {
 	best := -1
-	for i := range f.nodes {
-		n := len(f.nodes[i].free)
-		if n >= k && (best < 0 || n < len(f.nodes[best].free)) {
+	for i, n := range f.count {
+		if n >= k && (best < 0 || n < f.count[best]) {
 			best = i
+			if n == k {
+				break // an exact fit cannot be beaten
+			}
 		}
 	}
 	return best
@@ -71,11 +72,11 @@ func (f *FreeGPUs) bestFitNode(k int) int {
 func (f *FreeGPUs) spanNodes(k int) []int {
 	byRack := map[string][]int{}
 	var racks []string
-	for i := range f.nodes {
-		if len(f.nodes[i].free) == 0 {
+	for i, n := range f.count {
+		if n == 0 {
 			continue
 		}
-		r := f.nodes[i].node.Rack
+		r := f.x.nodes[i].node.Rack
 		if _, ok := byRack[r]; !ok {
 			racks = append(racks, r)
 		}
@@ -105,10 +106,10 @@ func (f *FreeGPUs) spanNodes(k int) []int {
 // returns them and the free GPUs left over on the last one.
 func (f *FreeGPUs) greedy(cands []int, k int) ([]int, int) {
 	c := append([]int(nil), cands...)
-	sort.SliceStable(c, func(a, b int) bool { return len(f.nodes[c[a]].free) > len(f.nodes[c[b]].free) })
+	sort.SliceStable(c, func(a, b int) bool { return f.count[c[a]] > f.count[c[b]] })
 	sum := 0
 	for n, i := range c {
-		sum += len(f.nodes[i].free)
+		sum += f.count[i]
 		if sum >= k {
 			return c[:n+1], sum - k
 		}

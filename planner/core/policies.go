@@ -15,21 +15,21 @@ import (
 // starts behind a job that does not fit), no preemption.
 type FIFO struct{}
 
-func (FIFO) Name() string                 { return "fifo" }
+func (FIFO) Name() string                  { return "fifo" }
 func (FIFO) Rank(_ time.Time, jobs []*Job) { SortFIFO(jobs) }
-func (FIFO) Preemptive() bool             { return false }
-func (FIFO) Blocking() bool               { return true }
-func (FIFO) Consolidate(*Job) bool        { return true }
+func (FIFO) Preemptive() bool              { return false }
+func (FIFO) Blocking() bool                { return true }
+func (FIFO) Consolidate(*Job) bool         { return true }
 
 // FIFOSkip is FIFO with best-effort backfilling: a later job may start when
 // the head of the queue does not fit.
 type FIFOSkip struct{}
 
-func (FIFOSkip) Name() string                 { return "fifo-skip" }
+func (FIFOSkip) Name() string                  { return "fifo-skip" }
 func (FIFOSkip) Rank(_ time.Time, jobs []*Job) { SortFIFO(jobs) }
-func (FIFOSkip) Preemptive() bool             { return false }
-func (FIFOSkip) Blocking() bool               { return false }
-func (FIFOSkip) Consolidate(*Job) bool        { return true }
+func (FIFOSkip) Preemptive() bool              { return false }
+func (FIFOSkip) Blocking() bool                { return false }
+func (FIFOSkip) Consolidate(*Job) bool         { return true }
 
 // SRTF is shortest remaining time first, with perfect knowledge of job
 // durations (an oracle baseline), preemptive.
@@ -73,11 +73,11 @@ func (LAS) Consolidate(*Job) bool { return true }
 // preemption (Gandiva's time-slicing and migration are not modelled).
 type Gandiva struct{}
 
-func (Gandiva) Name() string                 { return "gandiva" }
+func (Gandiva) Name() string                  { return "gandiva" }
 func (Gandiva) Rank(_ time.Time, jobs []*Job) { SortFIFO(jobs) }
-func (Gandiva) Preemptive() bool             { return false }
-func (Gandiva) Blocking() bool               { return false }
-func (Gandiva) Consolidate(*Job) bool        { return true }
+func (Gandiva) Preemptive() bool              { return false }
+func (Gandiva) Blocking() bool                { return false }
+func (Gandiva) Consolidate(*Job) bool         { return true }
 
 // remaining is a job's known remaining time; unknown sorts last.
 func remaining(j *Job) float64 {

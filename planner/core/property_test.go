@@ -114,9 +114,9 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 		}
 		free := map[string]*Node{}
 		f := NewFreeGPUs(nodes, held)
-		for _, fn := range f.nodes {
-			for _, g := range fn.free {
-				free[g.ID] = fn.node
+		for i, in := range f.x.nodes {
+			for _, g := range f.freeOn(i) {
+				free[g.ID] = in.node
 			}
 		}
 		for _, a := range d.Actions {

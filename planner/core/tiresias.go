@@ -96,11 +96,19 @@ func (t *Tiresias) Level(j *Job) int {
 	return sort.Search(len(t.Thresholds), func(i int) bool { return a < t.Thresholds[i] })
 }
 
-// quantum is the service left in the job's queue (infinite in the last).
-func (t *Tiresias) quantum(j *Job, level int) float64 {
+// quantum is the service quantum of a queue for the Gittins index: the
+// queue's upper threshold (Tiresias, section 3.2: "for jobs in Q_i, Delta_i
+// equals Q_i^hi"; the authors' simulator uses the same fixed value), and
+// infinite in the last queue, where jobs run FIFO.
+func (t *Tiresias) quantum(level int) float64 {
 	if level >= len(t.Thresholds) {
 		return math.Inf(1)
 	}
+	return t.Thresholds[level]
+}
+
+// toDemotion is the service a job has left before it is demoted.
+func (t *Tiresias) toDemotion(j *Job, level int) float64 {
 	return t.Thresholds[level] - j.AttainedSinceReset()
 }
 
@@ -111,7 +119,7 @@ func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
 		it := rankItem{job: j, level: t.Level(j)}
 		if t.gittins && t.index != nil && it.level < len(t.Thresholds) {
 			// Higher index first: negate so that smaller keys rank first.
-			it.key = -t.index.Index(j.AttainedSinceReset(), t.quantum(j, it.level))
+			it.key = -t.index.Index(j.AttainedSinceReset(), t.quantum(it.level))
 		}
 		items[i] = it
 	}
@@ -162,7 +170,7 @@ func (t *Tiresias) NextChange(now time.Time, jobs []*Job) time.Time {
 		switch j.Phase {
 		case Granted:
 			if l := t.Level(j); l < len(t.Thresholds) && j.GPUs > 0 {
-				next = math.Min(next, t.quantum(j, l)/float64(j.GPUs))
+				next = math.Min(next, t.toDemotion(j, l)/float64(j.GPUs))
 			}
 		case Queued:
 			if !math.IsInf(t.PromoteKnob, 1) && t.Level(j) > 0 {

@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Philly's node counts and assumed rack sizes (see the package doc).
+const (
+	Philly4GPUNodes = 100
+	Philly8GPUNodes = 250
+	// PhillyRackGPUs is the assumed number of GPUs in a rack.
+	PhillyRackGPUs = 64
+)
+
+// presets are the named clusters; each builds a fresh copy.
+var presets = map[string]func() (*Cluster, error){
+	// The Tiresias testbed-scale example: one switch, 2 nodes of 4 GPUs.
+	"n2g4": func() (*Cluster, error) { return Uniform("n2g4", 1, 2, 4) },
+	"n8g8": func() (*Cluster, error) { return Uniform("n8g8", 1, 8, 8) },
+	"philly": func() (*Cluster, error) {
+		return Mixed("philly",
+			NodeGroup{Count: Philly4GPUNodes, GPUsPerNode: 4, NodesPerRack: PhillyRackGPUs / 4},
+			NodeGroup{Count: Philly8GPUNodes, GPUsPerNode: 8, NodesPerRack: PhillyRackGPUs / 8})
+	},
+	"philly-256": func() (*Cluster, error) { return PhillyScaled(256) },
+}
+
+// Presets lists the preset names, sorted.
+func Presets() []string {
+	names := make([]string, 0, len(presets))
+	for name := range presets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Preset builds the named preset cluster.
+func Preset(name string) (*Cluster, error) {
+	build, ok := presets[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown cluster preset %q; presets: %s", name, strings.Join(Presets(), ", "))
+	}
+	return build()
+}
+
+// PhillyScaled is a Philly-like cluster of gpus GPUs (a positive multiple of
+// 4): 4-GPU and 8-GPU nodes in Philly's ratio, about one GPU in six on 4-GPU
+// nodes, racks of PhillyRackGPUs GPUs. It is named "philly-<gpus>".
+func PhillyScaled(gpus int) (*Cluster, error) {
+	if gpus <= 0 || gpus%4 != 0 || gpus > MaxGPUs {
+		return nil, fmt.Errorf("philly-scaled cluster: %d GPUs: want a positive multiple of 4, at most %d", gpus, MaxGPUs)
+	}
+	all4 := Philly4GPUNodes * 4
+	all := all4 + Philly8GPUNodes*8
+	// Round the 4-GPU nodes to Philly's share, then fill with 8-GPU nodes;
+	// 4 GPUs left over make one more 4-GPU node.
+	n4 := (gpus*all4/4 + all/2) / all
+	n8 := (gpus - 4*n4) / 8
+	if gpus-4*n4-8*n8 == 4 {
+		n4++
+	}
+	var groups []NodeGroup
+	if n4 > 0 {
+		groups = append(groups, NodeGroup{Count: n4, GPUsPerNode: 4, NodesPerRack: PhillyRackGPUs / 4})
+	}
+	if n8 > 0 {
+		groups = append(groups, NodeGroup{Count: n8, GPUsPerNode: 8, NodesPerRack: PhillyRackGPUs / 8})
+	}
+	return Mixed("philly-"+strconv.Itoa(gpus), groups...)
+}
+
+// specRE matches compact specs: "[r<racks>]n<nodes per rack>g<GPUs per node>".
+var specRE = regexp.MustCompile(`^(?:r([0-9]+))?n([0-9]+)g([0-9]+)$`)
+
+// ErrNotSpec is returned by ParseSpec for text that is not a compact spec.
+var ErrNotSpec = errors.New("not a cluster spec")
+
+// ParseSpec builds a uniform cluster from a compact spec
+// "[r<racks>]n<nodes per rack>g<GPUs per node>" (racks default to 1), e.g.
+// "n8g8" or "r4n16g8"; the cluster is named after the spec.
+func ParseSpec(spec string) (*Cluster, error) {
+	m := specRE.FindStringSubmatch(spec)
+	if m == nil {
+		return nil, fmt.Errorf("%q: %w, want [r<racks>]n<nodes per rack>g<GPUs per node>, e.g. r4n16g8", spec, ErrNotSpec)
+	}
+	racks := 1
+	var err error
+	num := func(s string) int {
+		n, e := strconv.Atoi(s)
+		if e != nil && err == nil {
+			err = fmt.Errorf("cluster spec %q: %q is too large", spec, s)
+		}
+		return n
+	}
+	if m[1] != "" {
+		racks = num(m[1])
+	}
+	nodes, gpus := num(m[2]), num(m[3])
+	if err != nil {
+		return nil, err
+	}
+	return Uniform(spec, racks, nodes, gpus)
+}

@@ -1,0 +1,356 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/themis-nomad/themis/planner/sim"
+)
+
+// Files WriteComparison writes into its directory, besides one WriteRun
+// directory per policy and the overlay plots JCTCDFFile and QueueCDFFile.
+const (
+	ComparisonJSONFile = "comparison.json"
+	ComparisonFile     = "comparison.md"
+)
+
+// Binning splits jobs by size and length as Tiresias does (Table 3): small
+// jobs need at most SmallMaxGPUs GPUs, short jobs have a trace Duration
+// under ShortBelowSeconds.
+type Binning struct {
+	SmallMaxGPUs      int     `json:"small_max_gpus"`
+	ShortBelowSeconds float64 `json:"short_below_s"`
+}
+
+var (
+	// TiresiasBinning is the paper's binning of the Microsoft trace: small
+	// is at most 8 GPUs (one 8-GPU machine), short is under 4 hours.
+	TiresiasBinning = Binning{SmallMaxGPUs: 8, ShortBelowSeconds: 4 * 3600}
+	// TiresiasTestbedBinning is the paper's binning of its scaled-down
+	// testbed: at most 4 GPUs, under 800 seconds.
+	TiresiasTestbedBinning = Binning{SmallMaxGPUs: 4, ShortBelowSeconds: 800}
+)
+
+// binNames are the bins in Tiresias's order: Bin1 SS .. Bin4 LL.
+var binNames = [4]string{"SS", "SL", "LS", "LL"}
+
+// bin is the index in binNames of j's bin.
+func (b Binning) bin(j sim.JobResult) int {
+	i := 0
+	if j.GPUs > b.SmallMaxGPUs {
+		i += 2
+	}
+	if !(j.Duration < b.ShortBelowSeconds) {
+		i++
+	}
+	return i
+}
+
+// describe is a bin's meaning in words.
+func (b Binning) describe(i int) string {
+	size := fmt.Sprintf("at most %d GPUs", b.SmallMaxGPUs)
+	if i >= 2 {
+		size = fmt.Sprintf("more than %d GPUs", b.SmallMaxGPUs)
+	}
+	length := fmt.Sprintf("shorter than %s s", formatFloat(b.ShortBelowSeconds))
+	if i%2 == 1 {
+		length = fmt.Sprintf("at least %s s", formatFloat(b.ShortBelowSeconds))
+	}
+	return size + ", " + length
+}
+
+// Comparison is several policies' runs on one trace and cluster, each
+// measured against the reference policy; written to comparison.json.
+type Comparison struct {
+	Reference string             `json:"reference"`
+	Trace     string             `json:"trace"`
+	Cluster   string             `json:"cluster"`
+	TotalGPUs int                `json:"total_gpus"`
+	Binning   Binning            `json:"binning"`
+	Policies  []PolicyComparison `json:"policies"`
+}
+
+// PolicyComparison is one policy's row of a Comparison.
+type PolicyComparison struct {
+	Policy   string `json:"policy"`
+	Seed     int64  `json:"seed"`
+	Jobs     int    `json:"jobs"`
+	Finished int    `json:"finished"`
+	// Metrics are the policy's own values, Factors the reference's values
+	// divided by them.
+	Metrics Metrics    `json:"metrics"`
+	Factors Factors    `json:"factors"`
+	Bins    []BinStats `json:"bins"`
+}
+
+// Metrics are the compared metrics of one run, in seconds except
+// Preemptions.
+type Metrics struct {
+	AvgJCT      Num `json:"avg_jct_s"`
+	MedianJCT   Num `json:"median_jct_s"`
+	P95JCT      Num `json:"p95_jct_s"`
+	AvgQueue    Num `json:"avg_queue_s"`
+	Makespan    Num `json:"makespan_s"`
+	Preemptions Num `json:"preemptions"`
+}
+
+// Factors are factors of improvement (reference / policy; > 1 is better
+// than the reference) of the Metrics of the same name.
+type Factors struct {
+	AvgJCT      Num `json:"avg_jct"`
+	MedianJCT   Num `json:"median_jct"`
+	P95JCT      Num `json:"p95_jct"`
+	AvgQueue    Num `json:"avg_queue"`
+	Makespan    Num `json:"makespan"`
+	Preemptions Num `json:"preemptions"`
+}
+
+// BinStats is one job bin of one policy: the average JCT and queueing delay
+// of the bin's finished jobs and their factors of improvement.
+type BinStats struct {
+	Bin            string `json:"bin"`
+	Jobs           int    `json:"jobs"`
+	Finished       int    `json:"finished"`
+	AvgJCT         Num    `json:"avg_jct_s"`
+	AvgQueue       Num    `json:"avg_queue_s"`
+	AvgJCTFactor   Num    `json:"avg_jct_factor"`
+	AvgQueueFactor Num    `json:"avg_queue_factor"`
+}
+
+// Compare measures each run against the run of policy reference. The runs
+// must have distinct, non-empty policy names usable as directory names and
+// share one trace and cluster; their order is kept.
+func Compare(results []sim.Result, reference string, b Binning) (Comparison, error) {
+	if len(results) == 0 {
+		return Comparison{}, errors.New("compare policies: no results")
+	}
+	ref := -1
+	seen := make(map[string]bool, len(results))
+	for i, r := range results {
+		if err := checkPolicyName(r.Policy); err != nil {
+			return Comparison{}, fmt.Errorf("compare policies: result %d: %w", i, err)
+		}
+		if seen[r.Policy] {
+			return Comparison{}, fmt.Errorf("compare policies: policy %q appears twice", r.Policy)
+		}
+		seen[r.Policy] = true
+		if r.Trace != results[0].Trace || r.Cluster != results[0].Cluster {
+			return Comparison{}, fmt.Errorf(
+				"compare policies: policy %q ran trace %q on cluster %q, policy %q trace %q on cluster %q",
+				r.Policy, r.Trace, r.Cluster, results[0].Policy, results[0].Trace, results[0].Cluster)
+		}
+		if r.Policy == reference {
+			ref = i
+		}
+	}
+	if ref < 0 {
+		return Comparison{}, fmt.Errorf("compare policies: reference policy %q is not among the results", reference)
+	}
+
+	c := Comparison{
+		Reference: reference,
+		Trace:     results[0].Trace,
+		Cluster:   results[0].Cluster,
+		TotalGPUs: results[0].TotalGPUs,
+		Binning:   b,
+	}
+	rows := make([]PolicyComparison, len(results))
+	for i, r := range results {
+		rows[i] = policyRow(r, b)
+	}
+	refRow := rows[ref]
+	for i := range rows {
+		p := &rows[i]
+		m, rm := p.Metrics, refRow.Metrics
+		p.Factors = Factors{
+			AvgJCT:      factor(rm.AvgJCT, m.AvgJCT),
+			MedianJCT:   factor(rm.MedianJCT, m.MedianJCT),
+			P95JCT:      factor(rm.P95JCT, m.P95JCT),
+			AvgQueue:    factor(rm.AvgQueue, m.AvgQueue),
+			Makespan:    factor(rm.Makespan, m.Makespan),
+			Preemptions: factor(rm.Preemptions, m.Preemptions),
+		}
+		for k := range p.Bins {
+			p.Bins[k].AvgJCTFactor = factor(refRow.Bins[k].AvgJCT, p.Bins[k].AvgJCT)
+			p.Bins[k].AvgQueueFactor = factor(refRow.Bins[k].AvgQueue, p.Bins[k].AvgQueue)
+		}
+	}
+	c.Policies = rows
+	return c, nil
+}
+
+// policyRow is r's metrics and bins, without factors.
+func policyRow(r sim.Result, b Binning) PolicyComparison {
+	s := Summarize(r)
+	p := PolicyComparison{
+		Policy:   r.Policy,
+		Seed:     r.Seed,
+		Jobs:     s.Jobs,
+		Finished: s.Finished,
+		Metrics: Metrics{
+			AvgJCT:      s.AvgJCT,
+			MedianJCT:   s.MedianJCT,
+			P95JCT:      s.P95JCT,
+			AvgQueue:    s.AvgQueue,
+			Makespan:    s.Makespan,
+			Preemptions: Num(s.Preemptions),
+		},
+	}
+	var jobs [len(binNames)][]sim.JobResult
+	for _, j := range r.Jobs {
+		k := b.bin(j)
+		jobs[k] = append(jobs[k], j)
+	}
+	p.Bins = make([]BinStats, len(binNames))
+	for k, name := range binNames {
+		jct, queue := finishedJobs(jobs[k])
+		p.Bins[k] = BinStats{
+			Bin:      name,
+			Jobs:     len(jobs[k]),
+			Finished: len(jct),
+			AvgJCT:   mean(jct),
+			AvgQueue: mean(queue),
+		}
+	}
+	return p
+}
+
+// checkPolicyName rejects names that cannot be a directory of their own.
+func checkPolicyName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty policy name")
+	case name == "." || name == "..",
+		strings.ContainsAny(name, `/\`+"\x00"),
+		strings.ContainsRune(name, os.PathSeparator):
+		return fmt.Errorf("policy name %q cannot name a directory", name)
+	case name == ComparisonJSONFile || name == ComparisonFile ||
+		name == JCTCDFFile || name == QueueCDFFile:
+		return fmt.Errorf("policy name %q collides with a comparison file", name)
+	}
+	return nil
+}
+
+// WriteComparison writes comparison.json, comparison.md and the overlay
+// plots jct_cdf.svg and queue_cdf.svg into dir, and each run's own report
+// into dir/<policy>/. Job bins follow TiresiasBinning.
+func WriteComparison(dir string, results []sim.Result, reference string) error {
+	return WriteComparisonBinned(dir, results, reference, TiresiasBinning)
+}
+
+// WriteComparisonBinned is WriteComparison with a chosen binning.
+func WriteComparisonBinned(dir string, results []sim.Result, reference string, b Binning) error {
+	c, err := Compare(results, reference, b)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create comparison directory %q: %w", dir, err)
+	}
+	js, err := marshalJSON(c)
+	if err != nil {
+		return fmt.Errorf("encode comparison: %w", err)
+	}
+	if err := writeFile(filepath.Join(dir, ComparisonJSONFile), js); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, ComparisonFile), comparisonMarkdown(c)); err != nil {
+		return err
+	}
+
+	jcts := make([]series, len(results))
+	queues := make([]series, len(results))
+	for i, r := range results {
+		jct, queue := finishedJobs(r.Jobs)
+		jcts[i] = series{name: r.Policy, xy: cdfPoints(jct)}
+		queues[i] = series{name: r.Policy, xy: cdfPoints(queue)}
+	}
+	if err := writeCDF(filepath.Join(dir, JCTCDFFile), "JCT CDF", "job completion time", jcts, true); err != nil {
+		return err
+	}
+	if err := writeCDF(filepath.Join(dir, QueueCDFFile), "Queueing delay CDF", "queueing delay", queues, false); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if err := WriteRun(filepath.Join(dir, r.Policy), r); err != nil {
+			return fmt.Errorf("report of policy %q: %w", r.Policy, err)
+		}
+	}
+	return nil
+}
+
+// comparisonMarkdown is comparison.md.
+func comparisonMarkdown(c Comparison) []byte {
+	var b strings.Builder
+	b.WriteString("# Policy comparison\n\n")
+	fmt.Fprintf(&b, "Trace %s on cluster %s (%d GPUs). Reference policy: **%s**.\n\n",
+		mdCell(c.Trace), mdCell(c.Cluster), c.TotalGPUs, mdCell(c.Reference))
+	b.WriteString("Each ×-column is the factor of improvement, reference / policy: " +
+		"above 1 the policy does better than the reference. " +
+		"JCT and queueing statistics are over finished jobs; percentiles are nearest-rank; " +
+		"n/a marks a value that cannot be computed.\n\n")
+
+	b.WriteString("## Overall\n\n")
+	b.WriteString("| Policy | Finished | Avg JCT (s) | × | Median JCT (s) | × | p95 JCT (s) | × " +
+		"| Avg queue (s) | × | Makespan (s) | × | Preemptions | × |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, p := range c.Policies {
+		m, f := p.Metrics, p.Factors
+		fmt.Fprintf(&b, "| %s | %d / %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			mdCell(p.Policy), p.Finished, p.Jobs,
+			mdNum(m.AvgJCT), mdFactor(f.AvgJCT), mdNum(m.MedianJCT), mdFactor(f.MedianJCT),
+			mdNum(m.P95JCT), mdFactor(f.P95JCT), mdNum(m.AvgQueue), mdFactor(f.AvgQueue),
+			mdNum(m.Makespan), mdFactor(f.Makespan), mdNum(m.Preemptions), mdFactor(f.Preemptions))
+	}
+
+	b.WriteString("\n## By job bin\n\n")
+	b.WriteString("Bins as in Tiresias (Table 3), by GPUs and trace duration:\n\n")
+	b.WriteString("| Bin | Jobs | Meaning |\n|---|---:|---|\n")
+	for k, name := range binNames {
+		jobs := 0
+		if len(c.Policies) > 0 {
+			jobs = c.Policies[0].Bins[k].Jobs
+		}
+		fmt.Fprintf(&b, "| Bin%d %s | %d | %s |\n", k+1, name, jobs, mdCell(c.Binning.describe(k)))
+	}
+	binTable := func(title string, val, fac func(BinStats) Num) {
+		fmt.Fprintf(&b, "\n### %s\n\n| Policy |", title)
+		for _, name := range binNames {
+			fmt.Fprintf(&b, " %s (s) | × |", name)
+		}
+		b.WriteString("\n|---|")
+		b.WriteString(strings.Repeat("---:|---:|", len(binNames)))
+		b.WriteString("\n")
+		for _, p := range c.Policies {
+			fmt.Fprintf(&b, "| %s |", mdCell(p.Policy))
+			for _, bs := range p.Bins {
+				fmt.Fprintf(&b, " %s | %s |", mdNum(val(bs)), mdFactor(fac(bs)))
+			}
+			b.WriteString("\n")
+		}
+	}
+	binTable("Average JCT",
+		func(s BinStats) Num { return s.AvgJCT }, func(s BinStats) Num { return s.AvgJCTFactor })
+	binTable("Average queueing delay",
+		func(s BinStats) Num { return s.AvgQueue }, func(s BinStats) Num { return s.AvgQueueFactor })
+
+	b.WriteString("\n## Plots\n\n")
+	fmt.Fprintf(&b, "![JCT CDF](%s)\n\n![Queueing delay CDF](%s)\n\n", JCTCDFFile, QueueCDFFile)
+	b.WriteString("## Runs\n\n")
+	for _, p := range c.Policies {
+		fmt.Fprintf(&b, "- [%s](%s/%s)\n", mdCell(p.Policy), url.PathEscape(p.Policy), ReportFile)
+	}
+	return []byte(b.String())
+}
+
+// mdFactor formats a factor of improvement as "1.234×".
+func mdFactor(n Num) string {
+	if !n.Defined() {
+		return "n/a"
+	}
+	return n.String() + "×"
+}

@@ -1,0 +1,199 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/themis-nomad/themis/planner/sim"
+)
+
+// Files WriteRun writes into its directory.
+const (
+	SummaryFile     = "summary.json"
+	JobsFile        = "jobs.csv"
+	ReportFile      = "report.md"
+	JCTCDFFile      = "jct_cdf.svg"
+	QueueCDFFile    = "queue_cdf.svg"
+	UtilizationFile = "utilization.svg"
+)
+
+// jobsHeader is the header row of jobs.csv.
+var jobsHeader = []string{
+	"id", "vc", "model", "gpus", "submit_s", "start_s", "end_s",
+	"duration_s", "jct_s", "queue_s", "preemptions", "finished",
+}
+
+// WriteRun writes the report of one run into dir (created if missing):
+// summary.json, jobs.csv, report.md, jct_cdf.svg, queue_cdf.svg and
+// utilization.svg.
+func WriteRun(dir string, r sim.Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create report directory %q: %w", dir, err)
+	}
+	s := Summarize(r)
+	js, err := marshalJSON(s)
+	if err != nil {
+		return fmt.Errorf("encode summary of policy %q: %w", r.Policy, err)
+	}
+	if err := writeFile(filepath.Join(dir, SummaryFile), js); err != nil {
+		return err
+	}
+	jobs, err := jobsCSV(r.Jobs)
+	if err != nil {
+		return fmt.Errorf("encode jobs of policy %q: %w", r.Policy, err)
+	}
+	if err := writeFile(filepath.Join(dir, JobsFile), jobs); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, ReportFile), runMarkdown(s)); err != nil {
+		return err
+	}
+
+	jct, queue := finishedJobs(r.Jobs)
+	if err := writeCDF(filepath.Join(dir, JCTCDFFile), "JCT CDF: "+r.Policy, "job completion time",
+		[]series{{name: r.Policy, xy: cdfPoints(jct)}}, true); err != nil {
+		return err
+	}
+	if err := writeCDF(filepath.Join(dir, QueueCDFFile), "Queueing delay CDF: "+r.Policy, "queueing delay",
+		[]series{{name: r.Policy, xy: cdfPoints(queue)}}, false); err != nil {
+		return err
+	}
+	return writeUtil(filepath.Join(dir, UtilizationFile), r)
+}
+
+// marshalJSON is indented JSON with a final newline.
+func marshalJSON(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// jobsCSV is one row per job in trace order; start_s is empty for a job
+// that never started, end_s and jct_s for one that did not finish.
+func jobsCSV(jobs []sim.JobResult) ([]byte, error) {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	if err := w.Write(jobsHeader); err != nil {
+		return nil, err
+	}
+	for _, j := range jobs {
+		start, end, jct := "", "", ""
+		if j.Started {
+			start = formatFloat(j.Start)
+		}
+		if j.Finished {
+			end, jct = formatFloat(j.End), formatFloat(j.JCT())
+		}
+		row := []string{
+			j.ID, j.VC, j.Model, strconv.Itoa(j.GPUs),
+			Num(j.Submit).String(), start, end,
+			Num(j.Duration).String(), jct, Num(j.Queue).String(),
+			strconv.Itoa(j.Preemptions), strconv.FormatBool(j.Finished),
+		}
+		if err := w.Write(row); err != nil {
+			return nil, err
+		}
+	}
+	w.Flush()
+	return buf.Bytes(), w.Error()
+}
+
+// runMarkdown is report.md: a table of the summary and links to the plots
+// and data.
+func runMarkdown(s Summary) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Simulation run: %s\n\n", mdCell(s.Policy))
+	b.WriteString("| Run | |\n|---|---|\n")
+	fmt.Fprintf(&b, "| Policy | %s |\n", mdCell(s.Policy))
+	fmt.Fprintf(&b, "| Trace | %s |\n", mdCell(s.Trace))
+	fmt.Fprintf(&b, "| Cluster | %s (%d GPUs) |\n", mdCell(s.Cluster), s.TotalGPUs)
+	fmt.Fprintf(&b, "| Seed | %d |\n", s.Seed)
+	settings := make([]string, len(s.Settings))
+	for i, kv := range s.Settings {
+		settings[i] = mdCode(kv)
+	}
+	if len(settings) == 0 {
+		settings = []string{"(defaults)"}
+	}
+	fmt.Fprintf(&b, "| Settings | %s |\n\n", strings.Join(settings, ", "))
+
+	b.WriteString("| Metric | Value |\n|---|---:|\n")
+	row := func(name string, v string) { fmt.Fprintf(&b, "| %s | %s |\n", name, v) }
+	row("Jobs finished / started / total", fmt.Sprintf("%d / %d / %d", s.Finished, s.Started, s.Jobs))
+	row("Average JCT", mdSeconds(s.AvgJCT))
+	row("Median JCT", mdSeconds(s.MedianJCT))
+	row("p95 JCT", mdSeconds(s.P95JCT))
+	row("p99 JCT", mdSeconds(s.P99JCT))
+	row("Max JCT", mdSeconds(s.MaxJCT))
+	row("Average queueing delay", mdSeconds(s.AvgQueue))
+	row("Median queueing delay", mdSeconds(s.MedianQueue))
+	row("p95 queueing delay", mdSeconds(s.P95Queue))
+	row("Makespan", mdSeconds(s.Makespan))
+	row("Busy GPU time", mdNum(s.GPUTime)+" GPU-s")
+	row("Utilization", mdPercent(s.Utilization))
+	row("Preemptions", strconv.Itoa(s.Preemptions))
+	b.WriteString("\nJCT and queueing statistics are over finished jobs; percentiles are nearest-rank.\n\n")
+
+	b.WriteString("## Plots\n\n")
+	fmt.Fprintf(&b, "![JCT CDF](%s)\n\n", JCTCDFFile)
+	fmt.Fprintf(&b, "![Queueing delay CDF](%s)\n\n", QueueCDFFile)
+	fmt.Fprintf(&b, "![Busy GPUs over time](%s)\n\n", UtilizationFile)
+	fmt.Fprintf(&b, "Data: [%s](%s), [%s](%s).\n\n", SummaryFile, SummaryFile, JobsFile, JobsFile)
+	// The one line that depends on more than the input.
+	fmt.Fprintf(&b, "Simulator wall time: %s s.\n", mdNum(s.Wall))
+	return []byte(b.String())
+}
+
+// mdCell escapes text for a Markdown table cell.
+func mdCell(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, "|", `\|`, "<", "&lt;", ">", "&gt;",
+		"*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`,
+		"\r\n", " ", "\n", " ", "\r", " ")
+	return r.Replace(s)
+}
+
+// mdCode is s as inline code, safe in a table cell.
+func mdCode(s string) string {
+	s = strings.NewReplacer("|", `\|`, "\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	return fence + " " + s + " " + fence
+}
+
+// mdNum formats n for Markdown: "n/a" when undefined.
+func mdNum(n Num) string {
+	if !n.Defined() {
+		return "n/a"
+	}
+	return n.String()
+}
+
+// mdSeconds formats a duration in seconds, with hours for long ones.
+func mdSeconds(n Num) string {
+	if !n.Defined() {
+		return "n/a"
+	}
+	s := n.String() + " s"
+	if float64(n) >= 3600 {
+		s += fmt.Sprintf(" (%s h)", strconv.FormatFloat(float64(n)/3600, 'f', 2, 64))
+	}
+	return s
+}
+
+// mdPercent formats a fraction as a percentage.
+func mdPercent(n Num) string {
+	if !n.Defined() {
+		return "n/a"
+	}
+	return strconv.FormatFloat(float64(n)*100, 'f', 1, 64) + " %"
+}

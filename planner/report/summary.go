@@ -1,0 +1,92 @@
+package report
+
+import (
+	"slices"
+
+	"github.com/themis-nomad/themis/planner/sim"
+)
+
+// Summary is the headline metrics of one run, as written to summary.json.
+// Times are in seconds. See the package documentation for definitions and
+// for how undefined values are written.
+type Summary struct {
+	Policy    string   `json:"policy"`
+	Trace     string   `json:"trace"`
+	Cluster   string   `json:"cluster"`
+	Seed      int64    `json:"seed"`
+	TotalGPUs int      `json:"total_gpus"`
+	Settings  []string `json:"settings"`
+
+	Jobs     int `json:"jobs"`
+	Started  int `json:"started"`
+	Finished int `json:"finished"`
+
+	AvgJCT    Num `json:"avg_jct_s"`
+	MedianJCT Num `json:"median_jct_s"`
+	P95JCT    Num `json:"p95_jct_s"`
+	P99JCT    Num `json:"p99_jct_s"`
+	MaxJCT    Num `json:"max_jct_s"`
+
+	AvgQueue    Num `json:"avg_queue_s"`
+	MedianQueue Num `json:"median_queue_s"`
+	P95Queue    Num `json:"p95_queue_s"`
+
+	Makespan    Num `json:"makespan_s"`
+	GPUTime     Num `json:"gpu_time_s"`
+	Utilization Num `json:"utilization"`
+	Preemptions int `json:"preemptions"`
+
+	// Wall is how long the simulator ran: the one field that differs
+	// between runs of identical input.
+	Wall Num `json:"wall_s"`
+}
+
+// Summarize computes the headline metrics of r.
+func Summarize(r sim.Result) Summary {
+	s := Summary{
+		Policy:      r.Policy,
+		Trace:       r.Trace,
+		Cluster:     r.Cluster,
+		Seed:        r.Seed,
+		TotalGPUs:   r.TotalGPUs,
+		Settings:    slices.Clone(r.Settings),
+		Jobs:        len(r.Jobs),
+		Preemptions: r.Preemptions,
+		Wall:        Num(r.WallSeconds),
+	}
+	if s.Settings == nil {
+		s.Settings = []string{} // [] rather than null
+	}
+	for _, j := range r.Jobs {
+		if j.Started {
+			s.Started++
+		}
+		if j.Finished {
+			s.Finished++
+		}
+	}
+
+	jct, queue := finishedJobs(r.Jobs)
+	jct, queue = sortedCopy(jct), sortedCopy(queue)
+	s.AvgJCT = mean(jct)
+	s.MedianJCT = percentile(jct, 50)
+	s.P95JCT = percentile(jct, 95)
+	s.P99JCT = percentile(jct, 99)
+	s.MaxJCT = percentile(jct, 100)
+	s.AvgQueue = mean(queue)
+	s.MedianQueue = percentile(queue, 50)
+	s.P95Queue = percentile(queue, 95)
+
+	s.Makespan = Num(r.Makespan)
+	s.GPUTime, s.Utilization = undefined(), undefined()
+	if s.Makespan.Defined() && r.Makespan >= 0 {
+		busy := busyGPUSeconds(r.Util, r.Makespan)
+		s.GPUTime = Num(busy)
+		if r.TotalGPUs > 0 && r.Makespan > 0 {
+			s.Utilization = Num(busy / (float64(r.TotalGPUs) * r.Makespan))
+		}
+	} else {
+		s.Makespan = undefined()
+	}
+	return s
+}

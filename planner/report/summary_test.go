@@ -1,0 +1,156 @@
+package report
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/themis-nomad/themis/planner/sim"
+)
+
+// finished is a finished job: submitted at submit, waited queue, ran for
+// run (its trace duration too).
+func finished(id string, gpus int, submit, queue, run float64) sim.JobResult {
+	return sim.JobResult{
+		ID: id, VC: "vc1", Model: "resnet50", GPUs: gpus,
+		Submit: submit, Start: submit + queue, End: submit + queue + run,
+		Duration: run, Queue: queue, Started: true, Finished: true,
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	// Four finished jobs with JCTs 10, 20, 30, 100 and queueing delays
+	// 0, 5, 10, 45, and one that never started.
+	fourJobs := sim.Result{
+		Policy: "fifo", Trace: "t", Cluster: "c", Seed: 3, TotalGPUs: 4,
+		Settings: []string{"a=1"},
+		Jobs: []sim.JobResult{
+			finished("j1", 1, 0, 0, 10),
+			finished("j2", 2, 0, 5, 15),
+			finished("j3", 1, 10, 10, 20),
+			finished("j4", 4, 0, 45, 55),
+			{ID: "j5", GPUs: 8, Submit: 50, Duration: 10, Queue: 50},
+		},
+		Util:        []sim.UtilSample{{T: 0, Busy: 2}, {T: 10, Busy: 4}, {T: 20, Busy: 0}},
+		Makespan:    100,
+		Preemptions: 2,
+		WallSeconds: 0.5,
+	}
+	tests := []struct {
+		name string
+		r    sim.Result
+		want Summary
+	}{
+		{
+			name: "four finished, one never started",
+			r:    fourJobs,
+			want: Summary{
+				Policy: "fifo", Trace: "t", Cluster: "c", Seed: 3, TotalGPUs: 4,
+				Settings: []string{"a=1"},
+				Jobs:     5, Started: 4, Finished: 4,
+				AvgJCT: 40, MedianJCT: 20, P95JCT: 100, P99JCT: 100, MaxJCT: 100,
+				AvgQueue: 15, MedianQueue: 5, P95Queue: 45,
+				Makespan: 100, GPUTime: 60, Utilization: 0.15,
+				Preemptions: 2, Wall: 0.5,
+			},
+		},
+		{
+			name: "empty run",
+			r:    sim.Result{Policy: "fifo"},
+			want: Summary{
+				Policy: "fifo", Settings: []string{},
+				AvgJCT: nan, MedianJCT: nan, P95JCT: nan, P99JCT: nan, MaxJCT: nan,
+				AvgQueue: nan, MedianQueue: nan, P95Queue: nan,
+				Makespan: 0, GPUTime: 0, Utilization: nan,
+			},
+		},
+		{
+			name: "nothing finished",
+			r: sim.Result{
+				Policy: "p", TotalGPUs: 2, Makespan: 10,
+				Jobs: []sim.JobResult{{ID: "a", GPUs: 2, Started: true, Queue: 3}},
+				Util: []sim.UtilSample{{T: 3, Busy: 2}},
+			},
+			want: Summary{
+				Policy: "p", TotalGPUs: 2, Settings: []string{}, Jobs: 1, Started: 1,
+				AvgJCT: nan, MedianJCT: nan, P95JCT: nan, P99JCT: nan, MaxJCT: nan,
+				AvgQueue: nan, MedianQueue: nan, P95Queue: nan,
+				Makespan: 10, GPUTime: 14, Utilization: 0.7,
+			},
+		},
+		{
+			name: "no GPUs: utilization undefined",
+			r:    sim.Result{Makespan: 10, Util: []sim.UtilSample{{T: 0, Busy: 0}}},
+			want: Summary{
+				Settings: []string{},
+				AvgJCT:   nan, MedianJCT: nan, P95JCT: nan, P99JCT: nan, MaxJCT: nan,
+				AvgQueue: nan, MedianQueue: nan, P95Queue: nan,
+				Makespan: 10, GPUTime: 0, Utilization: nan,
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Summarize(tc.r)
+			gv, wv := reflect.ValueOf(got), reflect.ValueOf(tc.want)
+			for i := range gv.NumField() {
+				name := gv.Type().Field(i).Name
+				g, w := gv.Field(i).Interface(), wv.Field(i).Interface()
+				if gn, ok := g.(Num); ok {
+					if !same(gn, w.(Num)) {
+						t.Errorf("%s = %v, want %v", name, gn, w)
+					}
+				} else if !reflect.DeepEqual(g, w) {
+					t.Errorf("%s = %#v, want %#v", name, g, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSummaryJSONFields(t *testing.T) {
+	b, err := marshalJSON(Summarize(sim.Result{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b2s(b), "NaN") || strings.Contains(b2s(b), "Inf") {
+		t.Fatalf("summary of an empty run has a non-number:\n%s", b)
+	}
+	dec := json.NewDecoder(strings.NewReader(b2s(b)))
+	var keys []string
+	if _, err := dec.Token(); err != nil { // {
+		t.Fatal(err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{
+		"policy", "trace", "cluster", "seed", "total_gpus", "settings",
+		"jobs", "started", "finished",
+		"avg_jct_s", "median_jct_s", "p95_jct_s", "p99_jct_s", "max_jct_s",
+		"avg_queue_s", "median_queue_s", "p95_queue_s",
+		"makespan_s", "gpu_time_s", "utilization", "preemptions", "wall_s",
+	}
+	if !reflect.DeepEqual(keys, want) {
+		t.Errorf("summary.json keys\n got %v\nwant %v", keys, want)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back["avg_jct_s"] != nil || back["utilization"] != nil {
+		t.Errorf("undefined statistics should be null, got avg_jct_s=%v utilization=%v",
+			back["avg_jct_s"], back["utilization"])
+	}
+}
+
+func b2s(b []byte) string { return string(b) }

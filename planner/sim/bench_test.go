@@ -1,0 +1,55 @@
+package sim
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/themis-nomad/themis/planner/cluster"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/trace"
+)
+
+// sharedTrace finds a trace in ../shared/traces beside the repository.
+func sharedTrace(tb testing.TB, name string) *trace.Trace {
+	tb.Helper()
+	dir, _ := os.Getwd()
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		p := filepath.Join(d, "shared", "traces", name)
+		if _, err := os.Stat(p); err == nil {
+			tr, err := trace.Load(p)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return tr
+		}
+		p = filepath.Join(filepath.Dir(d), "shared", "traces", name)
+		if _, err := os.Stat(p); err == nil {
+			tr, err := trace.Load(p)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return tr
+		}
+	}
+	tb.Skipf("trace %s not found in a shared/traces folder above %s", name, dir)
+	return nil
+}
+
+// BenchmarkPhilly simulates the first 20,000 jobs of philly.csv under
+// tiresias-las on the philly preset; ns/op is one run. The full-trace
+// figure comes from `themis sim` (docs/simulator.md).
+func BenchmarkPhilly(b *testing.B) {
+	tr := sharedTrace(b, "philly.csv")
+	tr.Jobs = tr.Jobs[:20000]
+	cl, err := cluster.Preset("philly")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		pol, _ := core.NewPolicy("tiresias-las", core.Knobs{})
+		if _, err := Run(Config{Trace: tr, Cluster: cl, Policy: pol, Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

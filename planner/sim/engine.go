@@ -1,0 +1,327 @@
+// Package sim is the trace-driven discrete-event simulator. It replays a
+// trace against a simulated cluster through the same decision core as the
+// live planner (package core): at every arrival, completion and policy
+// recheck it builds the core's State, calls Planner.Decide, and applies the
+// actions with modelled costs. Jobs run at a speed set by their placement
+// (see models.go) and pay a checkpoint/restore cost when resumed after a
+// preemption.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/cluster"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/trace"
+)
+
+// Config is one simulation run.
+type Config struct {
+	Trace   *trace.Trace
+	Cluster *cluster.Cluster
+	Policy  core.Policy
+	Seed    int64
+	// Settings are recorded in the result (the knobs the run used).
+	Settings []string
+	// CheckpointCost and RestoreCost (seconds) are charged to a preempted
+	// job when it resumes: it holds its new GPUs without progress for their
+	// sum. (The GPUs of a preempted job are free at once; the checkpoint's
+	// hold on them is not modelled.)
+	CheckpointCost, RestoreCost float64
+	// Progress, if set, is called with the number of jobs finished or
+	// started so far and the total, at most once per 1% of progress.
+	Progress func(done, total int)
+}
+
+// job is the simulator's record of one trace job.
+type job struct {
+	tj        trace.Job
+	c         core.Job
+	remaining float64 // seconds of work left at full speed
+	overhead  float64 // seconds without progress left (restore after preemption)
+	speed     float64
+	grant     core.Grant
+	running   bool
+	start     float64
+	end       float64
+	queued    float64
+	finished  bool
+	class     modelClass
+}
+
+var epoch = time.Unix(0, 0).UTC()
+
+func at(t float64) time.Time { return epoch.Add(time.Duration(t * float64(time.Second))) }
+
+// Run simulates the trace and returns what happened to every job.
+func Run(cfg Config) (*Result, error) {
+	if cfg.Trace == nil || cfg.Cluster == nil || cfg.Policy == nil {
+		return nil, errors.New("sim: trace, cluster and policy are required")
+	}
+	wall := time.Now()
+	rng := rand.New(rand.NewSource(cfg.Seed))
+	nodes := cfg.Cluster.Nodes
+	gpuNode := map[string]int{}
+	for i, n := range nodes {
+		for _, g := range n.GPUs {
+			gpuNode[g.ID] = i
+		}
+	}
+	jobs := make([]*job, len(cfg.Trace.Jobs))
+	for i, tj := range cfg.Trace.Jobs {
+		model := tj.Model
+		if model == "" {
+			model = assignModel(rng)
+		}
+		tj.Model = model
+		cls := classOf(model)
+		jobs[i] = &job{
+			tj: tj, remaining: tj.Duration, class: cls, start: -1,
+			c: core.Job{
+				Key: core.JobKey{Namespace: "sim", ID: tj.ID}, GPUs: tj.GPUs, VC: tj.VC, Class: "be",
+				Submitted: at(tj.Submit), Seq: uint64(i), Phase: core.Queued, Remaining: tj.Duration, Skew: cls.crossNode,
+			},
+		}
+	}
+	s := &state{cfg: cfg, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy},
+		index: core.NewClusterIndex(nodes)}
+	if err := s.loop(jobs); err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Policy: cfg.Policy.Name(), Trace: cfg.Trace.Name, Cluster: cfg.Cluster.Name, Seed: cfg.Seed,
+		TotalGPUs: cfg.Cluster.TotalGPUs(), Settings: cfg.Settings, Util: s.util, Preemptions: s.preemptions,
+	}
+	first := math.Inf(1)
+	last := 0.0
+	for _, j := range jobs {
+		jr := JobResult{ID: j.tj.ID, VC: j.tj.VC, Model: j.tj.Model, GPUs: j.tj.GPUs, Submit: j.tj.Submit,
+			Start: j.start, End: j.end, Duration: j.tj.Duration, Queue: j.queued, Preemptions: j.c.Preemptions,
+			Started: j.start >= 0, Finished: j.finished}
+		if !jr.Started {
+			jr.Start = 0
+		}
+		first = math.Min(first, j.tj.Submit)
+		if j.finished {
+			last = math.Max(last, j.end)
+		}
+		res.Jobs = append(res.Jobs, jr)
+	}
+	if len(jobs) > 0 && last > first {
+		res.Makespan = last - first
+	}
+	res.WallSeconds = time.Since(wall).Seconds()
+	return res, nil
+}
+
+type state struct {
+	cfg         Config
+	nodes       []core.Node
+	gpuNode     map[string]int
+	planner     core.Planner
+	index       *core.ClusterIndex
+	jobsBuf     []core.Job
+	grantsBuf   []core.Grant
+	byKey       map[core.JobKey]*job
+	now         float64
+	active      []*job // queued and running, in arrival order
+	busy        int
+	util        []UtilSample
+	preemptions int
+	done        int
+}
+
+func (s *state) loop(jobs []*job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	next := 0
+	s.now = jobs[0].tj.Submit
+	total := len(jobs)
+	lastReport := -1
+	learner, _ := s.cfg.Policy.(core.Learner)
+	recheck, _ := s.cfg.Policy.(core.RecheckAfter)
+	const eps = 1e-9
+	for {
+		// Completions.
+		kept := s.active[:0]
+		for _, j := range s.active {
+			if j.running && j.remaining <= eps && j.overhead <= eps {
+				j.running, j.finished, j.end = false, true, s.now
+				s.busy -= j.tj.GPUs
+				s.done++
+				if learner != nil {
+					learner.Observe(j.tj.Duration * float64(j.tj.GPUs))
+				}
+				continue
+			}
+			kept = append(kept, j)
+		}
+		s.active = kept
+		// Arrivals.
+		for next < len(jobs) && jobs[next].tj.Submit <= s.now+eps {
+			s.active = append(s.active, jobs[next])
+			next++
+		}
+		if len(s.active) == 0 && next == len(jobs) {
+			break
+		}
+		if err := s.decide(); err != nil {
+			return err
+		}
+		s.sample()
+		if s.cfg.Progress != nil {
+			if pct := s.done * 100 / total; pct != lastReport {
+				lastReport = pct
+				s.cfg.Progress(s.done, total)
+			}
+		}
+		// Next event.
+		t := math.Inf(1)
+		if next < len(jobs) {
+			t = jobs[next].tj.Submit
+		}
+		for _, j := range s.active {
+			if j.running {
+				t = math.Min(t, s.now+j.overhead+j.remaining/j.speed)
+			}
+		}
+		if recheck != nil {
+			ptrs := make([]*core.Job, len(s.active))
+			for i, j := range s.active {
+				ptrs[i] = &j.c
+			}
+			if nc := recheck.NextChange(at(s.now), ptrs); !nc.IsZero() {
+				t = math.Min(t, nc.Sub(epoch).Seconds())
+			}
+		}
+		if math.IsInf(t, 1) {
+			break // what is left can never run (larger than the cluster)
+		}
+		s.advance(math.Max(t, s.now))
+	}
+	if s.cfg.Progress != nil {
+		s.cfg.Progress(s.done, total)
+	}
+	return nil
+}
+
+// advance moves time forward, accounting service and waiting.
+func (s *state) advance(to float64) {
+	dt := to - s.now
+	if dt <= 0 {
+		return
+	}
+	for _, j := range s.active {
+		if !j.running {
+			j.c.Waited += dt
+			j.queued += dt
+			continue
+		}
+		work := dt
+		if j.overhead > 0 {
+			o := math.Min(j.overhead, work)
+			j.overhead -= o
+			work -= o
+		}
+		j.remaining = math.Max(0, j.remaining-work*j.speed)
+		j.c.Remaining = j.remaining
+		j.c.Executed += dt
+		j.c.Attained += dt * float64(j.tj.GPUs)
+	}
+	s.now = to
+}
+
+// decide runs the decision core on the current state and applies its
+// actions.
+func (s *state) decide() error {
+	// Buffers are reused across rounds: the simulator decides hundreds of
+	// thousands of times.
+	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.jobsBuf[:0], Grants: s.grantsBuf[:0]}
+	if s.byKey == nil {
+		s.byKey = map[core.JobKey]*job{}
+	}
+	byKey := s.byKey
+	clear(byKey)
+	for _, j := range s.active {
+		st.Jobs = append(st.Jobs, j.c)
+		byKey[j.c.Key] = j
+		if j.running {
+			st.Grants = append(st.Grants, j.grant)
+		}
+	}
+	s.jobsBuf, s.grantsBuf = st.Jobs, st.Grants
+	d := s.planner.Decide(st, at(s.now))
+	for _, a := range d.Actions {
+		switch a := a.(type) {
+		case core.ReleaseAction:
+			return fmt.Errorf("sim: core released %v, which the simulator had not finished", a.Grant)
+		case core.PromoteAction:
+			j := byKey[a.Job]
+			j.c.Executed, j.c.Waited = 0, 0
+		case core.PreemptAction:
+			j := byKey[a.Grant.Job]
+			j.running = false
+			j.c.Phase = core.Queued
+			j.c.Preemptions++
+			j.overhead = s.cfg.CheckpointCost + s.cfg.RestoreCost
+			s.busy -= j.tj.GPUs
+			s.preemptions++
+		case core.GrantAction:
+			j := byKey[a.Grant.Job]
+			j.running = true
+			j.grant = a.Grant
+			j.c.Phase = core.Granted
+			if !j.c.Started {
+				j.c.Started, j.c.FirstStart = true, at(s.now)
+				j.start = s.now
+			}
+			j.speed = 1 / s.slowdown(j)
+			s.busy += j.tj.GPUs
+		}
+	}
+	return nil
+}
+
+// slowdown is the job's placement penalty: 1 on one node, its class's
+// cross-node or cross-rack factor otherwise.
+func (s *state) slowdown(j *job) float64 {
+	first := -1
+	sameNode, sameRack := true, true
+	for _, id := range j.grant.GPUs {
+		n := s.gpuNode[id]
+		if first < 0 {
+			first = n
+			continue
+		}
+		if n != first {
+			sameNode = false
+			if s.nodes[n].Rack != s.nodes[first].Rack {
+				sameRack = false
+			}
+		}
+	}
+	switch {
+	case sameNode:
+		return 1
+	case sameRack:
+		return j.class.crossNode
+	default:
+		return j.class.crossRack
+	}
+}
+
+func (s *state) sample() {
+	if n := len(s.util); n > 0 && s.util[n-1].Busy == s.busy {
+		return
+	}
+	if n := len(s.util); n > 0 && s.util[n-1].T == s.now {
+		s.util[n-1].Busy = s.busy
+		return
+	}
+	s.util = append(s.util, UtilSample{T: s.now, Busy: s.busy})
+}

@@ -1,0 +1,54 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/gittins"
+	"github.com/themis-nomad/themis/planner/trace"
+)
+
+// Costs reads the simulator's knobs: sim.checkpoint_s (default 10) and
+// sim.restore_s (default 20), the seconds a preempted job loses when it
+// resumes.
+func Costs(k core.Knobs) (checkpoint, restore float64, err error) {
+	if checkpoint, err = k.Float("sim.checkpoint_s", 10); err != nil {
+		return 0, 0, err
+	}
+	if restore, err = k.Float("sim.restore_s", 20); err != nil {
+		return 0, 0, err
+	}
+	if checkpoint < 0 || restore < 0 {
+		return 0, 0, fmt.Errorf("sim.checkpoint_s and sim.restore_s must not be negative")
+	}
+	return checkpoint, restore, nil
+}
+
+// PreparePolicy does the I/O a policy needs before a run: 2D-Gittins gets
+// its job-size distribution from tiresias.gittins_dist, or learns one from
+// the jobs that finish during the run.
+func PreparePolicy(p core.Policy) error {
+	t, ok := p.(*core.Tiresias)
+	if !ok || t.Name() != "tiresias-gittins" {
+		return nil
+	}
+	var prior *gittins.Distribution
+	if t.DistPath != "" {
+		sizes, err := trace.LoadSizes(t.DistPath)
+		if err != nil {
+			return fmt.Errorf("tiresias.gittins_dist: %w", err)
+		}
+		if prior, err = gittins.New(sizes); err != nil {
+			return fmt.Errorf("tiresias.gittins_dist %s: %w", t.DistPath, err)
+		}
+		t.SetIndex(prior)
+		return nil
+	}
+	t.SetIndex(learned{gittins.NewOnline(nil)})
+	return nil
+}
+
+// learned adapts gittins.Online to the core's Learner.
+type learned struct{ *gittins.Online }
+
+func (l learned) Observe(size float64) { _ = l.Online.Observe(size) }
