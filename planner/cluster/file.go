@@ -39,7 +39,7 @@ func FromTopology(name string, t *topology.Topology) *Cluster {
 // FromPresetOrFile builds the cluster arg names: a preset, else a compact
 // spec, else an existing topology file.
 func FromPresetOrFile(arg string) (*Cluster, error) {
-	if _, ok := presets[arg]; ok {
+	if _, ok := presets[arg]; ok || strings.HasPrefix(arg, "philly-") {
 		return Preset(arg)
 	}
 	c, err := ParseSpec(arg)
@@ -49,6 +49,6 @@ func FromPresetOrFile(arg string) (*Cluster, error) {
 	if fi, statErr := os.Stat(arg); statErr == nil && !fi.IsDir() {
 		return Load(arg)
 	}
-	return nil, fmt.Errorf("cluster %q is not a preset (%s), a spec ([r<racks>]n<nodes per rack>g<GPUs per node>, e.g. r4n16g8) or an existing topology file",
+	return nil, fmt.Errorf("cluster %q is not a preset (%s, philly-<GPUs>), a spec ([r<racks>]n<nodes per rack>g<GPUs per node>, e.g. r4n16g8) or an existing topology file",
 		arg, strings.Join(Presets(), ", "))
 }

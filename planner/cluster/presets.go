@@ -43,6 +43,13 @@ func Presets() []string {
 // Preset builds the named preset cluster.
 func Preset(name string) (*Cluster, error) {
 	build, ok := presets[name]
+	if n, isScaled := strings.CutPrefix(name, "philly-"); !ok && isScaled {
+		gpus, err := strconv.Atoi(n)
+		if err != nil {
+			return nil, fmt.Errorf("cluster preset %q: philly-<GPUs> wants a whole number of GPUs", name)
+		}
+		return PhillyScaled(gpus)
+	}
 	if !ok {
 		return nil, fmt.Errorf("unknown cluster preset %q; presets: %s", name, strings.Join(Presets(), ", "))
 	}

@@ -21,8 +21,9 @@ type Planner struct {
 // releases for finished jobs, promotions, preemptions, then grants.
 //
 // Non-preemptive policies start queued jobs in rank order on the free GPUs.
-// Preemptive policies first choose the jobs that should run: in rank order,
-// every job whose GPUs fit in the cluster's remaining capacity; then running
+// Preemptive policies first choose the jobs that should run: running jobs
+// still restoring from a checkpoint, then in rank order every job whose GPUs
+// fit in the cluster's remaining capacity; then running
 // jobs outside that set are preempted and queued jobs inside it are placed.
 // A preempted job's GPUs are granted in the same round; an actuator that
 // cannot stop jobs at once (the live planner) applies the grant once they
@@ -125,6 +126,15 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, free *Fr
 	budget := free.Capacity()
 	run := make([]bool, len(ranked))
 	for i, j := range ranked {
+		if j.Phase == Granted && j.RestoreLeft > 0 {
+			run[i] = true
+			budget -= j.GPUs
+		}
+	}
+	for i, j := range ranked {
+		if run[i] {
+			continue
+		}
 		if j.GPUs <= budget {
 			run[i] = true
 			budget -= j.GPUs

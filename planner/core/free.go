@@ -15,6 +15,9 @@ type ClusterIndex struct {
 	// capacity is the number of healthy GPUs on schedulable nodes; largest
 	// the most on one such node.
 	capacity, largest int
+	// spans[n] is the GPUs of the n+1 largest nodes together: the most a
+	// gang spread over n+1 nodes can hold.
+	spans []int
 }
 
 type indexedNode struct {
@@ -51,8 +54,32 @@ func NewClusterIndex(nodes []Node) *ClusterIndex {
 		x.largest = max(x.largest, len(in.gpus))
 		x.nodes = append(x.nodes, in)
 	}
+	sizes := make([]int, len(x.nodes))
+	for i, n := range x.nodes {
+		sizes[i] = len(n.gpus)
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(sizes)))
+	sum := 0
+	for _, n := range sizes {
+		sum += n
+		x.spans = append(x.spans, sum)
+	}
 	return x
 }
+
+// MinNodes is the fewest nodes that can hold a gang of k GPUs on the empty
+// cluster (0 when the cluster is too small): consolidated placement never
+// spreads a gang over more.
+func (x *ClusterIndex) MinNodes(k int) int {
+	i := sort.SearchInts(x.spans, k)
+	if i == len(x.spans) {
+		return 0
+	}
+	return i + 1
+}
+
+// Capacity is the number of healthy GPUs on schedulable nodes.
+func (x *ClusterIndex) Capacity() int { return x.capacity }
 
 // FreeGPUs is the set of GPUs that may be granted this round, per node. The
 // policy's grants take from it, so a GPU is never granted twice in a round.

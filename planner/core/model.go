@@ -94,6 +94,11 @@ type Job struct {
 	// exceeds PACKLIMIT.
 	Skew        float64
 	Preemptions int
+	// RestoreLeft is how many seconds a running job still spends restoring
+	// from its last preemption's checkpoint before it makes progress again.
+	// Preemptive policies leave such a job running, so that every resume
+	// makes progress before the next preemption.
+	RestoreLeft float64
 
 	// held is 1 + the index of the job's grant in State.Grants during
 	// Decide, 0 when it holds none.

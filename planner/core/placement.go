@@ -13,8 +13,8 @@ import (
 // (NVLink pair, PCIe switch, socket, node) with k free GPUs, the fullest such
 // cell first. A larger gang spans nodes: the fewest nodes, inside one rack
 // when a rack can hold it. With consolidate, a gang waits rather than take
-// more nodes than ceil(k / largest node) (Tiresias's consolidation of
-// placement-sensitive jobs). ok is false when the gang cannot be placed now.
+// more nodes than it would need on the empty cluster (Tiresias's
+// consolidation of placement-sensitive jobs). ok is false when the gang cannot be placed now.
 func (f *FreeGPUs) Place(job JobKey, k int, consolidate bool) (g Grant, ok bool) {
 	if k <= 0 || k > f.free {
 		return Grant{}, false
@@ -34,7 +34,7 @@ func (f *FreeGPUs) Place(job JobKey, k int, consolidate bool) (g Grant, ok bool)
 	if nodes == nil {
 		return Grant{}, false
 	}
-	if consolidate && len(nodes) > (k+f.x.largest-1)/f.x.largest {
+	if consolidate && len(nodes) > f.x.MinNodes(k) {
 		return Grant{}, false
 	}
 	g = Grant{Job: job}

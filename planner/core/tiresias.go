@@ -170,7 +170,8 @@ func (t *Tiresias) NextChange(now time.Time, jobs []*Job) time.Time {
 		switch j.Phase {
 		case Granted:
 			if l := t.Level(j); l < len(t.Thresholds) && j.GPUs > 0 {
-				next = math.Min(next, t.toDemotion(j, l)/float64(j.GPUs))
+				// Service resumes once the job has restored.
+				next = math.Min(next, j.RestoreLeft+t.toDemotion(j, l)/float64(j.GPUs))
 			}
 		case Queued:
 			if !math.IsInf(t.PromoteKnob, 1) && t.Level(j) > 0 {
