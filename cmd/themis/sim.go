@@ -35,10 +35,11 @@ Usage: themis sim --trace FILE --cluster PRESET_OR_FILE --policy NAME[,NAME...]
   DIR/<policy>/.
 
   Policies: ` + strings.Join(core.Names(), ", ") + `
-  Clusters: ` + strings.Join(cluster.Presets(), ", ") + `, or a topology file
+  Clusters: ` + strings.Join(cluster.Presets(), ", ") + `, philly-<GPUs>,
+            r<racks>n<nodes>g<GPUs>, or a topology file
 
   Knobs (--set): tiresias.queues=3200s[,...], tiresias.promote_knob=inf,
-  tiresias.pack_limit=1.1, tiresias.gittins_dist=FILE (2D-Gittins job-size
+  tiresias.pack_limit=1.0, tiresias.gittins_dist=FILE (2D-Gittins job-size
   samples; learned from finished jobs when absent), sim.checkpoint_s=10,
   sim.restore_s=20. See docs/simulator.md.
 
