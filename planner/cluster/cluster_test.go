@@ -333,7 +333,7 @@ func TestFromPresetOrFile(t *testing.T) {
 		{"../../examples/topology/dev-node.hcl", 8, ""},
 		{"n8g0", 0, "must be positive"},
 		{bad, 0, "bad.hcl"},
-		{dir, 0, "is not a preset (n2g4, n8g8, philly, philly-256), a spec"},
+		{dir, 0, "is not a preset (n2g4, n8g8, philly, philly-256, philly-<GPUs>), a spec"},
 		{"missing.hcl", 0, `cluster "missing.hcl" is not a preset`},
 	} {
 		c, err := FromPresetOrFile(tc.arg)
@@ -349,6 +349,21 @@ func TestFromPresetOrFile(t *testing.T) {
 		}
 		if c.TotalGPUs() != tc.gpus {
 			t.Errorf("FromPresetOrFile(%q): %d GPUs, want %d", tc.arg, c.TotalGPUs(), tc.gpus)
+		}
+	}
+}
+
+func TestScaledPhillyPresetByName(t *testing.T) {
+	c, err := FromPresetOrFile("philly-480")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TotalGPUs() != 480 || c.Name != "philly-480" {
+		t.Fatalf("got %s with %d GPUs", c.Name, c.TotalGPUs())
+	}
+	for _, bad := range []string{"philly-x", "philly-6", "philly-0"} {
+		if _, err := FromPresetOrFile(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%s: err %v, want an error naming it", bad, err)
 		}
 	}
 }

@@ -48,7 +48,11 @@ func Preset(name string) (*Cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster preset %q: philly-<GPUs> wants a whole number of GPUs", name)
 		}
-		return PhillyScaled(gpus)
+		c, err := PhillyScaled(gpus)
+		if err != nil {
+			return nil, fmt.Errorf("cluster preset %q: %w", name, err)
+		}
+		return c, nil
 	}
 	if !ok {
 		return nil, fmt.Errorf("unknown cluster preset %q; presets: %s", name, strings.Join(Presets(), ", "))
