@@ -9,6 +9,7 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -311,17 +312,5 @@ func (p *Planner) writeStatuses(ctx context.Context, next map[core.JobKey]consul
 }
 
 func compareKeys(a, b core.JobKey) int {
-	if a.Namespace != b.Namespace {
-		if a.Namespace < b.Namespace {
-			return -1
-		}
-		return 1
-	}
-	switch {
-	case a.ID < b.ID:
-		return -1
-	case a.ID > b.ID:
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.ID, b.ID))
 }

@@ -35,6 +35,15 @@ have_version() { # binary want
 	[[ "$first " == *"v$2 "* ]]
 }
 
+# gomod_of module@version: the path of that version's go.mod in the module
+# cache, downloading it if needed.
+gomod_of() {
+	local f
+	f="$(go mod download -json "$1" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+	[ -f "$f" ] || { log "cannot download the go.mod of $1"; exit 1; }
+	echo "$f"
+}
+
 # up_to_date binary version recipe: the binary reports the version and was
 # built with the same recipe (pins and build tags), recorded beside it.
 up_to_date() {
@@ -54,8 +63,7 @@ build_nomad() {
 	work="$(mktemp -d)"
 	trap 'rm -rf "$work"' RETURN
 	local modfile
-	modfile="$(go mod download -json "github.com/hashicorp/nomad@v$NOMAD_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
-	[ -f "$modfile" ] || { log "cannot download nomad v$NOMAD_VERSION go.mod"; exit 1; }
+	modfile="$(gomod_of "github.com/hashicorp/nomad@v$NOMAD_VERSION")"
 	{
 		echo "module themis.local/nomad-agent"
 		sed -e '1d' \
@@ -93,8 +101,7 @@ build_consul() {
 	work="$(mktemp -d)"
 	trap 'rm -rf "$work"' RETURN
 	local modfile
-	modfile="$(go mod download -json "github.com/hashicorp/consul@v$CONSUL_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
-	[ -f "$modfile" ] || { log "cannot download consul v$CONSUL_VERSION go.mod"; exit 1; }
+	modfile="$(gomod_of "github.com/hashicorp/consul@v$CONSUL_VERSION")"
 	{
 		echo "module themis.local/consul-agent"
 		echo
