@@ -32,20 +32,27 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	var d Decision
 	jobs := make([]Job, len(s.Jobs))
 	copy(jobs, s.Jobs)
-	pos := make(map[JobKey]int, len(jobs))
+	// Index the grants (few) rather than the jobs (many, in a simulation).
+	grantOf := make(map[JobKey]int, len(s.Grants))
+	for gi, g := range s.Grants {
+		grantOf[g.Job] = gi
+	}
+	claimed := make([]bool, len(s.Grants))
 	for i := range jobs {
-		pos[jobs[i].Key] = i
-		jobs[i].held = 0
+		j := &jobs[i]
+		j.held = 0
+		if gi, ok := grantOf[j.Key]; ok && j.Phase != Finished {
+			j.held = gi + 1
+			claimed[gi] = true
+		}
 	}
 	kept := make([]Grant, 0, len(s.Grants))
 	for gi, g := range s.Grants {
 		// A grant whose job is finished or unknown (deregistered) is released.
-		i, ok := pos[g.Job]
-		if !ok || jobs[i].Phase == Finished {
+		if !claimed[gi] {
 			d.Actions = append(d.Actions, ReleaseAction{Grant: g})
 			continue
 		}
-		jobs[i].held = gi + 1
 		kept = append(kept, g)
 	}
 	active := make([]*Job, 0, len(jobs))
@@ -64,10 +71,17 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		active = append(active, j)
 	}
 	if pr, ok := p.Policy.(Promoter); ok {
-		for _, k := range pr.Promote(now, active) {
-			d.Actions = append(d.Actions, PromoteAction{Job: k})
-			j := &jobs[pos[k]]
-			j.Executed, j.Waited = 0, 0
+		if keys := pr.Promote(now, active); len(keys) > 0 {
+			promoted := make(map[JobKey]bool, len(keys))
+			for _, k := range keys {
+				d.Actions = append(d.Actions, PromoteAction{Job: k})
+				promoted[k] = true
+			}
+			for _, j := range active {
+				if promoted[j.Key] {
+					j.Executed, j.Waited = 0, 0
+				}
+			}
 		}
 	}
 	p.Policy.Rank(now, active)

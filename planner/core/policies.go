@@ -1,9 +1,10 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -87,33 +88,73 @@ func remaining(j *Job) float64 {
 	return j.Remaining
 }
 
-// rankItem is a job with its precomputed sort keys.
-type rankItem struct {
-	job   *Job
-	level int
-	key   float64
+// rankKeys are the precomputed sort keys of jobs being ranked. Sorting a
+// permutation of plain integers, rather than the jobs' pointers, keeps the
+// sort free of the garbage collector's write barriers: it matters when the
+// simulator ranks thousands of queued jobs every round.
+type rankKeys struct {
+	jobs  []*Job
+	level []int
+	key   []float64
+}
+
+func newRankKeys(jobs []*Job) *rankKeys {
+	return &rankKeys{jobs: jobs, level: make([]int, len(jobs)), key: make([]float64, len(jobs))}
+}
+
+// sort orders the jobs by level, then key, then less (FIFO by default).
+func (r *rankKeys) sort(less func(a, b *Job) bool) {
+	perm := make([]int32, len(r.jobs))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortStableFunc(perm, func(a, b int32) int {
+		if r.level[a] != r.level[b] {
+			return cmp.Compare(r.level[a], r.level[b])
+		}
+		if r.key[a] != r.key[b] {
+			return cmp.Compare(r.key[a], r.key[b])
+		}
+		if less(r.jobs[a], r.jobs[b]) {
+			return -1
+		}
+		if less(r.jobs[b], r.jobs[a]) {
+			return 1
+		}
+		return 0
+	})
+	sorted := make([]*Job, len(perm))
+	for i, p := range perm {
+		sorted[i] = r.jobs[p]
+	}
+	copy(r.jobs, sorted)
 }
 
 // sortBy orders jobs by key (computed once per job), ties in FIFO order.
 func sortBy(jobs []*Job, key func(*Job) float64) {
-	items := make([]rankItem, len(jobs))
+	r := newRankKeys(jobs)
 	for i, j := range jobs {
-		items[i] = rankItem{job: j, key: key(j)}
+		r.key[i] = key(j)
 	}
-	sort.SliceStable(items, func(a, b int) bool {
-		if items[a].key != items[b].key {
-			return items[a].key < items[b].key
-		}
-		return fifoLess(items[a].job, items[b].job)
-	})
-	for i := range items {
-		jobs[i] = items[i].job
-	}
+	r.sort(fifoLess)
 }
 
 // SortFIFO orders jobs by submission time, then sequence, then key.
 func SortFIFO(jobs []*Job) {
-	sort.SliceStable(jobs, func(a, b int) bool { return fifoLess(jobs[a], jobs[b]) })
+	if slices.IsSortedFunc(jobs, func(a, b *Job) int { return fifoCompare(a, b) }) {
+		return // the usual case: callers keep jobs in arrival order
+	}
+	newRankKeys(jobs).sort(fifoLess)
+}
+
+func fifoCompare(a, b *Job) int {
+	switch {
+	case fifoLess(a, b):
+		return -1
+	case fifoLess(b, a):
+		return 1
+	}
+	return 0
 }
 
 func fifoLess(ja, jb *Job) bool {

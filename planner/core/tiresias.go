@@ -114,37 +114,27 @@ func (t *Tiresias) toDemotion(j *Job, level int) float64 {
 
 // Rank implements Policy.
 func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
-	items := make([]rankItem, len(jobs))
+	r := newRankKeys(jobs)
 	for i, j := range jobs {
-		it := rankItem{job: j, level: t.Level(j)}
-		if t.gittins && t.index != nil && it.level < len(t.Thresholds) {
+		r.level[i] = t.Level(j)
+		if t.gittins && t.index != nil && r.level[i] < len(t.Thresholds) {
 			// Higher index first: negate so that smaller keys rank first.
-			it.key = -t.index.Index(j.AttainedSinceReset(), t.quantum(it.level))
+			r.key[i] = -t.index.Index(j.AttainedSinceReset(), t.quantum(r.level[i]))
 		}
-		items[i] = it
 	}
-	sort.SliceStable(items, func(a, b int) bool {
-		ia, ib := &items[a], &items[b]
-		if ia.level != ib.level {
-			return ia.level < ib.level
-		}
-		if ia.key != ib.key {
-			return ia.key < ib.key
-		}
-		ja, jb := ia.job, ib.job
-		// FIFO by first start time; jobs never started after those that
-		// did, in submission order.
-		if ja.Started != jb.Started {
-			return ja.Started
-		}
-		if ja.Started && !ja.FirstStart.Equal(jb.FirstStart) {
-			return ja.FirstStart.Before(jb.FirstStart)
-		}
-		return fifoLess(ja, jb)
-	})
-	for i := range items {
-		jobs[i] = items[i].job
+	r.sort(firstStartLess)
+}
+
+// firstStartLess is FIFO by first start time; jobs never started come after
+// those that did, in submission order.
+func firstStartLess(ja, jb *Job) bool {
+	if ja.Started != jb.Started {
+		return ja.Started
 	}
+	if ja.Started && !ja.FirstStart.Equal(jb.FirstStart) {
+		return ja.FirstStart.Before(jb.FirstStart)
+	}
+	return fifoLess(ja, jb)
 }
 
 // Promote implements Promoter: queued jobs below the first queue that have

@@ -89,6 +89,13 @@ func Run(cfg Config) (*Result, error) {
 	}
 	s := &state{cfg: cfg, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy},
 		index: core.NewClusterIndex(nodes)}
+	s.byKey = make(map[core.JobKey]*job, len(jobs))
+	for _, j := range jobs {
+		if _, dup := s.byKey[j.c.Key]; dup {
+			return nil, fmt.Errorf("sim: trace %s has two jobs with ID %q", cfg.Trace.Name, j.tj.ID)
+		}
+		s.byKey[j.c.Key] = j
+	}
 	if err := s.loop(jobs); err != nil {
 		return nil, err
 	}
@@ -126,7 +133,7 @@ type state struct {
 	index       *core.ClusterIndex
 	jobsBuf     []core.Job
 	grantsBuf   []core.Grant
-	byKey       map[core.JobKey]*job
+	byKey       map[core.JobKey]*job // every job of the trace, built once
 	decided     bool
 	now         float64
 	active      []*job // queued and running, in arrival order
@@ -274,14 +281,9 @@ func (s *state) decide() error {
 	// Buffers are reused across rounds: the simulator decides hundreds of
 	// thousands of times.
 	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.jobsBuf[:0], Grants: s.grantsBuf[:0]}
-	if s.byKey == nil {
-		s.byKey = map[core.JobKey]*job{}
-	}
 	byKey := s.byKey
-	clear(byKey)
 	for _, j := range s.active {
 		st.Jobs = append(st.Jobs, j.c)
-		byKey[j.c.Key] = j
 		if j.running {
 			st.Grants = append(st.Grants, j.grant)
 		}
