@@ -105,14 +105,46 @@ func (c *simCommand) run(o simOptions) error {
 	if err != nil {
 		return err
 	}
-	policies := strings.Split(o.policy, ",")
-	var results []sim.Result
-	for _, name := range policies {
-		name = strings.TrimSpace(name)
-		r, err := c.runOne(o, tr, cl, name)
+	// One set of knobs serves every policy of the run: each takes its own
+	// namespace, and a knob that none of them (nor the simulator) used is
+	// an error before anything runs.
+	knobs, err := core.ParseKnobs(o.sets)
+	if err != nil {
+		return err
+	}
+	ckpt, restore, err := sim.Costs(knobs)
+	if err != nil {
+		return err
+	}
+	var policies []core.Policy
+	for _, name := range strings.Split(o.policy, ",") {
+		pol, err := core.NewPolicy(strings.TrimSpace(name), knobs)
 		if err != nil {
 			return err
 		}
+		if err := sim.PreparePolicy(pol); err != nil {
+			return err
+		}
+		policies = append(policies, pol)
+	}
+	if err := knobs.Unused(core.KnobNamespaces...); err != nil {
+		return fmt.Errorf("--set: %w (no policy of this run uses it)", err)
+	}
+	var results []sim.Result
+	for _, pol := range policies {
+		cfg := sim.Config{Trace: tr, Cluster: cl, Policy: pol, Seed: o.seed, Settings: o.sets,
+			CheckpointCost: ckpt, RestoreCost: restore}
+		if !o.quiet {
+			cfg.Progress = progressBar(pol.Name(), time.Now())
+		}
+		r, err := sim.Run(cfg)
+		if err != nil {
+			return err
+		}
+		if !o.quiet {
+			fmt.Fprintf(os.Stderr, "\n")
+		}
+		c.ui.Info(fmt.Sprintf("%s: %d jobs on %s (%d GPUs) in %.1fs", pol.Name(), len(r.Jobs), cl.Name, cl.TotalGPUs(), r.WallSeconds))
 		results = append(results, *r)
 	}
 	if len(results) == 1 {
@@ -131,38 +163,6 @@ func (c *simCommand) run(o simOptions) error {
 	}
 	c.ui.Output("wrote " + filepath.Join(o.out, "comparison.md"))
 	return nil
-}
-
-func (c *simCommand) runOne(o simOptions, tr *trace.Trace, cl *cluster.Cluster, name string) (*sim.Result, error) {
-	knobs, err := core.ParseKnobs(o.sets)
-	if err != nil {
-		return nil, err
-	}
-	ckpt, restore, err := sim.Costs(knobs)
-	if err != nil {
-		return nil, err
-	}
-	pol, err := core.NewPolicy(name, knobs)
-	if err != nil {
-		return nil, err
-	}
-	if err := sim.PreparePolicy(pol); err != nil {
-		return nil, err
-	}
-	cfg := sim.Config{Trace: tr, Cluster: cl, Policy: pol, Seed: o.seed, Settings: o.sets,
-		CheckpointCost: ckpt, RestoreCost: restore}
-	if !o.quiet {
-		cfg.Progress = progressBar(name, time.Now())
-	}
-	r, err := sim.Run(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if !o.quiet {
-		fmt.Fprintf(os.Stderr, "\n")
-	}
-	c.ui.Info(fmt.Sprintf("%s: %d jobs on %s (%d GPUs) in %.1fs", name, len(r.Jobs), cl.Name, cl.TotalGPUs(), r.WallSeconds))
-	return r, nil
 }
 
 // progressBar draws "policy [#####     ] 52% 42766/82247 jobs 3.1s" on stderr.

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,13 +91,24 @@ func (k Knobs) Seconds(key string, def []float64) ([]float64, error) {
 	return out, nil
 }
 
-// Unused is an error naming the knobs nothing asked for.
-func (k Knobs) Unused() error {
+// KnobNamespaces are the prefixes of known knobs ("tiresias.queues"): a
+// comparison run passes one set of knobs to several policies, and each
+// ignores the namespaces of the others.
+var KnobNamespaces = []string{"sim", "tiresias"}
+
+// Unused is an error naming the knobs nothing asked for, except those in a
+// known namespace other than own (another policy's, or the simulator's).
+func (k Knobs) Unused(own ...string) error {
 	var left []string
 	for key := range k.values {
-		if !k.used[key] {
-			left = append(left, key)
+		if k.used[key] {
+			continue
 		}
+		ns, _, _ := strings.Cut(key, ".")
+		if slices.Contains(KnobNamespaces, ns) && !slices.Contains(own, ns) {
+			continue
+		}
+		left = append(left, key)
 	}
 	if len(left) == 0 {
 		return nil

@@ -179,6 +179,7 @@ func Names() []string {
 // = "3200s", ...). Unknown names and knobs are errors naming them.
 func NewPolicy(name string, knobs Knobs) (Policy, error) {
 	var p Policy
+	var own []string
 	switch name {
 	case "fifo":
 		p = FIFO{}
@@ -197,11 +198,11 @@ func NewPolicy(name string, knobs Knobs) (Policy, error) {
 		if err != nil {
 			return nil, err
 		}
-		p = t
+		p, own = t, []string{"tiresias"}
 	default:
 		return nil, fmt.Errorf("policy %q: unknown (known: %v)", name, Names())
 	}
-	if err := knobs.Unused(); err != nil {
+	if err := knobs.Unused(own...); err != nil {
 		return nil, fmt.Errorf("policy %q: %w", name, err)
 	}
 	return p, nil

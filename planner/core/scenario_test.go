@@ -425,7 +425,8 @@ func TestKnobErrorsNameTheKnob(t *testing.T) {
 		want     []string // substrings of the error
 	}{
 		{"tiresias-las", []string{"tiresias.queue=100"}, []string{"tiresias.queue", "unknown"}},
-		{"fifo", []string{"tiresias.queues=100"}, []string{"tiresias.queues", "fifo"}},
+		{"fifo", []string{"fifo.queues=100"}, []string{"fifo.queues", "fifo"}},
+		{"fifo", []string{"queues=100"}, []string{"queues", "unknown"}},
 		{"tiresias-las", []string{"tiresias.queues=abc"}, []string{"tiresias.queues", "abc"}},
 		{"tiresias-las", []string{"tiresias.queues=400,100"}, []string{"tiresias.queues", "increasing"}},
 		{"tiresias-las", []string{"tiresias.queues=-5"}, []string{"tiresias.queues", "positive"}},
@@ -458,5 +459,31 @@ func TestKnobErrorsNameTheKnob(t *testing.T) {
 	tr := policy(t, "tiresias-las", "tiresias.queues=100, 1h", "tiresias.promote_knob=inf", "tiresias.pack_limit=1.5").(*Tiresias)
 	if !slices.Equal(tr.Thresholds, []float64{100, 3600}) || !math.IsInf(tr.PromoteKnob, 1) || tr.PackLimit != 1.5 {
 		t.Errorf("knobs read as %v %v %v", tr.Thresholds, tr.PromoteKnob, tr.PackLimit)
+	}
+}
+
+// A comparison passes one set of knobs to several policies: each ignores the
+// other policies' namespaces, and a knob that no policy of the run used is
+// still an error (Knobs.Unused with every namespace as its own).
+func TestKnobsAcrossPolicies(t *testing.T) {
+	k, err := ParseKnobs([]string{"tiresias.queues=100", "tiresias.qeueus=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewPolicy("fifo", k); err != nil {
+		t.Fatalf("fifo rejected another policy's knob: %v", err)
+	}
+	if _, err := NewPolicy("tiresias-las", k); err == nil || !strings.Contains(err.Error(), "tiresias.qeueus") {
+		t.Fatalf("tiresias-las accepted a misspelt knob: %v", err)
+	}
+	if err := k.Unused(KnobNamespaces...); err == nil || !strings.Contains(err.Error(), "tiresias.qeueus") {
+		t.Fatalf("the run-wide check missed the misspelt knob: %v", err)
+	}
+	ok, _ := ParseKnobs([]string{"tiresias.queues=100"})
+	if _, err := NewPolicy("fifo", ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := ok.Unused(KnobNamespaces...); err == nil {
+		t.Fatal("a knob no policy of the run used passed the run-wide check")
 	}
 }
