@@ -30,21 +30,54 @@ type Planner struct {
 // are released, and Consul's check-and-set keeps it from leasing a GPU twice.
 func (p Planner) Decide(s State, now time.Time) Decision {
 	var d Decision
-	jobs := make([]Job, len(s.Jobs))
-	copy(jobs, s.Jobs)
 	// Index the grants (few) rather than the jobs (many, in a simulation).
 	grantOf := make(map[JobKey]int, len(s.Grants))
 	for gi, g := range s.Grants {
 		grantOf[g.Job] = gi
 	}
 	claimed := make([]bool, len(s.Grants))
-	for i := range jobs {
-		j := &jobs[i]
-		j.held = 0
-		if gi, ok := grantOf[j.Key]; ok && j.Phase != Finished {
-			j.held = gi + 1
+	nclaimed := 0
+	claim := func(j *Job) bool {
+		gi, ok := grantOf[j.Key]
+		if ok && !claimed[gi] {
 			claimed[gi] = true
+			nclaimed++
 		}
+		return ok
+	}
+	// Jobs that say they run are looked up first; only when some grant is
+	// left unclaimed can a queued job hold one (the adapters' repair case),
+	// and only then are queued jobs looked up too. Simulations keep
+	// thousands of queued jobs, so this saves most of the hashing.
+	for i := range s.Jobs {
+		if s.Jobs[i].Phase == Granted {
+			claim(&s.Jobs[i])
+		}
+	}
+	checkQueued := nclaimed < len(s.Grants)
+	// The policy sees pointers into s.Jobs; a job whose phase must be
+	// corrected (a queued job that holds a grant is treated as running, so
+	// the adapters repair its pin; a granted job without one is queued) or
+	// that is promoted is copied first, so the caller's State is never
+	// modified and nothing is copied in the usual case.
+	active := make([]*Job, 0, len(s.Jobs))
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		var held bool
+		switch {
+		case j.Phase == Finished:
+			continue
+		case j.Phase == Granted:
+			_, held = grantOf[j.Key]
+		case checkQueued:
+			held = claim(j)
+		}
+		if want := phaseFor(held); j.Phase != want {
+			c := *j
+			c.Phase = want
+			j = &c
+		}
+		active = append(active, j)
 	}
 	kept := make([]Grant, 0, len(s.Grants))
 	for gi, g := range s.Grants {
@@ -55,21 +88,6 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		}
 		kept = append(kept, g)
 	}
-	active := make([]*Job, 0, len(jobs))
-	for i := range jobs {
-		j := &jobs[i]
-		if j.Phase == Finished {
-			continue
-		}
-		// A queued job that holds a grant is treated as running: the
-		// adapters repair its pin.
-		if j.held > 0 {
-			j.Phase = Granted
-		} else {
-			j.Phase = Queued
-		}
-		active = append(active, j)
-	}
 	if pr, ok := p.Policy.(Promoter); ok {
 		if keys := pr.Promote(now, active); len(keys) > 0 {
 			promoted := make(map[JobKey]bool, len(keys))
@@ -77,9 +95,11 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 				d.Actions = append(d.Actions, PromoteAction{Job: k})
 				promoted[k] = true
 			}
-			for _, j := range active {
+			for i, j := range active {
 				if promoted[j.Key] {
-					j.Executed, j.Waited = 0, 0
+					c := *j
+					c.Executed, c.Waited = 0, 0
+					active[i] = &c
 				}
 			}
 		}
@@ -94,7 +114,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		free.SingleNode()
 	}
 	if p.Policy.Preemptive() {
-		p.preemptive(&d, active, s.Grants, free)
+		p.preemptive(&d, active, s.Grants, grantOf, free)
 	} else {
 		p.nonPreemptive(&d, active, free)
 	}
@@ -136,7 +156,7 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, free *FreeGPUs) {
 	}
 }
 
-func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, free *FreeGPUs) {
+func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
 	budget := free.Capacity()
 	run := make([]bool, len(ranked))
 	for i, j := range ranked {
@@ -158,7 +178,7 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, free *Fr
 	}
 	for i, j := range ranked {
 		if j.Phase == Granted && !run[i] {
-			g := grants[j.held-1]
+			g := grants[grantOf[j.Key]]
 			d.Actions = append(d.Actions, PreemptAction{Grant: g})
 			free.give(g)
 		}
@@ -192,4 +212,11 @@ func consolidation(c bool) string {
 		return " on as few nodes as possible"
 	}
 	return ""
+}
+
+func phaseFor(held bool) Phase {
+	if held {
+		return Granted
+	}
+	return Queued
 }

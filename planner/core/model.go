@@ -99,10 +99,6 @@ type Job struct {
 	// Preemptive policies leave such a job running, so that every resume
 	// makes progress before the next preemption.
 	RestoreLeft float64
-
-	// held is 1 + the index of the job's grant in State.Grants during
-	// Decide, 0 when it holds none.
-	held int
 }
 
 // AttainedSinceReset is the GPU-seconds of service since the job's last

@@ -93,16 +93,17 @@ func remaining(j *Job) float64 {
 // sort free of the garbage collector's write barriers: it matters when the
 // simulator ranks thousands of queued jobs every round.
 type rankKeys struct {
-	jobs  []*Job
-	level []int
-	key   []float64
+	jobs      []*Job
+	level     []int
+	key, key2 []float64
 }
 
 func newRankKeys(jobs []*Job) *rankKeys {
-	return &rankKeys{jobs: jobs, level: make([]int, len(jobs)), key: make([]float64, len(jobs))}
+	return &rankKeys{jobs: jobs, level: make([]int, len(jobs)), key: make([]float64, len(jobs)), key2: make([]float64, len(jobs))}
 }
 
-// sort orders the jobs by level, then key, then less (FIFO by default).
+// sort orders the jobs by level, then key, then key2, then less (FIFO by
+// default).
 func (r *rankKeys) sort(less func(a, b *Job) bool) {
 	perm := make([]int32, len(r.jobs))
 	for i := range perm {
@@ -114,6 +115,9 @@ func (r *rankKeys) sort(less func(a, b *Job) bool) {
 		}
 		if r.key[a] != r.key[b] {
 			return cmp.Compare(r.key[a], r.key[b])
+		}
+		if r.key2[a] != r.key2[b] {
+			return cmp.Compare(r.key2[a], r.key2[b])
 		}
 		if less(r.jobs[a], r.jobs[b]) {
 			return -1

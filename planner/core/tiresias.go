@@ -121,20 +121,14 @@ func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
 			// Higher index first: negate so that smaller keys rank first.
 			r.key[i] = -t.index.Index(j.AttainedSinceReset(), t.quantum(r.level[i]))
 		}
+		// FIFO by first start time; jobs never started come after those
+		// that did, in submission order (fifoLess breaks the ties).
+		r.key2[i] = math.Inf(1)
+		if j.Started {
+			r.key2[i] = float64(j.FirstStart.UnixNano())
+		}
 	}
-	r.sort(firstStartLess)
-}
-
-// firstStartLess is FIFO by first start time; jobs never started come after
-// those that did, in submission order.
-func firstStartLess(ja, jb *Job) bool {
-	if ja.Started != jb.Started {
-		return ja.Started
-	}
-	if ja.Started && !ja.FirstStart.Equal(jb.FirstStart) {
-		return ja.FirstStart.Before(jb.FirstStart)
-	}
-	return fifoLess(ja, jb)
+	r.sort(fifoLess)
 }
 
 // Promote implements Promoter: queued jobs below the first queue that have
