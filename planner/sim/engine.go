@@ -39,8 +39,10 @@ type Config struct {
 
 // job is the simulator's record of one trace job.
 type job struct {
-	tj        trace.Job
-	c         core.Job
+	tj trace.Job
+	// c is the core's view of the job: while the job is active it points
+	// into state.cj, which is handed to Decide as State.Jobs without a copy.
+	c         *core.Job
 	remaining float64 // seconds of work left at full speed
 	overhead  float64 // seconds without progress left (restore after preemption)
 	speed     float64
@@ -81,7 +83,7 @@ func Run(cfg Config) (*Result, error) {
 		cls := classOf(model)
 		jobs[i] = &job{
 			tj: tj, remaining: tj.Duration, class: cls, start: -1,
-			c: core.Job{
+			c: &core.Job{
 				Key: core.JobKey{Namespace: "sim", ID: tj.ID}, GPUs: tj.GPUs, VC: tj.VC, Class: "be",
 				Submitted: at(tj.Submit), Seq: uint64(i), Phase: core.Queued, Remaining: tj.Duration, Skew: cls.crossNode,
 			},
@@ -131,12 +133,13 @@ type state struct {
 	gpuNode     map[string]int
 	planner     core.Planner
 	index       *core.ClusterIndex
-	jobsBuf     []core.Job
 	grantsBuf   []core.Grant
 	byKey       map[core.JobKey]*job // every job of the trace, built once
 	decided     bool
 	now         float64
-	active      []*job // queued and running, in arrival order
+	active      []*job     // queued and running, in arrival order
+	cj          []core.Job // the core's view of active[i] is cj[i]
+	ptrs        []*core.Job
 	busy        int
 	util        []UtilSample
 	preemptions int
@@ -166,9 +169,11 @@ func (s *state) loop(jobs []*job) error {
 		completed := false
 		arrived := false
 		kept := s.active[:0]
-		for _, j := range s.active {
+		for i, j := range s.active {
 			if j.running && j.remaining <= eps && j.overhead <= eps {
 				completed = true
+				final := *j.c
+				j.c = &final // leaves cj
 				j.running, j.finished, j.end = false, true, s.now
 				s.busy -= j.tj.GPUs
 				s.done++
@@ -177,14 +182,24 @@ func (s *state) loop(jobs []*job) error {
 				}
 				continue
 			}
+			s.cj[len(kept)] = s.cj[i]
 			kept = append(kept, j)
 		}
 		s.active = kept
+		s.cj = s.cj[:len(kept)]
+		if completed {
+			s.repoint()
+		}
 		// Arrivals.
 		for next < len(jobs) && jobs[next].tj.Submit <= s.now+eps {
-			s.active = append(s.active, jobs[next])
+			j := jobs[next]
+			s.active = append(s.active, j)
+			s.cj = append(s.cj, *j.c)
 			next++
 			arrived = true
+		}
+		if arrived {
+			s.repoint()
 		}
 		if len(s.active) == 0 && next == len(jobs) {
 			break
@@ -226,11 +241,7 @@ func (s *state) loop(jobs []*job) error {
 			}
 		}
 		if recheck != nil {
-			ptrs := make([]*core.Job, len(s.active))
-			for i, j := range s.active {
-				ptrs[i] = &j.c
-			}
-			if nc := recheck.NextChange(at(s.now), ptrs); !nc.IsZero() {
+			if nc := recheck.NextChange(at(s.now), s.ptrs); !nc.IsZero() {
 				t = math.Min(t, nc.Sub(epoch).Seconds())
 			}
 		}
@@ -243,6 +254,16 @@ func (s *state) loop(jobs []*job) error {
 		s.cfg.Progress(s.done, total)
 	}
 	return nil
+}
+
+// repoint makes every active job's core view point at its slot in cj, after
+// cj was compacted or grew.
+func (s *state) repoint() {
+	s.ptrs = s.ptrs[:0]
+	for i, j := range s.active {
+		j.c = &s.cj[i]
+		s.ptrs = append(s.ptrs, j.c)
+	}
 }
 
 // advance moves time forward, accounting service and waiting.
@@ -280,15 +301,14 @@ func (s *state) advance(to float64) {
 func (s *state) decide() error {
 	// Buffers are reused across rounds: the simulator decides hundreds of
 	// thousands of times.
-	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.jobsBuf[:0], Grants: s.grantsBuf[:0]}
+	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.cj, Grants: s.grantsBuf[:0]}
 	byKey := s.byKey
 	for _, j := range s.active {
-		st.Jobs = append(st.Jobs, j.c)
 		if j.running {
 			st.Grants = append(st.Grants, j.grant)
 		}
 	}
-	s.jobsBuf, s.grantsBuf = st.Jobs, st.Grants
+	s.grantsBuf = st.Grants
 	d := s.planner.Decide(st, at(s.now))
 	for _, a := range d.Actions {
 		switch a := a.(type) {
