@@ -114,12 +114,12 @@ func (p *Planner) watch(ctx context.Context, trigger func()) {
 	}
 }
 
-// round is one reconcile's view: the Nomad snapshot and the Consul leases.
+// round is one reconcile's view of Nomad: the snapshot, with its jobs and
+// nodes indexed.
 type round struct {
-	snap   *nomad.Snapshot
-	leases map[core.JobKey]lease.JobLease
-	jobs   map[core.JobKey]*nomad.Job
-	nodes  map[string]core.Node
+	snap  *nomad.Snapshot
+	jobs  map[core.JobKey]*nomad.Job
+	nodes map[string]core.Node
 }
 
 // Reconcile runs one round: read, decide, act.
@@ -137,7 +137,7 @@ func (p *Planner) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &round{snap: snap, leases: leases, jobs: map[core.JobKey]*nomad.Job{}, nodes: map[string]core.Node{}}
+	r := &round{snap: snap, jobs: map[core.JobKey]*nomad.Job{}, nodes: map[string]core.Node{}}
 	for _, n := range snap.Nodes {
 		r.nodes[n.ID] = n
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/themis-nomad/themis/e2e/devstack"
+	"github.com/themis-nomad/themis/planner/nomad"
 )
 
 type devCommand struct{ ui cli.Ui }
@@ -124,7 +125,7 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 `, time.Since(start).Seconds(), stack.NomadAddr(), stack.ConsulAddr(), stack.DataDir()))
 	err = runPlanner(ctx, plannerOptions{
 		nomadAddr: stack.NomadAddr(), consulAddr: stack.ConsulAddr(), policy: "fifo",
-		pendingPool: "themis-pending", resync: 30 * time.Second, logLevel: o.logLevel, id: "themis-dev",
+		pendingPool: nomad.DefaultPendingPool, resync: 30 * time.Second, logLevel: o.logLevel, id: "themis-dev",
 	}, log.Named("planner"))
 	return err
 }
