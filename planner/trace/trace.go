@@ -35,6 +35,19 @@ type Job struct {
 	// Iterations is the number of training iterations, 0 if the trace has
 	// none.
 	Iterations int
+	// Class is the job's class in the FitGpp sense: "te" (trial and error,
+	// to start quickly) or "be" (best effort, may be preempted); "" when the
+	// trace does not say. The CSV formats have no such column.
+	Class string
+	// CPUs is the number of CPUs the job requests on its node, 0 when the
+	// trace does not say.
+	CPUs float64
+	// MemoryGB is the memory the job requests on its node, in GB, 0 when the
+	// trace does not say.
+	MemoryGB float64
+	// GracePeriod is how long, in seconds, the job may take to suspend
+	// (checkpoint) once told it is preempted; 0 when the trace does not say.
+	GracePeriod float64
 }
 
 // Trace is a loaded trace.
