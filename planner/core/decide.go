@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -31,7 +32,11 @@ type Planner struct {
 func (p Planner) Decide(s State, now time.Time) Decision {
 	var d Decision
 	// Index the grants (few) rather than the jobs (many, in a simulation).
-	grantOf := make(map[JobKey]int, len(s.Grants))
+	grantOf := grantPool.Get().(map[JobKey]int)
+	defer func() {
+		clear(grantOf)
+		grantPool.Put(grantOf)
+	}()
 	for gi, g := range s.Grants {
 		grantOf[g.Job] = gi
 	}
@@ -45,39 +50,48 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		}
 		return ok
 	}
-	// Jobs that say they run are looked up first; only when some grant is
-	// left unclaimed can a queued job hold one (the adapters' repair case),
-	// and only then are queued jobs looked up too. Simulations keep
-	// thousands of queued jobs, so this saves most of the hashing.
-	for i := range s.Jobs {
-		if s.Jobs[i].Phase == Granted {
-			claim(&s.Jobs[i])
-		}
-	}
-	checkQueued := nclaimed < len(s.Grants)
 	// The policy sees pointers into s.Jobs; a job whose phase must be
-	// corrected (a queued job that holds a grant is treated as running, so
-	// the adapters repair its pin; a granted job without one is queued) or
-	// that is promoted is copied first, so the caller's State is never
+	// corrected (a granted job without a grant is queued; a queued job that
+	// holds a grant is treated as running, so the adapters repair its pin)
+	// or that is promoted is copied first, so the caller's State is never
 	// modified and nothing is copied in the usual case.
-	active := make([]*Job, 0, len(s.Jobs))
+	buf := activePool.Get().(*[]*Job)
+	defer func() {
+		clear(*buf) // keep no job alive from the pool
+		activePool.Put(buf)
+	}()
+	active := (*buf)[:0]
+	recopy := func(j *Job, phase Phase) *Job {
+		c := *j
+		c.Phase = phase
+		return &c
+	}
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
-		var held bool
-		switch {
-		case j.Phase == Finished:
+		switch j.Phase {
+		case Finished:
 			continue
-		case j.Phase == Granted:
-			_, held = grantOf[j.Key]
-		case checkQueued:
-			held = claim(j)
-		}
-		if want := phaseFor(held); j.Phase != want {
-			c := *j
-			c.Phase = want
-			j = &c
+		case Granted:
+			if !claim(j) {
+				j = recopy(j, Queued)
+			}
+		case Queued:
+		default:
+			j = recopy(j, Queued)
 		}
 		active = append(active, j)
+	}
+	*buf = active
+	// Jobs that say they run were looked up; only when some grant is left
+	// unclaimed can a queued job hold one (the adapters' repair case), and
+	// only then are queued jobs looked up too. Simulations keep thousands
+	// of queued jobs, so this saves most of the hashing.
+	if nclaimed < len(s.Grants) {
+		for k, j := range active {
+			if j.Phase == Queued && claim(j) {
+				active[k] = recopy(j, Granted)
+			}
+		}
 	}
 	kept := make([]Grant, 0, len(s.Grants))
 	for gi, g := range s.Grants {
@@ -121,6 +135,14 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	return d
 }
 
+// activePool recycles the per-round slice of active jobs: the simulator
+// decides hundreds of thousands of times over thousands of jobs, and the
+// slice's pointers would otherwise be most of its garbage.
+var activePool = sync.Pool{New: func() any { return new([]*Job) }}
+
+// grantPool recycles the per-round index of grants by job.
+var grantPool = sync.Pool{New: func() any { return map[JobKey]int{} }}
+
 func (p Planner) nonPreemptive(d *Decision, ranked []*Job, free *FreeGPUs) {
 	var head *Job
 	for _, j := range ranked {
@@ -157,37 +179,69 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, free *FreeGPUs) {
 }
 
 func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
+	// The running jobs still restoring keep their GPUs; count them, and
+	// the running jobs, first.
 	budget := free.Capacity()
-	run := make([]bool, len(ranked))
-	for i, j := range ranked {
-		if j.Phase == Granted && j.RestoreLeft > 0 {
-			run[i] = true
-			budget -= j.GPUs
+	granted := 0
+	for _, j := range ranked {
+		if j.Phase == Granted {
+			granted++
+			if j.RestoreLeft > 0 {
+				budget -= j.GPUs
+			}
 		}
 	}
+	// Choose, in rank order, the jobs that run. Once no GPU is left and
+	// every running job has been seen, the rest of the ranking only waits:
+	// on a long queue that is most of it.
+	run := runPool.Get().(*[]bool)
+	defer runPool.Put(run)
+	*run = zeroed(*run, len(ranked))
+	stop := len(ranked)
 	for i, j := range ranked {
-		if run[i] {
-			continue
+		if budget <= 0 && granted == 0 {
+			stop = i
+			break
+		}
+		if j.Phase == Granted {
+			granted--
+			if j.RestoreLeft > 0 {
+				(*run)[i] = true
+				continue
+			}
 		}
 		if j.GPUs <= budget {
-			run[i] = true
+			(*run)[i] = true
 			budget -= j.GPUs
 		} else if p.Policy.Blocking() {
+			// Jobs behind the blocked one do not run; the running ones
+			// among them are still found below.
+			for k := i + 1; k < len(ranked); k++ {
+				if ranked[k].Phase == Granted && ranked[k].RestoreLeft > 0 {
+					(*run)[k] = true
+				}
+			}
 			break
 		}
 	}
-	for i, j := range ranked {
-		if j.Phase == Granted && !run[i] {
+	for i, j := range ranked[:stop] {
+		if j.Phase == Granted && !(*run)[i] {
 			g := grants[grantOf[j.Key]]
 			d.Actions = append(d.Actions, PreemptAction{Grant: g})
 			free.give(g)
 		}
 	}
 	for i, j := range ranked {
+		if i == stop {
+			// Past stop nothing runs, and nothing there was running.
+			if !p.ExplainWaits {
+				break
+			}
+		}
 		if j.Phase != Queued {
 			continue
 		}
-		if !run[i] {
+		if i >= stop || !(*run)[i] {
 			p.wait(d, j, func() string { return fmt.Sprintf("ranked below the running jobs by %s", p.Policy.Name()) })
 			continue
 		}
@@ -201,6 +255,8 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf 
 	}
 }
 
+var runPool = sync.Pool{New: func() any { return new([]bool) }}
+
 func (p Planner) wait(d *Decision, j *Job, reason func() string) {
 	if p.ExplainWaits {
 		d.Waits = append(d.Waits, Wait{Job: j.Key, Reason: reason()})
@@ -212,11 +268,4 @@ func consolidation(c bool) string {
 		return " on as few nodes as possible"
 	}
 	return ""
-}
-
-func phaseFor(held bool) Phase {
-	if held {
-		return Granted
-	}
-	return Queued
 }

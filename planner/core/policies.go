@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 )
 
@@ -88,91 +87,20 @@ func remaining(j *Job) float64 {
 	return j.Remaining
 }
 
-// rankKeys are the precomputed sort keys of jobs being ranked. Sorting a
-// permutation of plain integers, rather than the jobs' pointers, keeps the
-// sort free of the garbage collector's write barriers: it matters when the
-// simulator ranks thousands of queued jobs every round.
-type rankKeys struct {
-	jobs      []*Job
-	level     []int
-	key, key2 []float64
-}
-
-func newRankKeys(jobs []*Job) *rankKeys {
-	return &rankKeys{jobs: jobs, level: make([]int, len(jobs)), key: make([]float64, len(jobs)), key2: make([]float64, len(jobs))}
-}
-
-// sort orders the jobs by level, then key, then key2, then less (FIFO by
-// default).
-func (r *rankKeys) sort(less func(a, b *Job) bool) {
-	perm := make([]int32, len(r.jobs))
-	for i := range perm {
-		perm[i] = int32(i)
-	}
-	slices.SortStableFunc(perm, func(a, b int32) int {
-		if r.level[a] != r.level[b] {
-			return cmp.Compare(r.level[a], r.level[b])
-		}
-		if r.key[a] != r.key[b] {
-			return cmp.Compare(r.key[a], r.key[b])
-		}
-		if r.key2[a] != r.key2[b] {
-			return cmp.Compare(r.key2[a], r.key2[b])
-		}
-		if less(r.jobs[a], r.jobs[b]) {
-			return -1
-		}
-		if less(r.jobs[b], r.jobs[a]) {
-			return 1
-		}
-		return 0
-	})
-	sorted := make([]*Job, len(perm))
-	for i, p := range perm {
-		sorted[i] = r.jobs[p]
-	}
-	copy(r.jobs, sorted)
-}
-
-// sortBy orders jobs by key (computed once per job), ties in FIFO order.
-func sortBy(jobs []*Job, key func(*Job) float64) {
-	r := newRankKeys(jobs)
-	for i, j := range jobs {
-		r.key[i] = key(j)
-	}
-	r.sort(fifoLess)
-}
-
-// SortFIFO orders jobs by submission time, then sequence, then key.
-func SortFIFO(jobs []*Job) {
-	if slices.IsSortedFunc(jobs, func(a, b *Job) int { return fifoCompare(a, b) }) {
-		return // the usual case: callers keep jobs in arrival order
-	}
-	newRankKeys(jobs).sort(fifoLess)
-}
-
 func fifoCompare(a, b *Job) int {
-	switch {
-	case fifoLess(a, b):
-		return -1
-	case fifoLess(b, a):
-		return 1
+	if c := a.Submitted.Compare(b.Submitted); c != 0 {
+		return c
 	}
-	return 0
+	if c := cmp.Compare(a.Seq, b.Seq); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Key.Namespace, b.Key.Namespace); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Key.ID, b.Key.ID)
 }
 
-func fifoLess(ja, jb *Job) bool {
-	if !ja.Submitted.Equal(jb.Submitted) {
-		return ja.Submitted.Before(jb.Submitted)
-	}
-	if ja.Seq != jb.Seq {
-		return ja.Seq < jb.Seq
-	}
-	if ja.Key.Namespace != jb.Key.Namespace {
-		return ja.Key.Namespace < jb.Key.Namespace
-	}
-	return ja.Key.ID < jb.Key.ID
-}
+func fifoLess(a, b *Job) bool { return fifoCompare(a, b) < 0 }
 
 // Names lists the policies NewPolicy knows.
 func Names() []string {

@@ -2,7 +2,6 @@ package core
 
 import (
 	"math"
-	"sort"
 	"time"
 )
 
@@ -93,7 +92,12 @@ func (t *Tiresias) Consolidate(j *Job) bool { return j.Skew > t.PackLimit }
 // Level is a job's queue: 0 is the highest priority.
 func (t *Tiresias) Level(j *Job) int {
 	a := j.AttainedSinceReset()
-	return sort.Search(len(t.Thresholds), func(i int) bool { return a < t.Thresholds[i] })
+	for i, q := range t.Thresholds { // few thresholds, ascending
+		if a < q {
+			return i
+		}
+	}
+	return len(t.Thresholds)
 }
 
 // quantum is the service quantum of a queue for the Gittins index: the
@@ -115,7 +119,7 @@ func (t *Tiresias) toDemotion(j *Job, level int) float64 {
 // Rank implements Policy.
 func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
 	r := newRankKeys(jobs)
-	for i, j := range jobs {
+	for i, j := range r.jobs {
 		r.level[i] = t.Level(j)
 		if t.gittins && t.index != nil && r.level[i] < len(t.Thresholds) {
 			// Higher index first: negate so that smaller keys rank first.
@@ -128,7 +132,7 @@ func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
 			r.key2[i] = float64(j.FirstStart.UnixNano())
 		}
 	}
-	r.sort(fifoLess)
+	r.sort()
 }
 
 // Promote implements Promoter: queued jobs below the first queue that have

@@ -50,7 +50,8 @@ type job struct {
 	running   bool
 	start     float64
 	end       float64
-	queued    float64
+	queued    float64 // seconds waited before waitSince
+	waitSince float64 // when the job last began to wait (while not running)
 	finished  bool
 	class     modelClass
 }
@@ -128,18 +129,25 @@ func Run(cfg Config) (*Result, error) {
 }
 
 type state struct {
-	cfg         Config
-	nodes       []core.Node
-	gpuNode     map[string]int
-	planner     core.Planner
-	index       *core.ClusterIndex
-	grantsBuf   []core.Grant
-	byKey       map[core.JobKey]*job // every job of the trace, built once
-	decided     bool
-	now         float64
-	active      []*job     // queued and running, in arrival order
-	cj          []core.Job // the core's view of active[i] is cj[i]
+	cfg       Config
+	nodes     []core.Node
+	gpuNode   map[string]int
+	planner   core.Planner
+	index     *core.ClusterIndex
+	grantsBuf []core.Grant
+	byKey     map[core.JobKey]*job // every job of the trace, built once
+	decided   bool
+	now       float64
+	// active is the arrived jobs in arrival order, queued and running,
+	// and finished ones until the next compaction; the core's view of
+	// active[i] is cj[i], whose capacity is the trace's length so that
+	// arrivals never move it. A finished job's slot says Finished, which
+	// Decide skips.
+	active      []*job
+	cj          []core.Job
 	ptrs        []*core.Job
+	dead        int    // finished jobs still in active
+	running     []*job // the running jobs, a small subset of active
 	busy        int
 	util        []UtilSample
 	preemptions int
@@ -164,44 +172,46 @@ func (s *state) loop(jobs []*job) error {
 	// still waits; with a blocking policy nothing that arrives later can
 	// start before it.
 	blocked := false
+	s.cj = make([]core.Job, 0, len(jobs))
 	for {
 		// Completions.
 		completed := false
 		arrived := false
-		kept := s.active[:0]
-		for i, j := range s.active {
-			if j.running && j.remaining <= eps && j.overhead <= eps {
+		kept := s.running[:0]
+		for _, j := range s.running {
+			if j.remaining <= eps && j.overhead <= eps {
 				completed = true
+				j.c.Phase = core.Finished // its slot in cj, until compaction
 				final := *j.c
-				j.c = &final // leaves cj
+				j.c = &final
 				j.running, j.finished, j.end = false, true, s.now
 				s.busy -= j.tj.GPUs
 				s.done++
+				s.dead++
 				if learner != nil {
 					learner.Observe(j.tj.Duration * float64(j.tj.GPUs))
 				}
 				continue
 			}
-			s.cj[len(kept)] = s.cj[i]
 			kept = append(kept, j)
 		}
-		s.active = kept
-		s.cj = s.cj[:len(kept)]
-		if completed {
-			s.repoint()
+		clear(s.running[len(kept):])
+		s.running = kept
+		if s.dead > 64 && 2*s.dead > len(s.active) {
+			s.compact()
 		}
 		// Arrivals.
 		for next < len(jobs) && jobs[next].tj.Submit <= s.now+eps {
 			j := jobs[next]
-			s.active = append(s.active, j)
 			s.cj = append(s.cj, *j.c)
+			j.c = &s.cj[len(s.cj)-1]
+			j.waitSince = s.now
+			s.active = append(s.active, j)
+			s.ptrs = append(s.ptrs, j.c)
 			next++
 			arrived = true
 		}
-		if arrived {
-			s.repoint()
-		}
-		if len(s.active) == 0 && next == len(jobs) {
+		if len(s.active) == s.dead && next == len(jobs) {
 			break
 		}
 		// A non-preemptive policy's decision can only change when GPUs
@@ -217,7 +227,7 @@ func (s *state) loop(jobs []*job) error {
 			s.decided = true
 			blocked = false
 			for _, j := range s.active {
-				if !j.running && j.tj.GPUs <= capacity {
+				if !j.running && !j.finished && j.tj.GPUs <= capacity {
 					blocked = true
 					break
 				}
@@ -235,10 +245,8 @@ func (s *state) loop(jobs []*job) error {
 		if next < len(jobs) {
 			t = jobs[next].tj.Submit
 		}
-		for _, j := range s.active {
-			if j.running {
-				t = math.Min(t, s.now+j.overhead+j.remaining/j.speed)
-			}
+		for _, j := range s.running {
+			t = math.Min(t, s.now+j.overhead+j.remaining/j.speed)
 		}
 		if recheck != nil {
 			if nc := recheck.NextChange(at(s.now), s.ptrs); !nc.IsZero() {
@@ -250,20 +258,37 @@ func (s *state) loop(jobs []*job) error {
 		}
 		s.advance(math.Max(t, s.now))
 	}
+	for _, j := range s.active {
+		if !j.running && !j.finished {
+			j.queued += s.now - j.waitSince
+		}
+	}
 	if s.cfg.Progress != nil {
 		s.cfg.Progress(s.done, total)
 	}
 	return nil
 }
 
-// repoint makes every active job's core view point at its slot in cj, after
-// cj was compacted or grew.
-func (s *state) repoint() {
+// compact drops the finished jobs from active and cj, and points every
+// active job's core view at its new slot.
+func (s *state) compact() {
+	n := 0
+	for i, j := range s.active {
+		if j.finished {
+			continue
+		}
+		s.cj[n] = s.cj[i]
+		s.active[n] = j
+		n++
+	}
+	clear(s.active[n:])
+	s.active, s.cj = s.active[:n], s.cj[:n]
 	s.ptrs = s.ptrs[:0]
 	for i, j := range s.active {
 		j.c = &s.cj[i]
 		s.ptrs = append(s.ptrs, j.c)
 	}
+	s.dead = 0
 }
 
 // advance moves time forward, accounting service and waiting.
@@ -272,12 +297,12 @@ func (s *state) advance(to float64) {
 	if dt <= 0 {
 		return
 	}
-	for _, j := range s.active {
-		if !j.running {
-			j.c.Waited += dt
-			j.queued += dt
-			continue
+	for i := range s.cj {
+		if c := &s.cj[i]; c.Phase == core.Queued {
+			c.Waited += dt
 		}
+	}
+	for _, j := range s.running {
 		work := dt
 		if j.overhead > 0 {
 			o := math.Min(j.overhead, work)
@@ -303,13 +328,12 @@ func (s *state) decide() error {
 	// thousands of times.
 	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.cj, Grants: s.grantsBuf[:0]}
 	byKey := s.byKey
-	for _, j := range s.active {
-		if j.running {
-			st.Grants = append(st.Grants, j.grant)
-		}
+	for _, j := range s.running {
+		st.Grants = append(st.Grants, j.grant)
 	}
 	s.grantsBuf = st.Grants
 	d := s.planner.Decide(st, at(s.now))
+	preempted := false
 	for _, a := range d.Actions {
 		switch a := a.(type) {
 		case core.ReleaseAction:
@@ -320,14 +344,18 @@ func (s *state) decide() error {
 		case core.PreemptAction:
 			j := byKey[a.Grant.Job]
 			j.running = false
+			j.waitSince = s.now
 			j.c.Phase = core.Queued
 			j.c.Preemptions++
 			j.overhead = s.cfg.CheckpointCost + s.cfg.RestoreCost
 			s.busy -= j.tj.GPUs
 			s.preemptions++
+			preempted = true
 		case core.GrantAction:
 			j := byKey[a.Grant.Job]
 			j.running = true
+			j.queued += s.now - j.waitSince
+			s.running = append(s.running, j)
 			j.grant = a.Grant
 			j.c.Phase = core.Granted
 			if !j.c.Started {
@@ -338,6 +366,16 @@ func (s *state) decide() error {
 			j.c.RestoreLeft = j.overhead
 			s.busy += j.tj.GPUs
 		}
+	}
+	if preempted {
+		kept := s.running[:0]
+		for _, j := range s.running {
+			if j.running {
+				kept = append(kept, j)
+			}
+		}
+		clear(s.running[len(kept):])
+		s.running = kept
 	}
 	return nil
 }
