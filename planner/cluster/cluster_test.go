@@ -59,7 +59,8 @@ func TestPresets(t *testing.T) {
 	}{
 		{"n2g4", 8, map[int]int{4: 2}, 1},
 		{"n8g8", 64, map[int]int{8: 8}, 1},
-		{"philly", 2400, map[int]int{4: 100, 8: 250}, 7 + 32},
+		{"philly", 480, map[int]int{4: 20, 8: 50}, 2 + 7},
+		{"philly-full", 2400, map[int]int{4: 100, 8: 250}, 7 + 32},
 		{"philly-256", 256, map[int]int{4: 12, 8: 26}, 1 + 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,11 +75,11 @@ func TestPresets(t *testing.T) {
 			}
 		})
 	}
-	if !slices.Equal(Presets(), []string{"n2g4", "n8g8", "philly", "philly-256"}) {
+	if !slices.Equal(Presets(), []string{"n2g4", "n8g8", "philly", "philly-256", "philly-full"}) {
 		t.Errorf("presets %v", Presets())
 	}
 	_, err := Preset("nope")
-	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "n2g4, n8g8, philly, philly-256") {
+	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "n2g4, n8g8, philly, philly-256, philly-full") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -328,12 +329,13 @@ func TestFromPresetOrFile(t *testing.T) {
 		err  string
 	}{
 		{"n8g8", 64, ""},
-		{"philly", 2400, ""},
+		{"philly", 480, ""},
+		{"philly-2400", 2400, ""},
 		{"r2n2g4", 16, ""},
 		{"../../examples/topology/dev-node.hcl", 8, ""},
 		{"n8g0", 0, "must be positive"},
 		{bad, 0, "bad.hcl"},
-		{dir, 0, "is not a preset (n2g4, n8g8, philly, philly-256, philly-<GPUs>), a spec"},
+		{dir, 0, "is not a preset (n2g4, n8g8, philly, philly-256, philly-full, philly-<GPUs>), a spec"},
 		{"missing.hcl", 0, `cluster "missing.hcl" is not a preset`},
 	} {
 		c, err := FromPresetOrFile(tc.arg)

@@ -15,6 +15,9 @@ const (
 	Philly8GPUNodes = 250
 	// PhillyRackGPUs is the assumed number of GPUs in a rack.
 	PhillyRackGPUs = 64
+	// PhillyTraceGPUs is the size of the philly preset: the Philly node
+	// mix at the scale of the published trace (philly.csv).
+	PhillyTraceGPUs = 480
 )
 
 // presets are the named clusters; each builds a fresh copy.
@@ -22,8 +25,17 @@ var presets = map[string]func() (*Cluster, error){
 	// The Tiresias testbed-scale example: one switch, 2 nodes of 4 GPUs.
 	"n2g4": func() (*Cluster, error) { return Uniform("n2g4", 1, 2, 4) },
 	"n8g8": func() (*Cluster, error) { return Uniform("n8g8", 1, 8, 8) },
+	// The Philly cluster sized to the published trace (see the package doc).
 	"philly": func() (*Cluster, error) {
-		return Mixed("philly",
+		c, err := PhillyScaled(PhillyTraceGPUs)
+		if c != nil {
+			c.Name = "philly"
+		}
+		return c, err
+	},
+	// The whole Philly cluster as the Tiresias paper describes it.
+	"philly-full": func() (*Cluster, error) {
+		return Mixed("philly-full",
 			NodeGroup{Count: Philly4GPUNodes, GPUsPerNode: 4, NodesPerRack: PhillyRackGPUs / 4},
 			NodeGroup{Count: Philly8GPUNodes, GPUsPerNode: 8, NodesPerRack: PhillyRackGPUs / 8})
 	},

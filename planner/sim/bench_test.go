@@ -37,7 +37,7 @@ func sharedTrace(tb testing.TB, name string) *trace.Trace {
 }
 
 // BenchmarkPhilly simulates the first 20,000 jobs of philly.csv under
-// tiresias-las on the philly preset; ns/op is one run. The full-trace
+// tiresias-las on the philly preset (480 GPUs); ns/op is one run. The full-trace
 // figure comes from `themis sim` (docs/simulator.md).
 func BenchmarkPhilly(b *testing.B) {
 	tr := sharedTrace(b, "philly.csv")
