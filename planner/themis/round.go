@@ -1,0 +1,165 @@
+package themis
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+)
+
+// Defaults from section 6.4's sensitivity analysis (Figure 19).
+const (
+	// DefaultFairness is the fairness knob f: the 1-f fraction of apps
+	// with the worst ρ bid in each round.
+	DefaultFairness = 0.8
+	// DefaultLease is the lease length in seconds (10 minutes).
+	DefaultLease = 600.0
+)
+
+// RoundInput is one auction round (Pseudocode 1, ROUNDBYROUNDAUCTIONS, lines
+// 15-21), run on a resource-available event.
+type RoundInput struct {
+	// Apps are the active apps, running and waiting.
+	Apps []App
+	// Offer is the free GPUs: released by finished jobs and expired leases.
+	Offer Offer
+	// Env gives R_C and the lease length (DefaultLease).
+	Env Env
+	// Fairness is f in [0, 1] (DefaultFairness).
+	Fairness float64
+	// Seed seeds the random order of leftover grants.
+	Seed uint64
+	// Cache, when set, keeps bids between rounds (BidCache).
+	Cache *BidCache
+}
+
+// RoundResult is what a round decides.
+type RoundResult struct {
+	// Participants are the apps that bid, worst ρ first.
+	Participants []string
+	// Awards are the auction's winners, in participant order, then the
+	// leftover grants in the order they were drawn.
+	Awards []Award
+	// Rho is every app's current ρ estimate (ρ_old, App.RhoWait).
+	Rho map[string]float64
+	// Auction is the participants' auction.
+	Auction AuctionResult
+	// Idle is the GPUs nobody could use, in offer order.
+	Idle []string
+}
+
+// Round runs one round: every app's agent bids (through the cache when one
+// is given), the 1-f fraction of the apps that can use the offer with the
+// worst current ρ take part in the partial allocation auction (at least one
+// app), each winner holds its GPUs for c_i of the lease, and the GPUs the
+// auction leaves go to the apps that did not take part, in a random order
+// drawn from Seed: each in turn takes the allocation it values most among
+// what is left, for the whole lease (random serial dictatorship). Apps that
+// cannot use any GPU of the offer (nothing queued, or gangs too large for
+// it) neither bid nor get leftovers.
+func Round(in RoundInput) (RoundResult, error) {
+	if err := in.Env.validate(); err != nil {
+		return RoundResult{}, err
+	}
+	if !(in.Fairness >= 0 && in.Fairness <= 1) {
+		return RoundResult{}, fmt.Errorf("fairness knob f = %v: want a number in [0, 1]", in.Fairness)
+	}
+	if err := in.Offer.Validate(); err != nil {
+		return RoundResult{}, err
+	}
+	res := RoundResult{Rho: make(map[string]float64, len(in.Apps))}
+	bidders := make([]Bidder, 0, len(in.Apps))
+	for i := range in.Apps {
+		a := &in.Apps[i]
+		if _, dup := res.Rho[a.ID]; dup {
+			return RoundResult{}, fmt.Errorf("app %s listed twice", a.ID)
+		}
+		var v *Valuation
+		var err error
+		if in.Cache != nil {
+			v, err = in.Cache.Bid(a, in.Env)
+		} else {
+			v, err = Bid(a, in.Env)
+		}
+		if err != nil {
+			return RoundResult{}, err
+		}
+		res.Rho[a.ID] = v.Rho0
+		bidders = append(bidders, Bidder{a, v})
+	}
+	p := newPool(in.Offer)
+	caps := p.caps()
+	var eligible []Bidder
+	for _, b := range bidders {
+		if g, _ := offerGains(b.Val, caps); usable(g) {
+			eligible = append(eligible, b)
+		}
+	}
+	// Round-by-round filtering (section 3.3.2): worst ρ first.
+	sort.SliceStable(eligible, func(i, j int) bool {
+		ri, rj := eligible[i].Val.Rho0, eligible[j].Val.Rho0
+		if ri != rj {
+			return ri > rj
+		}
+		return eligible[i].Val.App < eligible[j].Val.App
+	})
+	n := Participants(len(eligible), in.Fairness)
+	part, rest := eligible[:n], eligible[n:]
+	for _, b := range part {
+		res.Participants = append(res.Participants, b.Val.App)
+	}
+	res.Auction = auction(part, p)
+	res.Auction.Left = p.remaining()
+	for i := range res.Auction.Awards {
+		a := res.Auction.Awards[i]
+		if a.GPUs > 0 {
+			a.Lease = a.C * in.Env.Lease
+			res.Awards = append(res.Awards, a)
+		}
+	}
+	// Leftover allocation: at random to the apps that did not bid.
+	rng := rand.New(rand.NewPCG(in.Seed, in.Seed^0x9e3779b97f4a7c15))
+	order := rng.Perm(len(rest))
+	for _, i := range order {
+		if p.free == 0 {
+			break
+		}
+		b := rest[i]
+		gains, classes := offerGains(b.Val, p.caps())
+		k := 0
+		for j := 1; j < len(gains); j++ {
+			if gains[j] > math.Inf(-1) && (k == 0 || gains[j] > gains[k]) {
+				k = j
+			}
+		}
+		if k == 0 {
+			continue
+		}
+		a := Award{App: b.Val.App, Class: classes[k], Rho0: b.Val.Rho0, C: 1, Lease: in.Env.Lease}
+		if grant(&a, b, k, classes[k], p) {
+			res.Awards = append(res.Awards, a)
+		}
+	}
+	res.Idle = p.remaining()
+	return res, nil
+}
+
+// usable reports whether a gains table has an allocation worth taking.
+func usable(gains []float64) bool {
+	for _, g := range gains[1:] {
+		if g > math.Inf(-1) {
+			return true
+		}
+	}
+	return false
+}
+
+// Participants is how many of n apps bid with fairness knob f: the 1-f
+// fraction, rounded up, and at least one when there is an app.
+func Participants(n int, f float64) int {
+	if n == 0 {
+		return 0
+	}
+	k := int(math.Ceil((1-f)*float64(n) - 1e-9))
+	return min(max(k, 1), n)
+}
