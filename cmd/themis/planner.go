@@ -84,7 +84,7 @@ func policyByName(name string) (core.Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-policy: %w", err)
 	}
-	if p.Preemptive() {
+	if _, makesRoom := p.(core.Preemptor); p.Preemptive() || makesRoom {
 		return nil, fmt.Errorf("-policy %q preempts jobs, which the live planner does not do yet; live policies: fifo, fifo-skip, gandiva", name)
 	}
 	return p, nil

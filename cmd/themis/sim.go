@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/themis-nomad/themis/planner/report"
 	"github.com/themis-nomad/themis/planner/sim"
 	"github.com/themis-nomad/themis/planner/trace"
+	"github.com/themis-nomad/themis/planner/workload"
 )
 
 type simCommand struct{ ui cli.Ui }
@@ -24,15 +26,23 @@ func (c *simCommand) Synopsis() string { return "Replay a trace through a policy
 
 func (c *simCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: themis sim --trace FILE --cluster PRESET_OR_FILE --policy NAME[,NAME...]
+Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
+                  --policy NAME[,NAME...] [--sweep KNOB=V1,V2,...]
                   [--seed N] [--set k=v]... --out DIR
 
-  Replays a trace (Philly or Tiresias CSV, detected from the header) on a
-  simulated cluster through the planner's decision core. With one policy it
-  writes DIR/summary.json, jobs.csv, report.md and plots; with several it runs
-  each on the same trace and cluster and writes DIR/comparison.md (factor of
-  improvement over the first policy, or --reference) plus each run in
-  DIR/<policy>/.
+  Replays a trace (Philly or Tiresias CSV, detected from the header), or a
+  generated workload, on a simulated cluster through the planner's decision
+  core. With one policy it writes DIR/summary.json, jobs.csv, report.md and
+  plots; with several it runs each on the same jobs and cluster and writes
+  DIR/comparison.md (factor of improvement over the first policy, or
+  --reference) plus each run in DIR/<policy>/. --sweep runs each policy once
+  per value of a knob, as "policy[knob=value]".
+
+  Workloads: fitgpp (the FitGpp paper's TE/BE jobs, Appendix A; knobs
+  workload.jobs=2^19, workload.seed (default --seed), workload.te_fraction=0.3,
+  workload.load=2.0, workload.arrivals=fifo|poisson, workload.nodes=84,
+  workload.node_cpus=32, workload.node_memory_gb=256, workload.node_gpus=8;
+  run it on --cluster fitgpp84).
 
   Policies: ` + strings.Join(core.Names(), ", ") + `
   Clusters: ` + strings.Join(cluster.Presets(), ", ") + `, philly-<GPUs>,
@@ -40,15 +50,17 @@ Usage: themis sim --trace FILE --cluster PRESET_OR_FILE --policy NAME[,NAME...]
 
   Knobs (--set): tiresias.queues=3200s[,...], tiresias.promote_knob=inf,
   tiresias.pack_limit=1.0, tiresias.gittins_dist=FILE (2D-Gittins job-size
-  samples; learned from finished jobs when absent), sim.checkpoint_s=10,
-  sim.restore_s=20. See docs/simulator.md.
+  samples; learned from finished jobs when absent), fitgpp.s=4.0,
+  fitgpp.max_preemptions=1, sim.checkpoint_s=10, sim.restore_s=20. See
+  docs/simulator.md.
 
 Options:
 ` + flagHelp(simFlags(&simOptions{})))
 }
 
 type simOptions struct {
-	trace, cluster, policy, out, reference string
+	trace, workload, sweep                 string
+	cluster, policy, out, reference        string
 	seed                                   int64
 	sets                                   stringList
 	quiet                                  bool
@@ -62,6 +74,8 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 func simFlags(o *simOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.StringVar(&o.trace, "trace", "", "trace file (Philly or Tiresias CSV)")
+	fs.StringVar(&o.workload, "workload", "", "generated workload instead of a trace: fitgpp")
+	fs.StringVar(&o.sweep, "sweep", "", "run each policy once per value of a knob: KNOB=V1,V2,...")
 	fs.StringVar(&o.cluster, "cluster", "n8g8", "cluster preset or topology file")
 	fs.StringVar(&o.policy, "policy", "fifo", "policy, or a comma-separated list for a comparison")
 	fs.StringVar(&o.reference, "reference", "", "reference policy of a comparison (default: the first)")
@@ -92,18 +106,10 @@ func (c *simCommand) run(o simOptions) error {
 	// Philly-scale run still stays far below 2 GB.
 	debug.SetGCPercent(400)
 	switch {
-	case o.trace == "":
-		return fmt.Errorf("--trace is required")
+	case (o.trace == "") == (o.workload == ""):
+		return fmt.Errorf("give one of --trace and --workload")
 	case o.out == "":
 		return fmt.Errorf("--out is required")
-	}
-	tr, err := trace.Load(o.trace)
-	if err != nil {
-		return err
-	}
-	cl, err := cluster.FromPresetOrFile(o.cluster)
-	if err != nil {
-		return err
 	}
 	// One set of knobs serves every policy of the run: each takes its own
 	// namespace, and a knob that none of them (nor the simulator) used is
@@ -112,39 +118,79 @@ func (c *simCommand) run(o simOptions) error {
 	if err != nil {
 		return err
 	}
+	tr, err := loadJobs(o, knobs)
+	if err != nil {
+		return err
+	}
+	cl, err := cluster.FromPresetOrFile(o.cluster)
+	if err != nil {
+		return err
+	}
 	ckpt, restore, err := sim.Costs(knobs)
 	if err != nil {
 		return err
 	}
-	var policies []core.Policy
+	type run struct {
+		label string
+		pol   core.Policy
+		sets  []string
+	}
+	variants := []run{{sets: o.sets}}
+	if o.sweep != "" {
+		key, vals, ok := strings.Cut(o.sweep, "=")
+		if !ok || strings.TrimSpace(key) == "" || strings.TrimSpace(vals) == "" {
+			return fmt.Errorf("--sweep %q: want KNOB=V1,V2,...", o.sweep)
+		}
+		variants = nil
+		for _, v := range strings.Split(vals, ",") {
+			kv := strings.TrimSpace(key) + "=" + strings.TrimSpace(v)
+			variants = append(variants, run{label: "[" + kv + "]", sets: append(append([]string{}, o.sets...), kv)})
+		}
+	}
+	var runs []run
 	for _, name := range strings.Split(o.policy, ",") {
-		pol, err := core.NewPolicy(strings.TrimSpace(name), knobs)
-		if err != nil {
-			return err
+		for _, v := range variants {
+			k, err := core.ParseKnobs(v.sets)
+			if err != nil {
+				return err
+			}
+			pol, err := core.NewPolicy(strings.TrimSpace(name), k)
+			if err != nil {
+				return err
+			}
+			if err := sim.PreparePolicy(pol); err != nil {
+				return err
+			}
+			if _, _, err := sim.Costs(k); err != nil {
+				return err
+			}
+			workloadKnobs(k)
+			if err := k.Unused(core.KnobNamespaces...); err != nil {
+				return fmt.Errorf("--set: %w (no policy of this run uses it)", err)
+			}
+			runs = append(runs, run{label: pol.Name() + v.label, pol: pol, sets: v.sets})
 		}
-		if err := sim.PreparePolicy(pol); err != nil {
-			return err
-		}
-		policies = append(policies, pol)
 	}
 	if err := knobs.Unused(core.KnobNamespaces...); err != nil {
 		return fmt.Errorf("--set: %w (no policy of this run uses it)", err)
 	}
 	var results []sim.Result
-	for _, pol := range policies {
-		cfg := sim.Config{Trace: tr, Cluster: cl, Policy: pol, Seed: o.seed, Settings: o.sets,
+	for _, rn := range runs {
+		pol := rn.pol
+		cfg := sim.Config{Trace: tr, Cluster: cl, Policy: pol, Seed: o.seed, Settings: rn.sets,
 			CheckpointCost: ckpt, RestoreCost: restore}
 		if !o.quiet {
-			cfg.Progress = progressBar(pol.Name(), time.Now())
+			cfg.Progress = progressBar(rn.label, time.Now())
 		}
 		r, err := sim.Run(cfg)
 		if err != nil {
 			return err
 		}
+		r.Policy = rn.label
 		if !o.quiet {
 			fmt.Fprintf(os.Stderr, "\n")
 		}
-		c.ui.Info(fmt.Sprintf("%s: %d jobs on %s (%d GPUs) in %.1fs", pol.Name(), len(r.Jobs), cl.Name, cl.TotalGPUs(), r.WallSeconds))
+		c.ui.Info(fmt.Sprintf("%s: %d jobs on %s (%d GPUs) in %.1fs", rn.label, len(r.Jobs), cl.Name, cl.TotalGPUs(), r.WallSeconds))
 		results = append(results, *r)
 	}
 	if len(results) == 1 {
@@ -163,6 +209,38 @@ func (c *simCommand) run(o simOptions) error {
 	}
 	c.ui.Output("wrote " + filepath.Join(o.out, "comparison.md"))
 	return nil
+}
+
+// loadJobs loads the trace, or generates the workload from its knobs.
+func loadJobs(o simOptions, knobs core.Knobs) (*trace.Trace, error) {
+	if o.trace != "" {
+		return trace.Load(o.trace)
+	}
+	switch o.workload {
+	case "fitgpp":
+		cfg, err := workload.FitGppFromKnobs(func(key string) (string, bool) {
+			if knobs.Has(key) {
+				return knobs.String(key, ""), true
+			}
+			if key == workload.KnobSeed {
+				return strconv.FormatInt(o.seed, 10), true
+			}
+			return "", false
+		})
+		if err != nil {
+			return nil, err
+		}
+		return workload.FitGpp(cfg)
+	}
+	return nil, fmt.Errorf("--workload %q: unknown (known: fitgpp)", o.workload)
+}
+
+// workloadKnobs marks the workload's knobs used in a policy's copy of the
+// knobs (the workload read them from the run's own copy).
+func workloadKnobs(k core.Knobs) {
+	for _, key := range workload.Knobs {
+		k.Has(key)
+	}
 }
 
 // progressBar draws "policy [#####     ] 52% 42766/82247 jobs 3.1s" on stderr.

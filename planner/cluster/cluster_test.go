@@ -62,6 +62,7 @@ func TestPresets(t *testing.T) {
 		{"philly", 480, map[int]int{4: 20, 8: 50}, 2 + 7},
 		{"philly-full", 2400, map[int]int{4: 100, 8: 250}, 7 + 32},
 		{"philly-256", 256, map[int]int{4: 12, 8: 26}, 1 + 4},
+		{"fitgpp84", 672, map[int]int{8: 84}, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Preset(tc.name)
@@ -75,11 +76,11 @@ func TestPresets(t *testing.T) {
 			}
 		})
 	}
-	if !slices.Equal(Presets(), []string{"n2g4", "n8g8", "philly", "philly-256", "philly-full"}) {
+	if !slices.Equal(Presets(), []string{"fitgpp84", "n2g4", "n8g8", "philly", "philly-256", "philly-full"}) {
 		t.Errorf("presets %v", Presets())
 	}
 	_, err := Preset("nope")
-	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "n2g4, n8g8, philly, philly-256, philly-full") {
+	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "fitgpp84, n2g4, n8g8, philly, philly-256, philly-full") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -335,7 +336,7 @@ func TestFromPresetOrFile(t *testing.T) {
 		{"../../examples/topology/dev-node.hcl", 8, ""},
 		{"n8g0", 0, "must be positive"},
 		{bad, 0, "bad.hcl"},
-		{dir, 0, "is not a preset (n2g4, n8g8, philly, philly-256, philly-full, philly-<GPUs>), a spec"},
+		{dir, 0, "is not a preset (fitgpp84, n2g4, n8g8, philly, philly-256, philly-full, philly-<GPUs>), a spec"},
 		{"missing.hcl", 0, `cluster "missing.hcl" is not a preset`},
 	} {
 		c, err := FromPresetOrFile(tc.arg)

@@ -5,7 +5,9 @@
 // A cluster comes from one of:
 //
 //   - a preset (Preset, Presets): n2g4, n8g8, philly, philly-full,
-//     philly-256, and philly-<GPUs> for any multiple of 4;
+//     philly-256, philly-<GPUs> for any multiple of 4, and fitgpp84 (the
+//     FitGpp paper's 84 nodes of 32 CPUs, 256 GB and 8 GPUs, whose nodes
+//     account CPU and memory);
 //   - a compact spec, "[r<racks>]n<nodes per rack>g<GPUs per node>", e.g.
 //     "n8g8" (one rack of 8 8-GPU nodes) or "r4n16g8" (ParseSpec, Uniform);
 //   - node groups of different shapes (Mixed), e.g. PhillyScaled;

@@ -40,6 +40,19 @@ var presets = map[string]func() (*Cluster, error){
 			NodeGroup{Count: Philly8GPUNodes, GPUsPerNode: 8, NodesPerRack: PhillyRackGPUs / 8})
 	},
 	"philly-256": func() (*Cluster, error) { return PhillyScaled(256) },
+	// The FitGpp paper's simulated cluster (section 3): 84 nodes of 32
+	// CPUs, 256 GB and 8 GPUs. Its racks (12 nodes) are our choice; the
+	// paper's jobs run on one node each.
+	"fitgpp84": func() (*Cluster, error) {
+		c, err := Uniform("fitgpp84", 7, 12, 8)
+		if err != nil {
+			return nil, err
+		}
+		for i := range c.Nodes {
+			c.Nodes[i].CPU, c.Nodes[i].Memory = 32, 256
+		}
+		return c, nil
+	},
 }
 
 // Presets lists the preset names, sorted.

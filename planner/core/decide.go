@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -127,10 +128,17 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	if p.SingleNode {
 		free.SingleNode()
 	}
+	if free.cpu != nil {
+		for _, j := range active {
+			if j.Phase == Granted {
+				free.hold(s.Grants[grantOf[j.Key]], j, 1)
+			}
+		}
+	}
 	if p.Policy.Preemptive() {
 		p.preemptive(&d, active, s.Grants, grantOf, free)
 	} else {
-		p.nonPreemptive(&d, active, free)
+		p.nonPreemptive(&d, active, s.Grants, grantOf, free)
 	}
 	return d
 }
@@ -143,7 +151,10 @@ var activePool = sync.Pool{New: func() any { return new([]*Job) }}
 // grantPool recycles the per-round index of grants by job.
 var grantPool = sync.Pool{New: func() any { return map[JobKey]int{} }}
 
-func (p Planner) nonPreemptive(d *Decision, ranked []*Job, free *FreeGPUs) {
+func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
+	pre, _ := p.Policy.(Preemptor)
+	var room *Room // built when a job first needs room made
+	var preempts []Action
 	var head *Job
 	for _, j := range ranked {
 		if j.Phase != Queued {
@@ -157,15 +168,32 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, free *FreeGPUs) {
 				}
 				return fmt.Sprintf("needs %d GPUs; the cluster has %d healthy schedulable GPUs", j.GPUs, free.Capacity())
 			})
-		case head != nil:
+		case !free.everFits(j):
+			p.wait(d, j, func() string {
+				return fmt.Sprintf("needs %g CPU and %g memory on one node; no schedulable node has that much", j.CPU, j.Memory)
+			})
+		case head != nil && (pre == nil || !pre.MakesRoom(j)):
+			// A job that may preempt for room (FitGpp's TE jobs) is not
+			// held up by a blocked head.
 			p.wait(d, j, func() string { return fmt.Sprintf("behind %s in the %s queue", head.Key, p.Policy.Name()) })
 		default:
-			if g, ok := free.Place(j.Key, j.GPUs, p.Policy.Consolidate(j)); ok {
+			if g, ok := free.PlaceJob(j, p.Policy.Consolidate(j)); ok {
 				d.Actions = append(d.Actions, GrantAction{Grant: g})
 				continue
 			}
+			if pre != nil && pre.MakesRoom(j) {
+				if room == nil {
+					room = newRoom(ranked, grants, grantOf, free)
+				}
+				if g, ok := room.make(j, pre, p.Policy.Consolidate(j), &preempts); ok {
+					d.Actions = append(d.Actions, GrantAction{Grant: g})
+					continue
+				}
+			}
 			if p.Policy.Blocking() {
-				head = j
+				if head == nil {
+					head = j
+				}
 				p.wait(d, j, func() string {
 					return fmt.Sprintf("head of the %s queue: waiting for %d free GPUs%s (%d free)", p.Policy.Name(), j.GPUs, consolidation(p.Policy.Consolidate(j)), free.Total())
 				})
@@ -175,6 +203,21 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, free *FreeGPUs) {
 				return fmt.Sprintf("waiting for %d free GPUs%s (%d free)", j.GPUs, consolidation(p.Policy.Consolidate(j)), free.Total())
 			})
 		}
+	}
+	if len(preempts) > 0 {
+		p.retryRoom(d, ranked, pre, room, &preempts, free)
+	}
+	if len(preempts) > 0 {
+		// Preemptions come before the round's grants (Decide's order);
+		// grants are everything this function appended.
+		grantsAt := len(d.Actions)
+		for i := len(d.Actions) - 1; i >= 0; i-- {
+			if _, ok := d.Actions[i].(GrantAction); !ok {
+				break
+			}
+			grantsAt = i
+		}
+		d.Actions = append(d.Actions[:grantsAt], append(preempts, d.Actions[grantsAt:]...)...)
 	}
 }
 
@@ -229,6 +272,7 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf 
 			g := grants[grantOf[j.Key]]
 			d.Actions = append(d.Actions, PreemptAction{Grant: g})
 			free.give(g)
+			free.hold(g, j, -1)
 		}
 	}
 	for i, j := range ranked {
@@ -245,7 +289,7 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf 
 			p.wait(d, j, func() string { return fmt.Sprintf("ranked below the running jobs by %s", p.Policy.Name()) })
 			continue
 		}
-		if g, ok := free.Place(j.Key, j.GPUs, p.Policy.Consolidate(j)); ok {
+		if g, ok := free.PlaceJob(j, p.Policy.Consolidate(j)); ok {
 			d.Actions = append(d.Actions, GrantAction{Grant: g})
 			continue
 		}
@@ -256,6 +300,39 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf 
 }
 
 var runPool = sync.Pool{New: func() any { return new([]bool) }}
+
+// retryRoom gives the jobs that may preempt for room and still wait
+// another try once this round's preemptions changed what is free (a later
+// job's victim may make room for an earlier one too), until nothing more
+// starts.
+func (p Planner) retryRoom(d *Decision, ranked []*Job, pre Preemptor, room *Room, preempts *[]Action, free *FreeGPUs) {
+	granted := map[JobKey]bool{}
+	for _, a := range d.Actions {
+		if g, ok := a.(GrantAction); ok {
+			granted[g.Grant.Job] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, j := range ranked {
+			if j.Phase != Queued || granted[j.Key] || !pre.MakesRoom(j) || j.GPUs > free.Capacity() || !free.everFits(j) {
+				continue
+			}
+			g, ok := free.PlaceJob(j, p.Policy.Consolidate(j))
+			if !ok {
+				g, ok = room.make(j, pre, p.Policy.Consolidate(j), preempts)
+			}
+			if ok {
+				d.Actions = append(d.Actions, GrantAction{Grant: g})
+				granted[j.Key] = true
+				changed = true
+			}
+		}
+	}
+	if p.ExplainWaits {
+		d.Waits = slices.DeleteFunc(d.Waits, func(w Wait) bool { return granted[w.Job] })
+	}
+}
 
 func (p Planner) wait(d *Decision, j *Job, reason func() string) {
 	if p.ExplainWaits {

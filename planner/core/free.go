@@ -1,6 +1,9 @@
 package core
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // ClusterIndex is the part of a cluster's description that does not change
 // between rounds: the schedulable nodes in name order, each node's healthy
@@ -18,6 +21,13 @@ type ClusterIndex struct {
 	// spans[n] is the GPUs of the n+1 largest nodes together: the most a
 	// gang spread over n+1 nodes can hold.
 	spans []int
+	// byID finds an indexed node by ID; accounted says whether any node
+	// accounts CPU or memory.
+	byID      map[string]int
+	accounted bool
+	// maxCPU and maxMemory are the largest capacities of a node (+Inf
+	// where some node does not account the resource).
+	maxCPU, maxMemory float64
 }
 
 type indexedNode struct {
@@ -29,7 +39,7 @@ type gpuPos struct{ node, slot int }
 
 // NewClusterIndex indexes the healthy GPUs of the schedulable nodes.
 func NewClusterIndex(nodes []Node) *ClusterIndex {
-	x := &ClusterIndex{gpus: map[string]gpuPos{}}
+	x := &ClusterIndex{gpus: map[string]gpuPos{}, byID: map[string]int{}}
 	order := make([]int, 0, len(nodes))
 	for i := range nodes {
 		if nodes[i].Schedulable {
@@ -49,6 +59,10 @@ func NewClusterIndex(nodes []Node) *ClusterIndex {
 		for slot, g := range in.gpus {
 			x.gpus[g.ID] = gpuPos{node: len(x.nodes), slot: slot}
 		}
+		x.byID[n.ID] = len(x.nodes)
+		x.accounted = x.accounted || n.CPU > 0 || n.Memory > 0
+		x.maxCPU = max(x.maxCPU, capacityOf(n.CPU))
+		x.maxMemory = max(x.maxMemory, capacityOf(n.Memory))
 		x.offset = append(x.offset, x.capacity)
 		x.capacity += len(in.gpus)
 		x.largest = max(x.largest, len(in.gpus))
@@ -89,6 +103,9 @@ type FreeGPUs struct {
 	count      []int  // free GPUs per indexed node
 	free       int
 	singleNode bool
+	// cpu and mem are each indexed node's free CPU and memory (+Inf where
+	// not accounted); nil when no node accounts them.
+	cpu, mem []float64
 }
 
 // NewFreeGPUs returns the healthy GPUs of schedulable nodes that no grant in
@@ -108,7 +125,45 @@ func newFreeGPUs(x *ClusterIndex, grants []Grant) *FreeGPUs {
 	for _, g := range grants {
 		f.take(g.GPUs)
 	}
+	if x.accounted {
+		f.cpu, f.mem = make([]float64, len(x.nodes)), make([]float64, len(x.nodes))
+		for i, n := range x.nodes {
+			f.cpu[i], f.mem[i] = capacityOf(n.node.CPU), capacityOf(n.node.Memory)
+		}
+	}
 	return f
+}
+
+func capacityOf(c float64) float64 {
+	if c > 0 {
+		return c
+	}
+	return math.Inf(1)
+}
+
+// demands reports whether j's CPU or memory is accounted on this cluster.
+func (f *FreeGPUs) demands(j *Job) bool { return f.cpu != nil && (j.CPU > 0 || j.Memory > 0) }
+
+// hold takes (sign 1) or returns (sign -1) the CPU and memory of a job
+// granted g. Only single-node grants carry them.
+func (f *FreeGPUs) hold(g Grant, j *Job, sign float64) {
+	if !f.demands(j) {
+		return
+	}
+	if i, ok := f.x.byID[g.Node]; ok {
+		f.cpu[i] -= sign * j.CPU
+		f.mem[i] -= sign * j.Memory
+	}
+}
+
+// everFits reports whether j's CPU and memory fit some node's capacity.
+func (f *FreeGPUs) everFits(j *Job) bool {
+	return !f.demands(j) || (j.CPU <= f.x.maxCPU && j.Memory <= f.x.maxMemory)
+}
+
+// fitsOn reports whether node i has j's CPU and memory free.
+func (f *FreeGPUs) fitsOn(i int, j *Job) bool {
+	return !f.demands(j) || (j.CPU <= f.cpu[i]+1e-9 && j.Memory <= f.mem[i]+1e-9)
 }
 
 // SingleNode restricts placements to one node each (the live planner pins a

@@ -63,6 +63,20 @@ func (k Knobs) Float(key string, def float64) (float64, error) {
 	return v, nil
 }
 
+// Int returns a whole-number knob or def.
+func (k Knobs) Int(key string, def int) (int, error) {
+	if !k.Has(key) {
+		return def, nil
+	}
+	v, err := strconv.Atoi(k.values[key])
+	if err != nil {
+		return 0, fmt.Errorf("%s = %q: not a whole number", key, k.values[key])
+	}
+	return v, nil
+}
+
+func errNegative(what string) error { return fmt.Errorf("%s must not be negative", what) }
+
 // Seconds returns a list of durations in seconds ("3200s,7200" or "1h"),
 // strictly increasing and positive, or def.
 func (k Knobs) Seconds(key string, def []float64) ([]float64, error) {
@@ -94,7 +108,7 @@ func (k Knobs) Seconds(key string, def []float64) ([]float64, error) {
 // KnobNamespaces are the prefixes of known knobs ("tiresias.queues"): a
 // comparison run passes one set of knobs to several policies, and each
 // ignores the namespaces of the others.
-var KnobNamespaces = []string{"sim", "tiresias"}
+var KnobNamespaces = []string{"sim", "tiresias", "fitgpp", "workload"}
 
 // Unused is an error naming the knobs nothing asked for, except those in a
 // known namespace other than own (another policy's, or the simulator's).

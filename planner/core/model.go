@@ -34,6 +34,10 @@ type Node struct {
 	// its GPUs are not offered to new jobs (running grants stay).
 	Schedulable bool
 	GPUs        []GPU
+	// CPU and Memory are the node's capacity for jobs' CPU and memory
+	// demands, in the adapters' units (the simulator: CPUs and GB); 0
+	// means the resource is not accounted on this node.
+	CPU, Memory float64
 }
 
 // Phase is where a job is in its life, as the adapters observe it.
@@ -99,7 +103,21 @@ type Job struct {
 	// Preemptive policies leave such a job running, so that every resume
 	// makes progress before the next preemption.
 	RestoreLeft float64
+	// CPU and Memory are the job's demands in the nodes' units (0: none).
+	// A job with either demand is placed on one node.
+	CPU, Memory float64
+	// GracePeriod is the seconds a preempted job is given to suspend
+	// (checkpoint) before it is stopped; it holds its resources meanwhile.
+	GracePeriod float64
 }
+
+// The job classes of FitGpp (Yabuuchi et al., OpML'19): trial-and-error jobs
+// want to start at once; best-effort jobs are the bulk and may be preempted
+// for them.
+const (
+	ClassTrialAndError = "te"
+	ClassBestEffort    = "be"
+)
 
 // AttainedSinceReset is the GPU-seconds of service since the job's last
 // promotion (Tiresias's W_J x t_J).

@@ -16,18 +16,27 @@ import (
 // more nodes than it would need on the empty cluster (Tiresias's
 // consolidation of placement-sensitive jobs). ok is false when the gang cannot be placed now.
 func (f *FreeGPUs) Place(job JobKey, k int, consolidate bool) (g Grant, ok bool) {
+	return f.PlaceJob(&Job{Key: job, GPUs: k}, consolidate)
+}
+
+// PlaceJob is Place for a job with CPU and memory demands too: when the
+// cluster accounts them, the job goes on one node that has them free.
+func (f *FreeGPUs) PlaceJob(j *Job, consolidate bool) (g Grant, ok bool) {
+	job, k := j.Key, j.GPUs
 	if k <= 0 || k > f.free {
 		return Grant{}, false
 	}
-	if i := f.bestFitNode(k); i >= 0 {
+	if i := f.bestFitNode(k, j); i >= 0 {
 		c := deepestCell(f.freeOn(i), k)
 		chosen := pick(c.gpus, k, len(c.prefix))
 		sort.Slice(chosen, func(a, b int) bool { return chosen[a].Index < chosen[b].Index })
 		gpuIDs := ids(chosen)
 		f.take(gpuIDs)
-		return Grant{Job: job, Node: f.x.nodes[i].node.ID, GPUs: gpuIDs}, true
+		g := Grant{Job: job, Node: f.x.nodes[i].node.ID, GPUs: gpuIDs}
+		f.hold(g, j, 1)
+		return g, true
 	}
-	if f.singleNode {
+	if f.singleNode || f.demands(j) {
 		return Grant{}, false
 	}
 	nodes := f.spanNodes(k)
@@ -52,10 +61,10 @@ func (f *FreeGPUs) Place(job JobKey, k int, consolidate bool) (g Grant, ok bool)
 }
 
 // bestFitNode is the node with the fewest free GPUs that still has k, or -1.
-func (f *FreeGPUs) bestFitNode(k int) int {
+func (f *FreeGPUs) bestFitNode(k int, j *Job) int {
 	best := -1
 	for i, n := range f.count {
-		if n >= k && (best < 0 || n < f.count[best]) {
+		if n >= k && (best < 0 || n < f.count[best]) && f.fitsOn(i, j) {
 			best = i
 			if n == k {
 				break // an exact fit cannot be beaten

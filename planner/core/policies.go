@@ -104,7 +104,7 @@ func fifoLess(a, b *Job) bool { return fifoCompare(a, b) < 0 }
 
 // Names lists the policies NewPolicy knows.
 func Names() []string {
-	return []string{"fifo", "fifo-skip", "srtf", "srsf", "las", "gandiva", "tiresias-las", "tiresias-gittins"}
+	return []string{"fifo", "fifo-skip", "srtf", "srsf", "las", "gandiva", "tiresias-las", "tiresias-gittins", "fitgpp", "lrtp", "rand"}
 }
 
 // NewPolicy returns a policy by name, configured by knobs ("tiresias.queues"
@@ -131,6 +131,16 @@ func NewPolicy(name string, knobs Knobs) (Policy, error) {
 			return nil, err
 		}
 		p, own = t, []string{"tiresias"}
+	case "fitgpp":
+		f, err := NewFitGpp(knobs)
+		if err != nil {
+			return nil, err
+		}
+		p, own = f, []string{"fitgpp"}
+	case "lrtp":
+		p = LRTP{}
+	case "rand":
+		p = NewRandomPreempt()
 	default:
 		return nil, fmt.Errorf("policy %q: unknown (known: %v)", name, Names())
 	}

@@ -108,6 +108,9 @@ func (j *Job) CoreJob(phase core.Phase) core.Job {
 		Submitted: unixNano(deref(j.Job.SubmitTime)),
 		Seq:       j.ModifyIndex(),
 		Phase:     phase,
+		// CPU and memory are not accounted live: nodes report none to
+		// the core, and Nomad itself checks them when it places.
+		GracePeriod: j.Intent.GracePeriod.Seconds(),
 	}
 }
 

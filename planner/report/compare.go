@@ -85,6 +85,26 @@ type PolicyComparison struct {
 	Metrics Metrics    `json:"metrics"`
 	Factors Factors    `json:"factors"`
 	Bins    []BinStats `json:"bins"`
+	// Classes are FitGpp's per-class metrics: present when some job of
+	// the run is a trial-and-error job.
+	Classes *ClassMetrics `json:"classes,omitempty"`
+}
+
+// ClassMetrics are FitGpp's metrics of one run (see Summary), and the
+// relative change of the slowdowns against the reference (policy /
+// reference - 1: -0.96 is a 96% cut, 0.18 an 18% rise).
+type ClassMetrics struct {
+	TEMedianSlowdown Num `json:"te_median_slowdown"`
+	TEP95Slowdown    Num `json:"te_p95_slowdown"`
+	BEMedianSlowdown Num `json:"be_median_slowdown"`
+	BEP95Slowdown    Num `json:"be_p95_slowdown"`
+	PreemptedJobs    int `json:"preempted_jobs"`
+	MedianRestart    Num `json:"median_restart_s"`
+	P95Restart       Num `json:"p95_restart_s"`
+
+	TEP95Change    Num `json:"te_p95_slowdown_change"`
+	BEMedianChange Num `json:"be_median_slowdown_change"`
+	BEP95Change    Num `json:"be_p95_slowdown_change"`
 }
 
 // Metrics are the compared metrics of one run, in seconds except
@@ -174,6 +194,12 @@ func Compare(results []sim.Result, reference string, b Binning) (Comparison, err
 			Makespan:    factor(rm.Makespan, m.Makespan),
 			Preemptions: factor(rm.Preemptions, m.Preemptions),
 		}
+		if p.Classes != nil && refRow.Classes != nil {
+			c, rc := p.Classes, refRow.Classes
+			c.TEP95Change = change(rc.TEP95Slowdown, c.TEP95Slowdown)
+			c.BEMedianChange = change(rc.BEMedianSlowdown, c.BEMedianSlowdown)
+			c.BEP95Change = change(rc.BEP95Slowdown, c.BEP95Slowdown)
+		}
 		for k := range p.Bins {
 			p.Bins[k].AvgJCTFactor = factor(refRow.Bins[k].AvgJCT, p.Bins[k].AvgJCT)
 			p.Bins[k].AvgQueueFactor = factor(refRow.Bins[k].AvgQueue, p.Bins[k].AvgQueue)
@@ -199,6 +225,16 @@ func policyRow(r sim.Result, b Binning) PolicyComparison {
 			Makespan:    s.Makespan,
 			Preemptions: Num(s.Preemptions),
 		},
+	}
+	for _, j := range r.Jobs {
+		if j.Class == "te" {
+			p.Classes = &ClassMetrics{
+				TEMedianSlowdown: s.TEMedianSlowdown, TEP95Slowdown: s.TEP95Slowdown,
+				BEMedianSlowdown: s.BEMedianSlowdown, BEP95Slowdown: s.BEP95Slowdown,
+				PreemptedJobs: s.PreemptedJobs, MedianRestart: s.MedianRestart, P95Restart: s.P95Restart,
+			}
+			break
+		}
 	}
 	var jobs [len(binNames)][]sim.JobResult
 	for _, j := range r.Jobs {
@@ -275,6 +311,20 @@ func WriteComparisonBinned(dir string, results []sim.Result, reference string, b
 	if err := writeCDF(filepath.Join(dir, QueueCDFFile), "Queueing delay CDF", "queueing delay", queues, false); err != nil {
 		return err
 	}
+	var slow []series
+	for i, r := range results {
+		if c.Policies[i].Classes == nil {
+			continue
+		}
+		for _, class := range []string{"te", "be"} {
+			slow = append(slow, series{name: r.Policy + " " + class, xy: cdfPoints(slowdowns(r.Jobs, class))})
+		}
+	}
+	if len(slow) > 0 {
+		if err := writeCDFAxis(filepath.Join(dir, SlowdownCDFFile), "Slowdown CDF by class", "slowdown (1 + queueing / execution time)", slow, true, false); err != nil {
+			return err
+		}
+	}
 	for _, r := range results {
 		if err := WriteRun(filepath.Join(dir, r.Policy), r); err != nil {
 			return fmt.Errorf("report of policy %q: %w", r.Policy, err)
@@ -338,13 +388,59 @@ func comparisonMarkdown(c Comparison) []byte {
 	binTable("Average queueing delay",
 		func(s BinStats) Num { return s.AvgQueue }, func(s BinStats) Num { return s.AvgQueueFactor })
 
+	classes := false
+	for _, p := range c.Policies {
+		classes = classes || p.Classes != nil
+	}
+	if classes {
+		b.WriteString("\n## Job classes (FitGpp)\n\n")
+		b.WriteString("Slowdown is 1 + queueing delay / execution time, over finished jobs of the class; " +
+			"Δ is the change against the reference (−96% is a 96% cut). " +
+			"Restart is the time from a preemption to the job's next start.\n\n")
+		b.WriteString("| Policy | TE median | TE p95 | Δ TE p95 | BE median | Δ BE median | BE p95 | Δ BE p95 " +
+			"| Preempted jobs | Restart median (s) | Restart p95 (s) |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, p := range c.Policies {
+			k := p.Classes
+			if k == nil {
+				k = &ClassMetrics{TEMedianSlowdown: undefined(), TEP95Slowdown: undefined(), BEMedianSlowdown: undefined(),
+					BEP95Slowdown: undefined(), MedianRestart: undefined(), P95Restart: undefined(),
+					TEP95Change: undefined(), BEMedianChange: undefined(), BEP95Change: undefined()}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", mdCell(p.Policy),
+				mdNum(k.TEMedianSlowdown), mdNum(k.TEP95Slowdown), mdChange(k.TEP95Change),
+				mdNum(k.BEMedianSlowdown), mdChange(k.BEMedianChange), mdNum(k.BEP95Slowdown), mdChange(k.BEP95Change),
+				k.PreemptedJobs, mdNum(k.MedianRestart), mdNum(k.P95Restart))
+		}
+	}
+
 	b.WriteString("\n## Plots\n\n")
 	fmt.Fprintf(&b, "![JCT CDF](%s)\n\n![Queueing delay CDF](%s)\n\n", JCTCDFFile, QueueCDFFile)
+	if classes {
+		fmt.Fprintf(&b, "![Slowdown CDF by class](%s)\n\n", SlowdownCDFFile)
+	}
 	b.WriteString("## Runs\n\n")
 	for _, p := range c.Policies {
 		fmt.Fprintf(&b, "- [%s](%s/%s)\n", mdCell(p.Policy), url.PathEscape(p.Policy), ReportFile)
 	}
 	return []byte(b.String())
+}
+
+// mdChange formats a relative change as "-96.6%".
+func mdChange(n Num) string {
+	if !n.Defined() {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*float64(n))
+}
+
+// change is policy / reference - 1, undefined when the reference is 0 or
+// either is undefined.
+func change(ref, policy Num) Num {
+	if !ref.Defined() || !policy.Defined() || ref == 0 {
+		return undefined()
+	}
+	return Num(float64(policy)/float64(ref) - 1)
 }
 
 // mdFactor formats a factor of improvement as "1.234×".

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -141,4 +143,71 @@ func TestCompareRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCompareClasses: with TE jobs in the runs, the comparison has FitGpp's
+// per-class metrics and their change against the reference, in the JSON,
+// the Markdown and a slowdown plot.
+func TestCompareClasses(t *testing.T) {
+	class := func(j sim.JobResult, c string, preempted int) sim.JobResult {
+		j.Class, j.Preemptions = c, preempted
+		return j
+	}
+	ref := sim.Result{Policy: "fifo", Trace: "w", Cluster: "c", TotalGPUs: 8, Makespan: 100, Jobs: []sim.JobResult{
+		class(finished("te1", 1, 0, 90, 10), "te", 0),  // slowdown 10
+		class(finished("be1", 4, 0, 10, 100), "be", 0), // 1.1
+	}}
+	fit := ref
+	fit.Policy = "fitgpp"
+	fit.Restarts = []float64{40}
+	fit.Jobs = []sim.JobResult{
+		class(finished("te1", 1, 0, 0, 10), "te", 0),   // 1: a 90% cut
+		class(finished("be1", 4, 0, 32, 100), "be", 1), // 1.32: a 20% rise
+	}
+	c, err := Compare([]sim.Result{ref, fit}, "fifo", TiresiasBinning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := c.Policies[1].Classes
+	if k == nil {
+		t.Fatal("no class metrics")
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want Num
+	}{
+		{"TE p95", k.TEP95Slowdown, 1},
+		{"TE p95 change", k.TEP95Change, -0.9},
+		{"BE median change", k.BEMedianChange, 0.2},
+		{"restart median", k.MedianRestart, 40},
+	} {
+		if !same(tc.got, tc.want) {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	if k.PreemptedJobs != 1 {
+		t.Errorf("preempted jobs %d, want 1", k.PreemptedJobs)
+	}
+	dir := t.TempDir()
+	if err := WriteComparison(dir, []sim.Result{ref, fit}, "fifo"); err != nil {
+		t.Fatal(err)
+	}
+	md := readFile(t, dir, ComparisonFile)
+	for _, want := range []string{"## Job classes (FitGpp)", "| fitgpp | 1 | 1 | -90.0% |", "+20.0%", SlowdownCDFFile} {
+		if !strings.Contains(md, want) {
+			t.Errorf("comparison.md lacks %q:\n%s", want, md)
+		}
+	}
+	if svg := readFile(t, dir, SlowdownCDFFile); !strings.Contains(svg, "<svg") {
+		t.Errorf("%s is not an SVG", SlowdownCDFFile)
+	}
+}
+
+func readFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

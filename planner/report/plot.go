@@ -137,6 +137,12 @@ func scaled(pts plotter.XYs, div float64) plotter.XYs {
 // axis is logarithmic when logX is set and every value is positive and they
 // span at least a factor of 10.
 func writeCDF(path, title, xlabel string, ss []series, logX bool) error {
+	return writeCDFAxis(path, title, xlabel, ss, logX, true)
+}
+
+// writeCDFAxis is writeCDF with the x axis in seconds (timed: scaled to a
+// readable unit) or a plain number.
+func writeCDFAxis(path, title, xlabel string, ss []series, logX, timed bool) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = "fraction of finished jobs"
@@ -148,8 +154,13 @@ func writeCDF(path, title, xlabel string, ss []series, logX bool) error {
 			lo, hi = min(lo, pt.X), max(hi, pt.X)
 		}
 	}
-	div, unit := timeAxis(hi)
-	p.X.Label.Text = fmt.Sprintf("%s (%s)", xlabel, unit)
+	div := 1.0
+	p.X.Label.Text = xlabel
+	if timed {
+		var unit string
+		div, unit = timeAxis(hi)
+		p.X.Label.Text = fmt.Sprintf("%s (%s)", xlabel, unit)
+	}
 	if logX && lo > 0 && hi >= 10*lo {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}

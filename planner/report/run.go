@@ -21,12 +21,15 @@ const (
 	JCTCDFFile      = "jct_cdf.svg"
 	QueueCDFFile    = "queue_cdf.svg"
 	UtilizationFile = "utilization.svg"
+	// SlowdownCDFFile is written by comparisons of runs with TE jobs.
+	SlowdownCDFFile = "slowdown_cdf.svg"
 )
 
 // jobsHeader is the header row of jobs.csv.
 var jobsHeader = []string{
 	"id", "vc", "model", "gpus", "submit_s", "start_s", "end_s",
 	"duration_s", "jct_s", "queue_s", "preemptions", "finished",
+	"class", "slowdown",
 }
 
 // WriteRun writes the report of one run into dir (created if missing):
@@ -97,6 +100,10 @@ func jobsCSV(jobs []sim.JobResult) ([]byte, error) {
 			Num(j.Submit).String(), start, end,
 			Num(j.Duration).String(), jct, Num(j.Queue).String(),
 			strconv.Itoa(j.Preemptions), strconv.FormatBool(j.Finished),
+			j.Class, "",
+		}
+		if j.Finished {
+			row[len(row)-1] = Num(j.Slowdown()).String()
 		}
 		if err := w.Write(row); err != nil {
 			return nil, err
@@ -140,7 +147,18 @@ func runMarkdown(s Summary) []byte {
 	row("Busy GPU time", mdNum(s.GPUTime)+" GPU-s")
 	row("Utilization", mdPercent(s.Utilization))
 	row("Preemptions", strconv.Itoa(s.Preemptions))
-	b.WriteString("\nJCT and queueing statistics are over finished jobs; percentiles are nearest-rank.\n\n")
+	row("Jobs preempted at least once", strconv.Itoa(s.PreemptedJobs))
+	if s.MedianRestart.Defined() {
+		row("Preemption to restart, median / p95", mdSeconds(s.MedianRestart)+" / "+mdSeconds(s.P95Restart))
+	}
+	if s.TEMedianSlowdown.Defined() {
+		row("TE slowdown, median / p95", mdNum(s.TEMedianSlowdown)+" / "+mdNum(s.TEP95Slowdown))
+	}
+	if s.BEMedianSlowdown.Defined() {
+		row("BE slowdown, median / p95", mdNum(s.BEMedianSlowdown)+" / "+mdNum(s.BEP95Slowdown))
+	}
+	b.WriteString("\nJCT, queueing and slowdown statistics are over finished jobs; percentiles are nearest-rank. " +
+		"Slowdown is 1 + queueing delay / execution time (FitGpp's slowdown rate).\n\n")
 
 	b.WriteString("## Plots\n\n")
 	fmt.Fprintf(&b, "![JCT CDF](%s)\n\n", JCTCDFFile)

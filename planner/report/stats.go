@@ -105,3 +105,14 @@ func factor(ref, policy Num) Num {
 	}
 	return ref / policy
 }
+
+// slowdowns are the slowdowns of the finished jobs of a class.
+func slowdowns(jobs []sim.JobResult, class string) []float64 {
+	var out []float64
+	for _, j := range jobs {
+		if j.Finished && j.Class == class {
+			out = append(out, j.Slowdown())
+		}
+	}
+	return out
+}

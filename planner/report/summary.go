@@ -36,6 +36,19 @@ type Summary struct {
 	Utilization Num `json:"utilization"`
 	Preemptions int `json:"preemptions"`
 
+	// FitGpp's metrics (Yabuuchi et al., OpML'19): slowdown = 1 + queueing
+	// delay / execution time, over the finished jobs of each class (te:
+	// trial and error, be: best effort; null without such jobs); the jobs
+	// preempted at least once; the time from a preemption to the job's next
+	// start, over all restarts.
+	TEMedianSlowdown Num `json:"te_median_slowdown"`
+	TEP95Slowdown    Num `json:"te_p95_slowdown"`
+	BEMedianSlowdown Num `json:"be_median_slowdown"`
+	BEP95Slowdown    Num `json:"be_p95_slowdown"`
+	PreemptedJobs    int `json:"preempted_jobs"`
+	MedianRestart    Num `json:"median_restart_s"`
+	P95Restart       Num `json:"p95_restart_s"`
+
 	// Wall is how long the simulator ran: the one field that differs
 	// between runs of identical input.
 	Wall Num `json:"wall_s"`
@@ -64,7 +77,15 @@ func Summarize(r sim.Result) Summary {
 		if j.Finished {
 			s.Finished++
 		}
+		if j.Preemptions > 0 {
+			s.PreemptedJobs++
+		}
 	}
+	te, be := sortedCopy(slowdowns(r.Jobs, "te")), sortedCopy(slowdowns(r.Jobs, "be"))
+	s.TEMedianSlowdown, s.TEP95Slowdown = percentile(te, 50), percentile(te, 95)
+	s.BEMedianSlowdown, s.BEP95Slowdown = percentile(be, 50), percentile(be, 95)
+	restarts := sortedCopy(r.Restarts)
+	s.MedianRestart, s.P95Restart = percentile(restarts, 50), percentile(restarts, 95)
 
 	jct, queue := finishedJobs(r.Jobs)
 	jct, queue = sortedCopy(jct), sortedCopy(queue)

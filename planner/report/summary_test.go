@@ -35,8 +35,15 @@ func TestSummarize(t *testing.T) {
 		Util:        []sim.UtilSample{{T: 0, Busy: 2}, {T: 10, Busy: 4}, {T: 20, Busy: 0}},
 		Makespan:    100,
 		Preemptions: 2,
+		Restarts:    []float64{30, 10, 20},
 		WallSeconds: 0.5,
 	}
+	// Slowdowns 1 and 4/3 for TE jobs, 1.5 and 100/55 for BE jobs; the
+	// TE job that never started does not count.
+	for i, class := range []string{"te", "te", "be", "be", "te"} {
+		fourJobs.Jobs[i].Class = class
+	}
+	fourJobs.Jobs[3].Preemptions = 2
 	tests := []struct {
 		name string
 		r    sim.Result
@@ -53,6 +60,9 @@ func TestSummarize(t *testing.T) {
 				AvgQueue: 15, MedianQueue: 5, P95Queue: 45,
 				Makespan: 100, GPUTime: 60, Utilization: 0.15,
 				Preemptions: 2, Wall: 0.5,
+				TEMedianSlowdown: 1, TEP95Slowdown: Num(20.0 / 15),
+				BEMedianSlowdown: 1.5, BEP95Slowdown: Num(100.0 / 55),
+				PreemptedJobs: 1, MedianRestart: 20, P95Restart: 30,
 			},
 		},
 		{
@@ -63,6 +73,8 @@ func TestSummarize(t *testing.T) {
 				AvgJCT: nan, MedianJCT: nan, P95JCT: nan, P99JCT: nan, MaxJCT: nan,
 				AvgQueue: nan, MedianQueue: nan, P95Queue: nan,
 				Makespan: 0, GPUTime: 0, Utilization: nan,
+				TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
+				MedianRestart: nan, P95Restart: nan,
 			},
 		},
 		{
@@ -77,6 +89,8 @@ func TestSummarize(t *testing.T) {
 				AvgJCT: nan, MedianJCT: nan, P95JCT: nan, P99JCT: nan, MaxJCT: nan,
 				AvgQueue: nan, MedianQueue: nan, P95Queue: nan,
 				Makespan: 10, GPUTime: 14, Utilization: 0.7,
+				TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
+				MedianRestart: nan, P95Restart: nan,
 			},
 		},
 		{
@@ -87,6 +101,8 @@ func TestSummarize(t *testing.T) {
 				AvgJCT:   nan, MedianJCT: nan, P95JCT: nan, P99JCT: nan, MaxJCT: nan,
 				AvgQueue: nan, MedianQueue: nan, P95Queue: nan,
 				Makespan: 10, GPUTime: 0, Utilization: nan,
+				TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
+				MedianRestart: nan, P95Restart: nan,
 			},
 		},
 	}
@@ -138,7 +154,9 @@ func TestSummaryJSONFields(t *testing.T) {
 		"jobs", "started", "finished",
 		"avg_jct_s", "median_jct_s", "p95_jct_s", "p99_jct_s", "max_jct_s",
 		"avg_queue_s", "median_queue_s", "p95_queue_s",
-		"makespan_s", "gpu_time_s", "utilization", "preemptions", "wall_s",
+		"makespan_s", "gpu_time_s", "utilization", "preemptions",
+		"te_median_slowdown", "te_p95_slowdown", "be_median_slowdown", "be_p95_slowdown",
+		"preempted_jobs", "median_restart_s", "p95_restart_s", "wall_s",
 	}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("summary.json keys\n got %v\nwant %v", keys, want)

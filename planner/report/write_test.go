@@ -192,7 +192,7 @@ func checkSVGBytes(b []byte) error {
 func TestJobsCSV(t *testing.T) {
 	jobs := []sim.JobResult{
 		{ID: `a,b`, VC: `quote"d`, Model: "multi\nline", GPUs: 2, Submit: 1.23456,
-			Start: 2, End: 12.5, Duration: 10, Queue: 1, Preemptions: 1, Started: true, Finished: true},
+			Start: 2, End: 12.5, Duration: 10, Queue: 1, Preemptions: 1, Started: true, Finished: true, Class: "te"},
 		{ID: "waiting", VC: "vc", Model: "bert", GPUs: 8, Submit: 5, Duration: 100, Queue: 95},
 		{ID: "running", VC: "vc", Model: "bert", GPUs: 8, Submit: 5, Start: 7, Duration: 100, Queue: 2, Started: true},
 	}
@@ -206,9 +206,9 @@ func TestJobsCSV(t *testing.T) {
 	}
 	want := [][]string{
 		jobsHeader,
-		{`a,b`, `quote"d`, "multi\nline", "2", "1.235", "2", "12.5", "10", "11.265", "1", "1", "true"},
-		{"waiting", "vc", "bert", "8", "5", "", "", "100", "", "95", "0", "false"},
-		{"running", "vc", "bert", "8", "5", "7", "", "100", "", "2", "0", "false"},
+		{`a,b`, `quote"d`, "multi\nline", "2", "1.235", "2", "12.5", "10", "11.265", "1", "1", "true", "te", "1.1"},
+		{"waiting", "vc", "bert", "8", "5", "", "", "100", "", "95", "0", "false", "", ""},
+		{"running", "vc", "bert", "8", "5", "7", "", "100", "", "2", "0", "false", "", ""},
 	}
 	if !reflect.DeepEqual(rows, want) {
 		t.Errorf("jobs.csv rows\n got %q\nwant %q", rows, want)

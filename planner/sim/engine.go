@@ -52,8 +52,11 @@ type job struct {
 	end       float64
 	queued    float64 // seconds waited before waitSince
 	waitSince float64 // when the job last began to wait (while not running)
-	finished  bool
-	class     modelClass
+	// readyAt is when a preempted job has finished suspending (its grace
+	// period) and could start again; preemptedAt when it was preempted.
+	readyAt, preemptedAt float64
+	finished             bool
+	class                modelClass
 }
 
 var epoch = time.Unix(0, 0).UTC()
@@ -82,16 +85,24 @@ func Run(cfg Config) (*Result, error) {
 		}
 		tj.Model = model
 		cls := classOf(model)
+		class := tj.Class
+		if class == "" {
+			class = core.ClassBestEffort
+		}
 		jobs[i] = &job{
 			tj: tj, remaining: tj.Duration, class: cls, start: -1,
 			c: &core.Job{
-				Key: core.JobKey{Namespace: "sim", ID: tj.ID}, GPUs: tj.GPUs, VC: tj.VC, Class: "be",
+				Key: core.JobKey{Namespace: "sim", ID: tj.ID}, GPUs: tj.GPUs, VC: tj.VC, Class: class,
 				Submitted: at(tj.Submit), Seq: uint64(i), Phase: core.Queued, Remaining: tj.Duration, Skew: cls.crossNode,
+				CPU: tj.CPUs, Memory: tj.MemoryGB, GracePeriod: tj.GracePeriod,
 			},
 		}
 	}
+	if sp, ok := cfg.Policy.(interface{ Seed(int64) }); ok {
+		sp.Seed(cfg.Seed)
+	}
 	s := &state{cfg: cfg, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy},
-		index: core.NewClusterIndex(nodes)}
+		index: core.NewClusterIndex(nodes), gpuFreeAt: map[string]float64{}}
 	s.byKey = make(map[core.JobKey]*job, len(jobs))
 	for _, j := range jobs {
 		if _, dup := s.byKey[j.c.Key]; dup {
@@ -105,11 +116,12 @@ func Run(cfg Config) (*Result, error) {
 	res := &Result{
 		Policy: cfg.Policy.Name(), Trace: cfg.Trace.Name, Cluster: cfg.Cluster.Name, Seed: cfg.Seed,
 		TotalGPUs: cfg.Cluster.TotalGPUs(), Settings: cfg.Settings, Util: s.util, Preemptions: s.preemptions,
+		Restarts: s.restarts,
 	}
 	first := math.Inf(1)
 	last := 0.0
 	for _, j := range jobs {
-		jr := JobResult{ID: j.tj.ID, VC: j.tj.VC, Model: j.tj.Model, GPUs: j.tj.GPUs, Submit: j.tj.Submit,
+		jr := JobResult{ID: j.tj.ID, VC: j.tj.VC, Model: j.tj.Model, Class: j.c.Class, GPUs: j.tj.GPUs, Submit: j.tj.Submit,
 			Start: j.start, End: j.end, Duration: j.tj.Duration, Queue: j.queued, Preemptions: j.c.Preemptions,
 			Started: j.start >= 0, Finished: j.finished}
 		if !jr.Started {
@@ -143,11 +155,15 @@ type state struct {
 	// active[i] is cj[i], whose capacity is the trace's length so that
 	// arrivals never move it. A finished job's slot says Finished, which
 	// Decide skips.
-	active      []*job
-	cj          []core.Job
-	ptrs        []*core.Job
-	dead        int    // finished jobs still in active
-	running     []*job // the running jobs, a small subset of active
+	active  []*job
+	cj      []core.Job
+	ptrs    []*core.Job
+	dead    int    // finished jobs still in active
+	running []*job // the running jobs, a small subset of active
+	// gpuFreeAt is when a GPU held by a job suspending in its grace
+	// period becomes free; a job granted it starts no earlier.
+	gpuFreeAt   map[string]float64
+	restarts    []float64
 	busy        int
 	util        []UtilSample
 	preemptions int
@@ -165,7 +181,10 @@ func (s *state) loop(jobs []*job) error {
 	learner, _ := s.cfg.Policy.(core.Learner)
 	recheck, _ := s.cfg.Policy.(core.RecheckAfter)
 	const eps = 1e-9
-	preemptive := s.cfg.Policy.Preemptive()
+	// A policy that preempts to make room (FitGpp) or ranks arrivals ahead
+	// of a blocked head counts as preemptive here: its arrivals matter.
+	_, makesRoom := s.cfg.Policy.(core.Preemptor)
+	preemptive := s.cfg.Policy.Preemptive() || makesRoom
 	blocking := s.cfg.Policy.Blocking()
 	capacity := s.index.Capacity()
 	// blocked: after the last decision a job that could fit the cluster
@@ -345,22 +364,48 @@ func (s *state) decide() error {
 			j := byKey[a.Grant.Job]
 			j.running = false
 			j.waitSince = s.now
+			j.preemptedAt = s.now
 			j.c.Phase = core.Queued
 			j.c.Preemptions++
+			// A job with a grace period checkpoints during it, holding
+			// its GPUs; one without pays the checkpoint when it resumes.
 			j.overhead = s.cfg.CheckpointCost + s.cfg.RestoreCost
+			if gp := j.c.GracePeriod; gp > 0 {
+				j.overhead = s.cfg.RestoreCost
+				j.readyAt = s.now + gp
+				for _, id := range a.Grant.GPUs {
+					s.gpuFreeAt[id] = s.now + gp
+				}
+			}
 			s.busy -= j.tj.GPUs
 			s.preemptions++
 			preempted = true
 		case core.GrantAction:
 			j := byKey[a.Grant.Job]
 			j.running = true
-			j.queued += s.now - j.waitSince
+			// It starts once the GPUs' previous holders have suspended,
+			// and it has itself: that wait is queueing.
+			hold := math.Max(0, j.readyAt-s.now)
+			for _, id := range a.Grant.GPUs {
+				if t, ok := s.gpuFreeAt[id]; ok {
+					if t > s.now {
+						hold = math.Max(hold, t-s.now)
+					} else {
+						delete(s.gpuFreeAt, id)
+					}
+				}
+			}
+			j.queued += s.now - j.waitSince + hold
+			j.overhead += hold
 			s.running = append(s.running, j)
 			j.grant = a.Grant
 			j.c.Phase = core.Granted
 			if !j.c.Started {
 				j.c.Started, j.c.FirstStart = true, at(s.now)
-				j.start = s.now
+				j.start = s.now + hold
+			}
+			if j.c.Preemptions > 0 {
+				s.restarts = append(s.restarts, s.now+hold-j.preemptedAt)
 			}
 			j.speed = 1 / s.slowdown(j)
 			j.c.RestoreLeft = j.overhead

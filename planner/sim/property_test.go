@@ -63,6 +63,24 @@ func (c *checked) NextChange(now time.Time, jobs []*core.Job) time.Time {
 	return time.Time{}
 }
 
+func (c *checked) MakesRoom(j *core.Job) bool {
+	p, ok := c.Policy.(core.Preemptor)
+	return ok && p.MakesRoom(j)
+}
+
+func (c *checked) Victim(j *core.Job, running []*core.Job, room *core.Room) *core.Job {
+	if p, ok := c.Policy.(core.Preemptor); ok {
+		return p.Victim(j, running, room)
+	}
+	return nil
+}
+
+func (c *checked) Seed(seed int64) {
+	if p, ok := c.Policy.(interface{ Seed(int64) }); ok {
+		p.Seed(seed)
+	}
+}
+
 func (c *checked) Observe(gpuSeconds float64) {
 	if l, ok := c.Policy.(core.Learner); ok {
 		l.Observe(gpuSeconds)

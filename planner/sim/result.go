@@ -1,11 +1,16 @@
 package sim
 
+import "math"
+
 // JobResult is what happened to one job in a simulation run. Times are
 // seconds since the start of the trace (the earliest submission).
 type JobResult struct {
 	ID    string
 	VC    string
 	Model string
+	// Class is the job's class: "te" or "be" (trial and error, best
+	// effort).
+	Class string
 	GPUs  int
 	// Submit is when the job arrived; Start when it first ran; End when it
 	// finished (meaningful only when Finished).
@@ -14,13 +19,26 @@ type JobResult struct {
 	// gives it (no placement slowdown, no preemption overhead).
 	Duration float64
 	// Queue is the total time the job spent waiting (not running) between
-	// Submit and End (or the end of the run).
+	// Submit and End (or the end of the run), including the time a granted
+	// job waits for preempted jobs to finish their grace periods.
 	Queue float64
 	// Preemptions counts how often the job was stopped and put back.
 	Preemptions int
 	// Started and Finished say whether the job ever ran and whether it
 	// completed before the simulation ended.
 	Started, Finished bool
+}
+
+// Slowdown is FitGpp's slowdown rate, 1 + waiting / execution time (1 for
+// a job of no execution time that never waited).
+func (j JobResult) Slowdown() float64 {
+	if j.Duration <= 0 {
+		if j.Queue <= 0 {
+			return 1
+		}
+		return math.Inf(1)
+	}
+	return 1 + j.Queue/j.Duration
 }
 
 // JCT is the job completion time, End - Submit.
@@ -46,6 +64,9 @@ type Result struct {
 	// Makespan is the time from the first submission to the last completion.
 	Makespan    float64
 	Preemptions int
+	// Restarts are the seconds from each preemption to the preempted
+	// job's next start, in the order the restarts happened.
+	Restarts []float64
 	// WallSeconds is how long the simulator itself ran.
 	WallSeconds float64
 }

@@ -58,8 +58,8 @@ func naiveFIFOLoads(jobs []trace.Job, c Cluster) (loads []float64, avg float64, 
 		}
 		for len(queue) > 0 {
 			d := demandOf(jobs[queue[0]])
-			node := -1
-			for n := 0; n < c.Nodes && node < 0; n++ {
+			node, nodeGPUs := -1, 0.0 // best fit: fewest free GPUs, then lowest number
+			for n := 0; n < c.Nodes; n++ {
 				free := c.Node.capacity()
 				for _, r := range running {
 					if r.node == n {
@@ -69,8 +69,8 @@ func naiveFIFOLoads(jobs []trace.Job, c Cluster) (loads []float64, avg float64, 
 						}
 					}
 				}
-				if free.fits(d) {
-					node = n
+				if free.fits(d) && (node < 0 || free[2] < nodeGPUs) {
+					node, nodeGPUs = n, free[2]
 				}
 			}
 			if node < 0 {

@@ -8,6 +8,9 @@ import (
 // (GB) and GPUs, in that order.
 type resources [3]float64
 
+// gpu is the index of GPUs in resources (CPUs, memory, GPUs).
+const gpu = 2
+
 // resourceNames name resources' coordinates.
 var resourceNames = [3]string{"CPUs", "memory", "GPUs"}
 
@@ -47,7 +50,9 @@ func offeredWork(jobs []trace.Job) resources {
 
 // fifo is a non-preemptive, strict FIFO schedule of single-node jobs on a
 // cluster of identical nodes: jobs start in admission order, the head of
-// the queue on the first (lowest-numbered) node where it fits, and a head
+// the queue on the node with the fewest free GPUs where it fits (best fit,
+// the lowest-numbered among equals: the placement of the simulator's fifo
+// policy, so that the load it sees is the one set here), and a head
 // that fits nowhere blocks the jobs behind it (the paper's vanilla FIFO).
 // It tracks the FIFO load: the demand of the jobs admitted and not yet
 // finished (running or queued), on the most loaded resource, relative to
@@ -118,18 +123,24 @@ func (f *fifo) admit(d resources, duration float64) {
 func (f *fifo) startHeads(t float64) {
 	for f.head < len(f.queue) {
 		p := f.queue[f.head]
+		// Best fit, as the simulator's fifo policy places: the node with
+		// the fewest free GPUs that fits, the lowest-numbered among equals.
+		// A blocked head fits only where GPUs were freed since.
 		node := -1
+		better := func(n int) bool {
+			return f.free[n].fits(p.d) && (node < 0 || f.free[n][gpu] < f.free[node][gpu] ||
+				(f.free[n][gpu] == f.free[node][gpu] && n < node))
+		}
 		if f.blocked {
 			for _, n := range f.freed {
-				if (node < 0 || n < node) && f.free[n].fits(p.d) {
+				if better(n) {
 					node = n
 				}
 			}
 		} else {
 			for n := range f.free {
-				if f.free[n].fits(p.d) {
+				if better(n) {
 					node = n
-					break
 				}
 			}
 		}

@@ -1,0 +1,168 @@
+package core
+
+import (
+	"math"
+	"math/rand"
+	"time"
+)
+
+// FitGpp is Fitting Grace Period Preemption (Yabuuchi et al., OpML'19):
+// FIFO, except that a trial-and-error (TE) job that does not fit preempts
+// best-effort (BE) jobs, one at a time, each the BE job that minimises
+//
+//	Score(j) = |D_j| / max |D| + s x GP_j / max GP          (Equation 1)
+//
+// among those whose node would then fit the TE job and that were preempted
+// fewer than P times (Equation 2). D_j is the job's demand vector (GPUs, CPU,
+// memory) relative to its node's capacity, |.| the Euclidean norm, GP the
+// grace period, the maxima over all running BE jobs. A TE job that no single
+// preemption lets fit preempts nothing and waits. Preempted BE jobs return to
+// the head of the queue; TE jobs rank ahead of BE jobs, so that they start
+// as soon as room is made. The queue blocks at its head, as FIFO does.
+//
+// Knobs: fitgpp.s (default 4.0), fitgpp.max_preemptions (P, default 1).
+type FitGpp struct {
+	S              float64
+	MaxPreemptions int
+}
+
+// NewFitGpp configures FitGpp from knobs.
+func NewFitGpp(k Knobs) (*FitGpp, error) {
+	f := &FitGpp{}
+	var err error
+	if f.S, err = k.Float("fitgpp.s", 4.0); err != nil {
+		return nil, err
+	}
+	if f.MaxPreemptions, err = k.Int("fitgpp.max_preemptions", 1); err != nil {
+		return nil, err
+	}
+	if f.S < 0 || f.MaxPreemptions < 0 {
+		return nil, errNegative("fitgpp.s and fitgpp.max_preemptions")
+	}
+	return f, nil
+}
+
+func (*FitGpp) Name() string                { return "fitgpp" }
+func (*FitGpp) Rank(_ time.Time, js []*Job) { rankTEFirst(js) }
+func (*FitGpp) Preemptive() bool            { return false }
+func (*FitGpp) Blocking() bool              { return true }
+func (*FitGpp) Consolidate(*Job) bool       { return true }
+func (*FitGpp) MakesRoom(j *Job) bool       { return j.Class == ClassTrialAndError }
+
+// Victim implements Preemptor (Equation 2).
+func (f *FitGpp) Victim(j *Job, running []*Job, room *Room) *Job {
+	maxNorm, maxGP := 0.0, 0.0
+	for _, v := range running {
+		if v.Class == ClassBestEffort {
+			maxNorm = math.Max(maxNorm, norm(room.Share(v)))
+			maxGP = math.Max(maxGP, v.GracePeriod)
+		}
+	}
+	var best *Job
+	bestScore := math.Inf(1)
+	for _, v := range running {
+		if v.Class != ClassBestEffort || v.Preemptions >= f.MaxPreemptions || !room.FitsWith(j, v) {
+			continue
+		}
+		score := 0.0
+		if maxNorm > 0 {
+			score += norm(room.Share(v)) / maxNorm
+		}
+		if maxGP > 0 {
+			score += f.S * v.GracePeriod / maxGP
+		}
+		if score < bestScore { // ties: the first in FIFO order
+			best, bestScore = v, score
+		}
+	}
+	return best
+}
+
+func norm(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x * x
+	}
+	return math.Sqrt(s)
+}
+
+// LRTP is Longest Remaining Time Preemption (Big-C, the FitGpp paper's
+// baseline): like FitGpp, but a TE job that does not fit preempts the
+// running BE job with the longest remaining time (perfect knowledge), then
+// the next, until it fits; no preemption limit.
+type LRTP struct{}
+
+func (LRTP) Name() string                { return "lrtp" }
+func (LRTP) Rank(_ time.Time, js []*Job) { rankTEFirst(js) }
+func (LRTP) Preemptive() bool            { return false }
+func (LRTP) Blocking() bool              { return true }
+func (LRTP) Consolidate(*Job) bool       { return true }
+func (LRTP) MakesRoom(j *Job) bool       { return j.Class == ClassTrialAndError }
+
+// Victim implements Preemptor.
+func (LRTP) Victim(_ *Job, running []*Job, _ *Room) *Job {
+	var best *Job
+	for _, v := range running {
+		if v.Class == ClassBestEffort && (best == nil || remaining(v) > remaining(best)) {
+			best = v
+		}
+	}
+	return best
+}
+
+// RandomPreempt is the FitGpp paper's RAND baseline: a TE job that does not
+// fit preempts running BE jobs chosen at random until it fits.
+type RandomPreempt struct{ rng *rand.Rand }
+
+// NewRandomPreempt returns RAND seeded with 1; Seed reseeds it.
+func NewRandomPreempt() *RandomPreempt { return &RandomPreempt{rng: rand.New(rand.NewSource(1))} }
+
+// Seed makes the victims a function of the run's seed.
+func (r *RandomPreempt) Seed(seed int64) { r.rng = rand.New(rand.NewSource(seed)) }
+
+func (*RandomPreempt) Name() string                { return "rand" }
+func (*RandomPreempt) Rank(_ time.Time, js []*Job) { rankTEFirst(js) }
+func (*RandomPreempt) Preemptive() bool            { return false }
+func (*RandomPreempt) Blocking() bool              { return true }
+func (*RandomPreempt) Consolidate(*Job) bool       { return true }
+func (*RandomPreempt) MakesRoom(j *Job) bool       { return j.Class == ClassTrialAndError }
+
+// Victim implements Preemptor.
+func (r *RandomPreempt) Victim(_ *Job, running []*Job, _ *Room) *Job {
+	n := 0
+	for _, v := range running {
+		if v.Class == ClassBestEffort {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	k := r.rng.Intn(n)
+	for _, v := range running {
+		if v.Class == ClassBestEffort {
+			if k == 0 {
+				return v
+			}
+			k--
+		}
+	}
+	return nil
+}
+
+// rankTEFirst is FitGpp's queue: TE jobs, then preempted BE jobs (back at
+// the head of the queue), then the rest, each in FIFO order.
+func rankTEFirst(jobs []*Job) {
+	r := newRankKeys(jobs)
+	for i, j := range r.jobs {
+		switch {
+		case j.Class == ClassTrialAndError:
+			r.level[i] = 0
+		case j.Preemptions > 0:
+			r.level[i] = 1
+		default:
+			r.level[i] = 2
+		}
+	}
+	r.sort()
+}

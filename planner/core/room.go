@@ -1,0 +1,110 @@
+package core
+
+// Preemptor is implemented by policies that make room for a waiting job by
+// preempting running jobs of their choice, rather than by ranking: FitGpp
+// and its baselines. The generic scheduler asks it when a queued job does
+// not fit, preempts the victims one by one, and places the job as soon as
+// it fits.
+type Preemptor interface {
+	// MakesRoom reports whether j may have running jobs preempted for it
+	// (FitGpp: trial-and-error jobs).
+	MakesRoom(j *Job) bool
+	// Victim chooses the next job of running to preempt so that j fits,
+	// or nil to stop (j then waits).
+	Victim(j *Job, running []*Job, room *Room) *Job
+}
+
+// Room is what a Preemptor sees while it makes room: the running jobs, where
+// they run, and what each node has free.
+type Room struct {
+	running []*Job
+	grant   map[*Job]Grant
+	free    *FreeGPUs
+}
+
+func newRoom(ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) *Room {
+	r := &Room{grant: map[*Job]Grant{}, free: free}
+	for _, j := range ranked {
+		if j.Phase == Granted {
+			r.running = append(r.running, j)
+			r.grant[j] = grants[grantOf[j.Key]]
+		}
+	}
+	return r
+}
+
+// make preempts victims until j can be placed, then places it.
+func (r *Room) make(j *Job, pre Preemptor, consolidate bool, preempts *[]Action) (Grant, bool) {
+	for {
+		v := pre.Victim(j, r.running, r)
+		if v == nil {
+			return Grant{}, false
+		}
+		i := -1
+		for k, c := range r.running {
+			if c == v {
+				i = k
+				break
+			}
+		}
+		if i < 0 {
+			return Grant{}, false // not a running job: a policy bug; preempt nothing more
+		}
+		r.running = append(r.running[:i:i], r.running[i+1:]...)
+		g := r.grant[v]
+		*preempts = append(*preempts, PreemptAction{Grant: g})
+		r.free.give(g)
+		r.free.hold(g, v, -1)
+		if g, ok := r.free.PlaceJob(j, consolidate); ok {
+			return g, true
+		}
+	}
+}
+
+// node is the indexed node a running job's grant is on, or -1 for a grant
+// over several nodes (or an unknown one).
+func (r *Room) node(v *Job) int {
+	g, ok := r.grant[v]
+	if !ok {
+		return -1
+	}
+	if i, ok := r.free.x.byID[g.Node]; ok {
+		return i
+	}
+	return -1
+}
+
+// FitsWith reports whether j would fit on running job v's node once v's
+// GPUs, CPU and memory are free again (FitGpp's D_TE <= D_j + N).
+func (r *Room) FitsWith(j, v *Job) bool {
+	i := r.node(v)
+	if i < 0 {
+		return false
+	}
+	f := r.free
+	if f.count[i]+len(r.grant[v].GPUs) < j.GPUs {
+		return false
+	}
+	if !f.demands(j) {
+		return true
+	}
+	return j.CPU <= f.cpu[i]+v.CPU+1e-9 && j.Memory <= f.mem[i]+v.Memory+1e-9
+}
+
+// Share is a running job's demand relative to its node's capacity: GPUs,
+// then CPU and memory where the node accounts them (FitGpp's D_j).
+func (r *Room) Share(v *Job) []float64 {
+	i := r.node(v)
+	if i < 0 {
+		return []float64{1}
+	}
+	n := r.free.x.nodes[i]
+	out := []float64{float64(v.GPUs) / float64(max(1, len(n.gpus)))}
+	if n.node.CPU > 0 {
+		out = append(out, v.CPU/n.node.CPU)
+	}
+	if n.node.Memory > 0 {
+		out = append(out, v.Memory/n.node.Memory)
+	}
+	return out
+}
