@@ -1,0 +1,37 @@
+# Virtual clusters for the philly-256 simulated cluster
+# (`themis sim --cluster philly-256`): 12 4-GPU nodes in rack0 and 26 8-GPU
+# nodes in rack1-rack4, 256 GPUs.
+#
+# Cell types are named <level><GPUs>: "gpu", "pair2" (an NVLink pair),
+# "socket4", "node4", "node8", and the racks "rack48" (12 node4), "rack64"
+# (8 node8) and "rack16" (2 node8). Each VC owns cells; they are bound to
+# physical cells of the same type only when its jobs need them, so the VC
+# always finds them, whatever the other VCs and the opportunistic jobs do.
+
+vc "production" {
+  # One whole rack: 64 GPUs with rack affinity, e.g. for 32-GPU gangs.
+  cells {
+    type  = "rack64"
+    count = 1
+  }
+}
+
+vc "research" {
+  cells {
+    type  = "node8"
+    count = 8
+  }
+  cells {
+    type  = "pair2"
+    count = 8
+  }
+}
+
+vc "interns" {
+  cells {
+    type  = "node4"
+    count = 6
+  }
+  # A node the team owns for good (its rack is rack0).
+  pin = ["rack0-n11"]
+}

@@ -1,0 +1,307 @@
+package hived
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// MaxCount bounds one cells block's count.
+const MaxCount = 1 << 20
+
+// Config is the virtual clusters' configuration.
+type Config struct {
+	// GPUType names the leaf cell type (the GPU model); empty means
+	// DefaultGPUType.
+	GPUType string
+	// VCs are the virtual clusters, in order.
+	VCs []VCConfig
+}
+
+// VCConfig is one virtual cluster: the cells it owns.
+type VCConfig struct {
+	Name string
+	// Cells are bound lazily to physical cells of their type.
+	Cells []CellCount
+	// Pin names physical cells (racks, nodes, "<node>/<path>" cells, GPU
+	// IDs, or their aliases) the VC owns for good; each counts as one more
+	// cell of the pinned cell's type.
+	Pin []string
+
+	pos, pinPos string // where the block and the pin attribute are, when parsed
+}
+
+// CellCount asks for Count cells of type Type.
+type CellCount struct {
+	Type  string
+	Count int
+
+	pos string
+}
+
+func (cfg *Config) gpuType() string {
+	if cfg.GPUType == "" {
+		return DefaultGPUType
+	}
+	return cfg.GPUType
+}
+
+// validate checks what does not need the cluster (configs built in code get
+// the same checks the parser makes).
+func (cfg *Config) validate() error {
+	if cfg.GPUType != "" {
+		if err := checkName(cfg.GPUType, "/"); err != nil {
+			return fmt.Errorf("hived: gpu_type: %w", err)
+		}
+	}
+	seen := map[string]bool{}
+	pinned := map[string]string{}
+	for _, v := range cfg.VCs {
+		if err := checkName(v.Name, "/"); err != nil {
+			return fmt.Errorf("hived: %svc name: %w", at(v.pos), err)
+		}
+		if seen[v.Name] {
+			return fmt.Errorf("hived: %svc %q is defined twice", at(v.pos), v.Name)
+		}
+		seen[v.Name] = true
+		for _, cc := range v.Cells {
+			if cc.Type == "" {
+				return fmt.Errorf("hived: %svc %q: a cells block has no type", at(cc.pos), v.Name)
+			}
+			if cc.Count < 1 || cc.Count > MaxCount {
+				return fmt.Errorf("hived: %svc %q: cells %q: count %d must be between 1 and %d", at(cc.pos), v.Name, cc.Type, cc.Count, MaxCount)
+			}
+		}
+		for _, p := range v.Pin {
+			if p == "" {
+				return fmt.Errorf("hived: %svc %q: an empty pin", at(v.pinPos), v.Name)
+			}
+			if by, dup := pinned[p]; dup {
+				return fmt.Errorf("hived: %svc %q: cell %q is already pinned by vc %q", at(v.pinPos), v.Name, p, by)
+			}
+			pinned[p] = v.Name
+		}
+	}
+	return nil
+}
+
+// checkName accepts non-empty names without whitespace, control characters,
+// quotes or any of bad.
+func checkName(s, bad string) error {
+	if s == "" {
+		return errors.New("must not be empty")
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '"' || r == unicode.ReplacementChar || strings.ContainsRune(bad, r) {
+			return fmt.Errorf("%q must not contain %q", s, r)
+		}
+	}
+	return nil
+}
+
+var (
+	configSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "gpu_type"}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "vc", LabelNames: []string{"name"}}},
+	}
+	vcSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "pin"}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "cells"}},
+	}
+	cellsSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "type", Required: true}, {Name: "count", Required: true}},
+	}
+)
+
+// ParseConfig parses a VC configuration file (HCL); filename is used in
+// error messages. The format:
+//
+//	gpu_type = "gpu"          # optional: the leaf cell type's name
+//
+//	vc "research" {
+//	  cells {                 # count cells of a type, bound lazily
+//	    type  = "node8"
+//	    count = 2
+//	  }
+//	  cells {
+//	    type  = "pair2"
+//	    count = 3
+//	  }
+//	  pin = ["rack0-n03"]     # optional: physical cells owned for good
+//	}
+//
+// Every problem found is reported, each as "file:line,col-col: summary;
+// detail". Cell types and pins are checked against the cluster by New.
+func ParseConfig(filename string, src []byte) (*Config, error) {
+	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, diagError(diags)
+	}
+	content, diags := file.Body.Content(configSchema)
+	p := parser{diags: diags}
+	cfg := &Config{}
+	if attr, ok := content.Attributes["gpu_type"]; ok {
+		if p.decode(attr, &cfg.GPUType) {
+			if err := checkName(cfg.GPUType, "/"); err != nil {
+				p.errorf(attr.Expr.Range(), "Invalid gpu_type", "gpu_type: %v", err)
+			}
+		}
+	}
+	vcAt := map[string]hcl.Range{}
+	pinAt := map[string]string{}
+	for _, block := range content.Blocks {
+		v, ok := p.vc(block, pinAt)
+		if !ok {
+			continue
+		}
+		if prev, dup := vcAt[v.Name]; dup {
+			p.errorf(block.LabelRanges[0], "Duplicate vc", "vc %q is already defined at %s", v.Name, prev)
+			continue
+		}
+		vcAt[v.Name] = block.DefRange
+		cfg.VCs = append(cfg.VCs, v)
+	}
+	if p.diags.HasErrors() {
+		return nil, diagError(p.diags)
+	}
+	return cfg, nil
+}
+
+// parser collects diagnostics while decoding blocks.
+type parser struct {
+	diags hcl.Diagnostics
+}
+
+func (p *parser) errorf(rng hcl.Range, summary, format string, args ...any) {
+	r := rng
+	p.diags = append(p.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  &r,
+	})
+}
+
+func (p *parser) decode(attr *hcl.Attribute, target any) bool {
+	diags := gohcl.DecodeExpression(attr.Expr, nil, target)
+	p.diags = append(p.diags, diags...)
+	return !diags.HasErrors()
+}
+
+func (p *parser) vc(block *hcl.Block, pinAt map[string]string) (VCConfig, bool) {
+	v := VCConfig{Name: block.Labels[0], pos: rangeString(block.DefRange)}
+	ok := true
+	if err := checkName(v.Name, "/"); err != nil {
+		p.errorf(block.LabelRanges[0], "Invalid vc name", "vc name: %v", err)
+		ok = false
+	}
+	content, diags := block.Body.Content(vcSchema)
+	p.diags = append(p.diags, diags...)
+	ok = ok && !diags.HasErrors()
+	for _, cb := range content.Blocks {
+		cc, cok := p.cells(v.Name, cb)
+		ok = ok && cok
+		v.Cells = append(v.Cells, cc)
+	}
+	if attr, set := content.Attributes["pin"]; set {
+		v.pinPos = rangeString(attr.Expr.Range())
+		if !p.decode(attr, &v.Pin) {
+			return v, false
+		}
+		if len(v.Pin) == 0 {
+			v.Pin = nil
+		}
+		for _, name := range v.Pin {
+			if name == "" {
+				p.errorf(attr.Expr.Range(), "Invalid pin", "vc %q: a pin must name a cell", v.Name)
+				ok = false
+				continue
+			}
+			if prev, dup := pinAt[name]; dup {
+				p.errorf(attr.Expr.Range(), "Duplicate pin", "vc %q: cell %q is already pinned at %s", v.Name, name, prev)
+				ok = false
+				continue
+			}
+			pinAt[name] = v.pinPos
+		}
+	}
+	return v, ok
+}
+
+func (p *parser) cells(vcName string, block *hcl.Block) (CellCount, bool) {
+	cc := CellCount{pos: rangeString(block.DefRange)}
+	content, diags := block.Body.Content(cellsSchema)
+	p.diags = append(p.diags, diags...)
+	if diags.HasErrors() {
+		return cc, false
+	}
+	typeAttr, countAttr := content.Attributes["type"], content.Attributes["count"]
+	ok := p.decode(typeAttr, &cc.Type)
+	if ok && cc.Type == "" {
+		p.errorf(typeAttr.Expr.Range(), "Invalid cell type", "vc %q: cells.type must name a cell type", vcName)
+		ok = false
+	}
+	if ok {
+		cc.pos = rangeString(typeAttr.Expr.Range())
+	}
+	if !p.decode(countAttr, &cc.Count) {
+		return cc, false
+	}
+	if cc.Count < 1 || cc.Count > MaxCount {
+		p.errorf(countAttr.Expr.Range(), "Invalid cell count", "vc %q: cells %q: count %d must be between 1 and %d", vcName, cc.Type, cc.Count, MaxCount)
+		ok = false
+	}
+	return cc, ok
+}
+
+func rangeString(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d,%d", r.Filename, r.Start.Line, r.Start.Column)
+}
+
+// diagError turns diagnostics into one error that lists every problem, one a
+// line, each as "file:line,col-col: summary; detail".
+func diagError(diags hcl.Diagnostics) error {
+	var errs []error
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			errs = append(errs, d)
+		}
+	}
+	return fmt.Errorf("invalid VC config: %w", errors.Join(errs...))
+}
+
+// FormatConfig renders cfg as HCL that ParseConfig reads back to the same
+// configuration (so tools can generate VC files).
+func FormatConfig(cfg *Config) []byte {
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	if cfg.GPUType != "" {
+		body.SetAttributeValue("gpu_type", cty.StringVal(cfg.GPUType))
+	}
+	for i, v := range cfg.VCs {
+		if i > 0 || cfg.GPUType != "" {
+			body.AppendNewline()
+		}
+		vb := body.AppendNewBlock("vc", []string{v.Name}).Body()
+		for _, cc := range v.Cells {
+			cb := vb.AppendNewBlock("cells", nil).Body()
+			cb.SetAttributeValue("type", cty.StringVal(cc.Type))
+			cb.SetAttributeValue("count", cty.NumberIntVal(int64(cc.Count)))
+		}
+		if len(v.Pin) > 0 {
+			pins := make([]cty.Value, len(v.Pin))
+			for j, p := range v.Pin {
+				pins[j] = cty.StringVal(p)
+			}
+			vb.SetAttributeValue("pin", cty.ListVal(pins))
+		}
+	}
+	return hclwrite.Format(f.Bytes())
+}
