@@ -181,10 +181,11 @@ func (s *state) loop(jobs []*job) error {
 	learner, _ := s.cfg.Policy.(core.Learner)
 	recheck, _ := s.cfg.Policy.(core.RecheckAfter)
 	const eps = 1e-9
-	// A policy that preempts to make room (FitGpp) or ranks arrivals ahead
-	// of a blocked head counts as preemptive here: its arrivals matter.
-	_, makesRoom := s.cfg.Policy.(core.Preemptor)
-	preemptive := s.cfg.Policy.Preemptive() || makesRoom
+	preemptive := s.cfg.Policy.Preemptive()
+	// A policy that preempts to make room (FitGpp) lets the jobs that may
+	// do so pass a blocked head and preempt on a full cluster: their
+	// arrivals always count.
+	roomMaker, _ := s.cfg.Policy.(core.Preemptor)
 	blocking := s.cfg.Policy.Blocking()
 	capacity := s.index.Capacity()
 	// blocked: after the last decision a job that could fit the cluster
@@ -195,7 +196,7 @@ func (s *state) loop(jobs []*job) error {
 	for {
 		// Completions.
 		completed := false
-		arrived := false
+		arrived, mayMakeRoom := false, false
 		kept := s.running[:0]
 		for _, j := range s.running {
 			if j.remaining <= eps && j.overhead <= eps {
@@ -229,15 +230,19 @@ func (s *state) loop(jobs []*job) error {
 			s.ptrs = append(s.ptrs, j.c)
 			next++
 			arrived = true
+			if roomMaker != nil && roomMaker.MakesRoom(j.c) {
+				mayMakeRoom = true
+			}
 		}
 		if len(s.active) == s.dead && next == len(jobs) {
 			break
 		}
 		// A non-preemptive policy's decision can only change when GPUs
 		// were freed or a job arrived; an arrival cannot start when no GPU
-		// is free, nor behind a blocked head. Skipping those rounds gives
-		// the same result, much faster on long queues.
-		skip := !preemptive && !completed && s.decided &&
+		// is free, nor behind a blocked head, unless it may preempt for
+		// room (FitGpp's TE jobs). Skipping those rounds gives the same
+		// result, much faster on long queues.
+		skip := !preemptive && !completed && !mayMakeRoom && s.decided &&
 			(!arrived || s.busy == capacity || (blocking && blocked))
 		if !skip {
 			if err := s.decide(); err != nil {
