@@ -32,7 +32,11 @@ func checkCluster(t *testing.T, c *Cluster) {
 				t.Fatalf("node %q GPU %d: %+v (duplicate: %v)", n.Name, j, g, gpus[g.ID])
 			}
 			gpus[g.ID] = true
-			if want := NodePath(len(n.GPUs), j); !slices.Equal(g.Path, want) {
+			want := NodePath(len(n.GPUs), j)
+			if strings.HasPrefix(c.Name, "themis") {
+				want = ThemisSlotPath(len(n.GPUs), j)
+			}
+			if !slices.Equal(g.Path, want) {
 				t.Errorf("node %q GPU %d: path %v, want %v", n.Name, j, g.Path, want)
 			}
 		}
@@ -63,6 +67,8 @@ func TestPresets(t *testing.T) {
 		{"philly-full", 2400, map[int]int{4: 100, 8: 250}, 7 + 32},
 		{"philly-256", 256, map[int]int{4: 12, 8: 26}, 1 + 4},
 		{"fitgpp84", 672, map[int]int{8: 84}, 7},
+		{"themis", 256, map[int]int{8: 24, 4: 10, 1: 24}, 3 + 1 + 1},
+		{"themis-footnote", 168, map[int]int{8: 16, 4: 6, 1: 16}, 2 + 1 + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Preset(tc.name)
@@ -76,11 +82,11 @@ func TestPresets(t *testing.T) {
 			}
 		})
 	}
-	if !slices.Equal(Presets(), []string{"fitgpp84", "n2g4", "n8g8", "philly", "philly-256", "philly-full"}) {
+	if !slices.Equal(Presets(), []string{"fitgpp84", "n2g4", "n8g8", "philly", "philly-256", "philly-full", "themis", "themis-footnote"}) {
 		t.Errorf("presets %v", Presets())
 	}
 	_, err := Preset("nope")
-	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "fitgpp84, n2g4, n8g8, philly, philly-256, philly-full") {
+	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "fitgpp84, n2g4, n8g8, philly, philly-256, philly-full, themis, themis-footnote") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -332,11 +338,12 @@ func TestFromPresetOrFile(t *testing.T) {
 		{"n8g8", 64, ""},
 		{"philly", 480, ""},
 		{"philly-2400", 2400, ""},
+		{"themis", 256, ""},
 		{"r2n2g4", 16, ""},
 		{"../../examples/topology/dev-node.hcl", 8, ""},
 		{"n8g0", 0, "must be positive"},
 		{bad, 0, "bad.hcl"},
-		{dir, 0, "is not a preset (fitgpp84, n2g4, n8g8, philly, philly-256, philly-full, philly-<GPUs>), a spec"},
+		{dir, 0, "is not a preset (fitgpp84, n2g4, n8g8, philly, philly-256, philly-full, themis, themis-footnote, philly-<GPUs>), a spec"},
 		{"missing.hcl", 0, `cluster "missing.hcl" is not a preset`},
 	} {
 		c, err := FromPresetOrFile(tc.arg)
@@ -368,5 +375,98 @@ func TestScaledPhillyPresetByName(t *testing.T) {
 		if _, err := FromPresetOrFile(bad); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("%s: err %v, want an error naming it", bad, err)
 		}
+	}
+}
+
+func TestThemisSlotPath(t *testing.T) {
+	for _, tc := range []struct {
+		gpus, index int
+		want        []string
+	}{
+		{8, 0, []string{"slot0"}},
+		{8, 1, []string{"slot0"}},
+		{8, 2, []string{"slot1"}},
+		{8, 7, []string{"slot3"}},
+		{4, 0, []string{"slot0"}},
+		{4, 3, []string{"slot3"}},
+		{1, 0, []string{"slot0"}},
+		{2, 1, []string{"slot1"}},
+		{16, 5, []string{"slot1"}},
+		{8, 8, nil},
+		{1, 1, nil},
+		{4, -1, nil},
+	} {
+		if got := ThemisSlotPath(tc.gpus, tc.index); !slices.Equal(got, tc.want) {
+			t.Errorf("ThemisSlotPath(%d, %d) = %v, want %v", tc.gpus, tc.index, got, tc.want)
+		}
+	}
+}
+
+// The themis presets have the paper's four levels: GPU, slot (the path's one
+// cell), machine, rack; slots of 2 GPUs on 8-GPU machines, of 1 on 4-GPU
+// machines, one slot on a 1-GPU machine; each machine shape in racks of its
+// own of at most 64 GPUs.
+func TestThemisPresetLevels(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		gpus, machines    int
+		racks, rackGPUMax int
+	}{
+		{"themis", ThemisGPUs, 58, 5, 64},
+		{"themis-footnote", ThemisFootnoteGPUs, 38, 4, 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Preset(tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkCluster(t, c)
+			if c.TotalGPUs() != tc.gpus || len(c.Nodes) != tc.machines {
+				t.Fatalf("%d GPUs on %d machines, want %d on %d", c.TotalGPUs(), len(c.Nodes), tc.gpus, tc.machines)
+			}
+			rackGPUs := map[string]int{}
+			rackShape := map[string]int{}
+			for _, n := range c.Nodes {
+				rackGPUs[n.Rack] += len(n.GPUs)
+				if s, ok := rackShape[n.Rack]; ok && s != len(n.GPUs) {
+					t.Errorf("rack %s mixes %d- and %d-GPU machines", n.Rack, s, len(n.GPUs))
+				}
+				rackShape[n.Rack] = len(n.GPUs)
+				slots := map[string]int{}
+				for _, g := range n.GPUs {
+					if len(g.Path) != 1 || !strings.HasPrefix(g.Path[0], "slot") {
+						t.Fatalf("%s: path %v, want one slot cell", g.ID, g.Path)
+					}
+					slots[g.Path[0]]++
+				}
+				wantSlots, perSlot := map[int]int{8: 4, 4: 4, 1: 1}[len(n.GPUs)], map[int]int{8: 2, 4: 1, 1: 1}[len(n.GPUs)]
+				if len(slots) != wantSlots {
+					t.Errorf("%s (%d GPUs): %d slots, want %d", n.Name, len(n.GPUs), len(slots), wantSlots)
+				}
+				for s, k := range slots {
+					if k != perSlot {
+						t.Errorf("%s %s: %d GPUs, want %d", n.Name, s, k, perSlot)
+					}
+				}
+			}
+			if len(rackGPUs) != tc.racks {
+				t.Errorf("%d racks, want %d", len(rackGPUs), tc.racks)
+			}
+			for r, g := range rackGPUs {
+				if g > tc.rackGPUMax {
+					t.Errorf("rack %s: %d GPUs, want at most %d", r, g, tc.rackGPUMax)
+				}
+			}
+		})
+	}
+	if _, err := Themis("x", -1, 0, 1); err == nil || !strings.Contains(err.Error(), "-1 8-GPU") {
+		t.Errorf("negative count: err %v", err)
+	}
+	if _, err := Themis("x", 0, 0, 0); err == nil {
+		t.Error("no machines: want an error")
+	}
+	c, err := Themis("x", 0, 2, 0)
+	if err != nil || c.TotalGPUs() != 8 || c.Nodes[0].Rack != "rack0" {
+		t.Errorf("two 4-GPU machines: %v, %v", c, err)
 	}
 }

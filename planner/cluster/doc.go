@@ -5,9 +5,10 @@
 // A cluster comes from one of:
 //
 //   - a preset (Preset, Presets): n2g4, n8g8, philly, philly-full,
-//     philly-256, philly-<GPUs> for any multiple of 4, and fitgpp84 (the
+//     philly-256, philly-<GPUs> for any multiple of 4, fitgpp84 (the
 //     FitGpp paper's 84 nodes of 32 CPUs, 256 GB and 8 GPUs, whose nodes
-//     account CPU and memory);
+//     account CPU and memory), and themis and themis-footnote (the Themis
+//     paper's heterogeneous cluster with slots, below);
 //   - a compact spec, "[r<racks>]n<nodes per rack>g<GPUs per node>", e.g.
 //     "n8g8" (one rack of 8 8-GPU nodes) or "r4n16g8" (ParseSpec, Uniform);
 //   - node groups of different shapes (Mixed), e.g. PhillyScaled;
@@ -29,7 +30,8 @@
 //	1 GPU:  no cells (empty path)
 //
 // Other node sizes get a flat, empty path: all their GPUs are equally close,
-// as no common layout is known to us.
+// as no common layout is known to us. The themis presets use slots instead
+// (below).
 //
 // # The philly presets
 //
@@ -55,4 +57,36 @@
 // six on 4-GPU nodes) at any total; philly-256 is PhillyScaled(256), the
 // scale of the Themis paper's simulations, where the same trace asks for
 // about 1.5 times the cluster on average.
+//
+// # The themis presets
+//
+// The Themis paper (NSDI'20, section 6.1) simulates "a heterogeneous 256
+// GPU cluster" with "a 4-level hierarchical locality model for GPU
+// placements. Individual GPUs fit onto slots on machines occupying
+// different cluster racks." Its footnote 6 lists the machines: "16 8-GPU
+// machines (4 slots and 2 GPUs per slot), 6 4-GPU machines (4 slots and 1
+// GPU per slot), and 16 1-GPU machines". That list adds up to 16x8 + 6x4 +
+// 16x1 = 168 GPUs, not 256, and the paper says no more (no rack size
+// either). Every result the paper reports for the simulator refers to 256
+// GPUs, and contention (Figure 14 halves and quarters "the original size")
+// is relative to it, so:
+//
+//   - themis is the footnote's machine shapes in the footnote's proportions
+//     at the stated 256 GPUs: 24 8-GPU + 10 4-GPU + 24 1-GPU machines
+//     (192 + 40 + 24 GPUs; the footnote's GPU shares are 76% / 14% / 10%,
+//     these 75% / 16% / 9%). Scaling the 16 : 6 : 16 machine counts by
+//     256/168 gives 24.4 : 9.1 : 24.4; we round to 24 and 24 and take the
+//     4-GPU machines that make exactly 256 (10).
+//   - themis-footnote is the footnote's list as printed: 16 + 6 + 16
+//     machines, 168 GPUs.
+//
+// Both put each machine shape in racks of its own of 64 GPUs (our
+// assumption, as for philly: 8 8-GPU machines, up to 16 4-GPU or 64 1-GPU
+// machines a rack): themis has 3 + 1 + 1 racks, themis-footnote 2 + 1 + 1.
+// Inside a machine the only level is the slot: a GPU's Path is ["slot<k>"]
+// (ThemisSlotPath), slots of 2 GPUs on 8-GPU machines, of 1 GPU on 4-GPU
+// machines, and one slot on 1-GPU machines. With the node and the rack this
+// is the paper's four levels: GPU, slot, machine, rack. The machines account
+// GPUs only (the paper gives no CPU or memory). Themis builds the shape at
+// any machine counts.
 package cluster

@@ -20,6 +20,32 @@ const (
 	PhillyTraceGPUs = 480
 )
 
+// The Themis paper's heterogeneous simulated cluster (NSDI'20, section 6.1
+// and its footnote 6; see the package doc): machines of 8 GPUs (4 slots of
+// 2), 4 GPUs (4 slots of 1) and 1 GPU. The footnote lists 16 + 6 + 16
+// machines, 168 GPUs (ThemisFootnoteGPUs), against the text's 256; the
+// themis preset keeps the footnote's machine shapes and their proportions
+// at 256 GPUs (ThemisGPUs).
+const (
+	Themis8GPUNodes = 24
+	Themis4GPUNodes = 10
+	Themis1GPUNodes = 24
+	// ThemisGPUs is the size of the themis preset, the paper's 256.
+	ThemisGPUs = 8*Themis8GPUNodes + 4*Themis4GPUNodes + Themis1GPUNodes
+	// The footnote's machine counts, literally (the themis-footnote preset).
+	ThemisFootnote8GPUNodes = 16
+	ThemisFootnote4GPUNodes = 6
+	ThemisFootnote1GPUNodes = 16
+	ThemisFootnoteGPUs      = 8*ThemisFootnote8GPUNodes + 4*ThemisFootnote4GPUNodes + ThemisFootnote1GPUNodes
+	// ThemisRackGPUs is the assumed number of GPUs in a rack (the paper
+	// gives none): 8 8-GPU machines, or up to 16 4-GPU or 64 1-GPU ones,
+	// each machine shape in racks of its own.
+	ThemisRackGPUs = 64
+	// ThemisSlots is the number of slots in the footnote's 8-GPU and 4-GPU
+	// machines.
+	ThemisSlots = 4
+)
+
 // presets are the named clusters; each builds a fresh copy.
 var presets = map[string]func() (*Cluster, error){
 	// The Tiresias testbed-scale example: one switch, 2 nodes of 4 GPUs.
@@ -53,6 +79,59 @@ var presets = map[string]func() (*Cluster, error){
 		}
 		return c, nil
 	},
+	// The Themis paper's simulated cluster at its stated 256 GPUs, and the
+	// footnote's literal machine list (168 GPUs); see the package doc.
+	"themis": func() (*Cluster, error) {
+		return Themis("themis", Themis8GPUNodes, Themis4GPUNodes, Themis1GPUNodes)
+	},
+	"themis-footnote": func() (*Cluster, error) {
+		return Themis("themis-footnote", ThemisFootnote8GPUNodes, ThemisFootnote4GPUNodes, ThemisFootnote1GPUNodes)
+	},
+}
+
+// Themis builds a cluster in the Themis paper's shape (section 6.1): n8
+// 8-GPU, n4 4-GPU and n1 1-GPU machines, in that order, each shape in racks
+// of its own of ThemisRackGPUs GPUs, and each GPU's path its slot
+// (ThemisSlotPath), so that placement has the paper's four levels: GPU,
+// slot, machine, rack. A count of 0 leaves that shape out.
+func Themis(name string, n8, n4, n1 int) (*Cluster, error) {
+	var groups []NodeGroup
+	for _, g := range []NodeGroup{
+		{Count: n8, GPUsPerNode: 8, NodesPerRack: ThemisRackGPUs / 8},
+		{Count: n4, GPUsPerNode: 4, NodesPerRack: ThemisRackGPUs / 4},
+		{Count: n1, GPUsPerNode: 1, NodesPerRack: ThemisRackGPUs},
+	} {
+		if g.Count < 0 {
+			return nil, fmt.Errorf("themis cluster %q: %d %d-GPU machines: want a count >= 0", name, g.Count, g.GPUsPerNode)
+		}
+		if g.Count > 0 {
+			groups = append(groups, g)
+		}
+	}
+	c, err := Mixed(name, groups...)
+	if err != nil {
+		return nil, err
+	}
+	for i := range c.Nodes {
+		gpus := c.Nodes[i].GPUs
+		for j := range gpus {
+			gpus[j].Path = ThemisSlotPath(len(gpus), j)
+		}
+	}
+	return c, nil
+}
+
+// ThemisSlotPath is the cell path of GPU index in a machine of gpusPerNode
+// GPUs of the Themis cluster: one level, the slot, "slot<k>", of
+// max(1, gpusPerNode/ThemisSlots) consecutive GPUs. The footnote's 8-GPU
+// machines have 4 slots of 2 GPUs, its 4-GPU machines 4 slots of 1 and its
+// 1-GPU machines one slot. Nil for an index out of range.
+func ThemisSlotPath(gpusPerNode, index int) []string {
+	if index < 0 || index >= gpusPerNode {
+		return nil
+	}
+	perSlot := max(1, gpusPerNode/ThemisSlots)
+	return []string{"slot" + strconv.Itoa(index/perSlot)}
 }
 
 // Presets lists the preset names, sorted.

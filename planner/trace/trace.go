@@ -48,6 +48,20 @@ type Job struct {
 	// GracePeriod is how long, in seconds, the job may take to suspend
 	// (checkpoint) once told it is preempted; 0 when the trace does not say.
 	GracePeriod float64
+	// App names the app the job belongs to in the Themis sense (NSDI'20,
+	// section 2.1): a set of related jobs, e.g. the trials of one
+	// hyper-parameter sweep, training one model, that finishes when its last
+	// job does. "" when the trace does not say (every job its own app). The
+	// CSV formats have no such column; the generators of package workload
+	// set it.
+	App string
+	// Phase is the job's successive-halving phase (NSDI'20, section 4.3.2),
+	// 1 for the first, when its App is a successive-halving sweep; 0
+	// otherwise. A job of phase p > 1 is a survivor of phase p-1 and may
+	// start only once every job of phase p-1 of its App has finished; its
+	// Submit is the App's arrival, like every job of the App. Phases are
+	// numbered 1, 2, ... without gaps.
+	Phase int
 }
 
 // Trace is a loaded trace.
