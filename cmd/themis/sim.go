@@ -14,6 +14,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/report"
 	"github.com/themis-nomad/themis/planner/sim"
 	"github.com/themis-nomad/themis/planner/trace"
@@ -28,6 +29,7 @@ func (c *simCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
                   --policy NAME[,NAME...] [--sweep KNOB=V1,V2,...]
+                  [--vc-config FILE [--vc-mode hived|quota]]
                   [--seed N] [--set k=v]... --out DIR
 
   Replays a trace (Philly or Tiresias CSV, detected from the header), or a
@@ -37,6 +39,14 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   DIR/comparison.md (factor of improvement over the first policy, or
   --reference) plus each run in DIR/<policy>/. --sweep runs each policy once
   per value of a knob, as "policy[knob=value]".
+
+  With --vc-config (virtual clusters and their cells, HCL; see
+  examples/philly-vcs.hcl and docs/simulator.md) every job runs in its trace
+  VC, the policy ordering each VC's queue: --vc-mode hived binds each VC's
+  cells by HiveD's buddy allocation, quota caps each VC at its cells' GPUs
+  placed anywhere. Each VC's private cluster (its cells alone) is run too,
+  and summary.json compares them: vcs, sharing_anomalies,
+  max_excess_queue_s.
 
   Workloads: fitgpp (the FitGpp paper's TE/BE jobs, Appendix A; knobs
   workload.jobs=2^19, workload.seed (default --seed), workload.te_fraction=0.3,
@@ -59,11 +69,12 @@ Options:
 }
 
 type simOptions struct {
-	trace, workload, sweep                 string
-	cluster, policy, out, reference        string
-	seed                                   int64
-	sets                                   stringList
-	quiet                                  bool
+	trace, workload, sweep          string
+	vcConfig, vcMode                string
+	cluster, policy, out, reference string
+	seed                            int64
+	sets                            stringList
+	quiet                           bool
 }
 
 type stringList []string
@@ -76,6 +87,8 @@ func simFlags(o *simOptions) *flag.FlagSet {
 	fs.StringVar(&o.trace, "trace", "", "trace file (Philly or Tiresias CSV)")
 	fs.StringVar(&o.workload, "workload", "", "generated workload instead of a trace: fitgpp")
 	fs.StringVar(&o.sweep, "sweep", "", "run each policy once per value of a knob: KNOB=V1,V2,...")
+	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters and their cells (HCL), for a run in virtual clusters")
+	fs.StringVar(&o.vcMode, "vc-mode", sim.VCModeHived, "with --vc-config: hived (cells) or quota (GPU counts)")
 	fs.StringVar(&o.cluster, "cluster", "n8g8", "cluster preset or topology file")
 	fs.StringVar(&o.policy, "policy", "fifo", "policy, or a comma-separated list for a comparison")
 	fs.StringVar(&o.reference, "reference", "", "reference policy of a comparison (default: the first)")
@@ -130,10 +143,20 @@ func (c *simCommand) run(o simOptions) error {
 	if err != nil {
 		return err
 	}
+	var vcs *hived.Config
+	if o.vcConfig != "" {
+		src, err := os.ReadFile(o.vcConfig)
+		if err != nil {
+			return fmt.Errorf("--vc-config: %w", err)
+		}
+		if vcs, err = hived.ParseConfig(o.vcConfig, src); err != nil {
+			return err
+		}
+	}
 	type run struct {
-		label string
-		pol   core.Policy
-		sets  []string
+		label, name string
+		pol         core.Policy
+		sets        []string
 	}
 	variants := []run{{sets: o.sets}}
 	if o.sweep != "" {
@@ -168,7 +191,7 @@ func (c *simCommand) run(o simOptions) error {
 			if err := k.Unused(core.KnobNamespaces...); err != nil {
 				return fmt.Errorf("--set: %w (no policy of this run uses it)", err)
 			}
-			runs = append(runs, run{label: pol.Name() + v.label, pol: pol, sets: v.sets})
+			runs = append(runs, run{label: pol.Name() + v.label, pol: pol, sets: v.sets, name: strings.TrimSpace(name)})
 		}
 	}
 	if err := knobs.Unused(core.KnobNamespaces...); err != nil {
@@ -182,7 +205,23 @@ func (c *simCommand) run(o simOptions) error {
 		if !o.quiet {
 			cfg.Progress = progressBar(rn.label, time.Now())
 		}
-		r, err := sim.Run(cfg)
+		var r *sim.Result
+		if vcs != nil {
+			rn := rn
+			r, err = sim.RunVCs(sim.VCRun{Config: cfg, VCs: vcs, Mode: o.vcMode, NewPolicy: func() (core.Policy, error) {
+				k, err := core.ParseKnobs(rn.sets)
+				if err != nil {
+					return nil, err
+				}
+				p, err := core.NewPolicy(rn.name, k)
+				if err != nil {
+					return nil, err
+				}
+				return p, sim.PreparePolicy(p)
+			}})
+		} else {
+			r, err = sim.Run(cfg)
+		}
 		if err != nil {
 			return err
 		}

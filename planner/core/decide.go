@@ -17,6 +17,25 @@ type Planner struct {
 	// SingleNode keeps every gang on one node (the live planner pins a job
 	// to one node).
 	SingleNode bool
+	// Placer, when set, places every job in place of the free set's own
+	// placement: virtual clusters' cells (HiveD) or GPU quotas. A queue then
+	// blocks per virtual cluster: one VC's blocked head holds up only its
+	// own jobs. Only non-preemptive policies run with a Placer.
+	Placer Placer
+}
+
+// Placer places jobs for a Planner (see Planner.Placer). It may keep state
+// between rounds (HiveD's cell bindings): whoever applies the decision
+// tells it of the jobs that finish or are preempted.
+type Placer interface {
+	// Place chooses GPUs for queued job j, taking them from free (with
+	// FreeGPUs.Take), and the running jobs to preempt first; ok is false
+	// when j must wait, and why then says why.
+	Place(j *Job, free *FreeGPUs) (g Grant, preempt []JobKey, ok bool, why string)
+	// WaitingVCs is the number of virtual clusters with queued jobs this
+	// round (0: unknown): once that many queues are blocked, nothing more
+	// can start.
+	WaitingVCs() int
 }
 
 // Decide returns this round's actions, in the order they must be applied:
@@ -135,7 +154,9 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 			}
 		}
 	}
-	if p.Policy.Preemptive() {
+	if p.Placer != nil {
+		p.placed(&d, active, s.Grants, grantOf, free)
+	} else if p.Policy.Preemptive() {
 		p.preemptive(&d, active, s.Grants, grantOf, free)
 	} else {
 		p.nonPreemptive(&d, active, s.Grants, grantOf, free)
@@ -207,18 +228,23 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grant
 	if len(preempts) > 0 {
 		p.retryRoom(d, ranked, pre, room, &preempts, free)
 	}
-	if len(preempts) > 0 {
-		// Preemptions come before the round's grants (Decide's order);
-		// grants are everything this function appended.
-		grantsAt := len(d.Actions)
-		for i := len(d.Actions) - 1; i >= 0; i-- {
-			if _, ok := d.Actions[i].(GrantAction); !ok {
-				break
-			}
-			grantsAt = i
-		}
-		d.Actions = append(d.Actions[:grantsAt], append(preempts, d.Actions[grantsAt:]...)...)
+	preemptFirst(d, preempts)
+}
+
+// preemptFirst puts a scheduler's preemptions before the grants it appended
+// to d (Decide's order: preemptions, then grants).
+func preemptFirst(d *Decision, preempts []Action) {
+	if len(preempts) == 0 {
+		return
 	}
+	grantsAt := len(d.Actions)
+	for i := len(d.Actions) - 1; i >= 0; i-- {
+		if _, ok := d.Actions[i].(GrantAction); !ok {
+			break
+		}
+		grantsAt = i
+	}
+	d.Actions = append(d.Actions[:grantsAt], append(preempts, d.Actions[grantsAt:]...)...)
 }
 
 func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
@@ -300,6 +326,54 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf 
 }
 
 var runPool = sync.Pool{New: func() any { return new([]bool) }}
+
+// placed is the non-preemptive scheduler with a Placer: jobs in rank order,
+// each placed by the Placer, the queue blocking per virtual cluster.
+func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
+	heads := map[string]*Job{}
+	var preempts []Action
+	vcs := p.Placer.WaitingVCs()
+	for i, j := range ranked {
+		if j.Phase != Queued {
+			continue
+		}
+		if vcs > 0 && len(heads) >= vcs {
+			// Every queue is blocked: the rest only waits.
+			if p.ExplainWaits {
+				for _, j := range ranked[i:] {
+					if j.Phase == Queued {
+						h := heads[j.VC]
+						p.wait(d, j, func() string {
+							return fmt.Sprintf("behind %s in virtual cluster %q's %s queue", h.Key, j.VC, p.Policy.Name())
+						})
+					}
+				}
+			}
+			break
+		}
+		if h := heads[j.VC]; h != nil {
+			p.wait(d, j, func() string {
+				return fmt.Sprintf("behind %s in virtual cluster %q's %s queue", h.Key, j.VC, p.Policy.Name())
+			})
+			continue
+		}
+		g, victims, ok, why := p.Placer.Place(j, free)
+		if !ok {
+			if p.Policy.Blocking() {
+				heads[j.VC] = j
+			}
+			p.wait(d, j, func() string { return why })
+			continue
+		}
+		for _, v := range victims {
+			if gi, held := grantOf[v]; held {
+				preempts = append(preempts, PreemptAction{Grant: grants[gi]})
+			}
+		}
+		d.Actions = append(d.Actions, GrantAction{Grant: g})
+	}
+	preemptFirst(d, preempts)
+}
 
 // retryRoom gives the jobs that may preempt for room and still wait
 // another try once this round's preemptions changed what is free (a later

@@ -208,6 +208,19 @@ func (f *FreeGPUs) take(ids []string) {
 	}
 }
 
+// Take removes a grant's GPUs from the free set, for a Placer that chose
+// them; it reports false, taking nothing, when one of them is not free.
+func (f *FreeGPUs) Take(g Grant) bool {
+	for _, id := range g.GPUs {
+		p, ok := f.x.gpus[id]
+		if !ok || !f.avail[f.x.offset[p.node]+p.slot] {
+			return false
+		}
+	}
+	f.take(g.GPUs)
+	return true
+}
+
 // give returns a grant's GPUs to the free set (a preempted job's). GPUs that
 // became unhealthy or sit on unschedulable nodes stay out.
 func (f *FreeGPUs) give(g Grant) {

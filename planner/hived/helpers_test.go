@@ -345,75 +345,17 @@ func randomConfig(rng *rand.Rand, nodes []core.Node) *Config {
 	return cfg
 }
 
-// privateCluster builds the VC's private cluster: its cells alone, as
-// physical cells of the same shapes, owned (pinned, in the same order) by a
-// VC of the same name.
+// privateCluster is Cluster.Private, checked: its virtual cells have the
+// shape of the VC's own.
 func privateCluster(c *Cluster, vcName string) (*Cluster, error) {
-	v := c.vcByName[vcName]
-	if len(v.tops) == 0 {
-		return nil, nil
+	pc, _, err := c.Private(vcName)
+	if pc == nil || err != nil {
+		return pc, err
 	}
-	var nodes []core.Node
-	var pins []string
-	if c.root.typ != nil && v.tops[0].typ == c.root.typ {
-		nodes, pins = c.nodes, []string{c.root.name}
-	} else {
-		for i, top := range v.tops {
-			rack := "p" + strconv.Itoa(i)
-			switch {
-			case top.typ.inNode:
-				n := typeNode(top.typ, rack+"-n0", rack)
-				nodes = append(nodes, n)
-				pins = append(pins, n.ID)
-			case top.typ.child.inNode:
-				for j := 0; j < top.typ.count; j++ {
-					nodes = append(nodes, typeNode(top.typ.child, fmt.Sprintf("%s-n%d", rack, j), rack))
-				}
-				pins = append(pins, rack)
-			default:
-				return nil, fmt.Errorf("cannot build a private cell of type %s", top.typ.name)
-			}
-		}
-	}
-	pc, err := New(nodes, &Config{VCs: []VCConfig{{Name: vcName, Pin: pins}}})
-	if err != nil {
-		return nil, err
-	}
-	if got, want := shape(pc.vcs[0].root), shape(v.root); got != want {
+	if got, want := shape(pc.vcs[0].root), shape(c.vcByName[vcName].root); got != want {
 		return nil, fmt.Errorf("private cluster of %s: virtual cells %s, want %s", vcName, got, want)
 	}
 	return pc, nil
-}
-
-// typeNode is a node whose GPUs form one cell of type t (t lies within a
-// node): the node itself when t is at node level, else a node collapsing to
-// its only cell, of type t.
-func typeNode(t *cellType, id, rack string) core.Node {
-	n := core.Node{ID: id, Name: id, Rack: rack, Schedulable: true}
-	var paths [][]string
-	var walk func(u *cellType, path []string)
-	walk = func(u *cellType, path []string) {
-		if u.child == nil {
-			paths = append(paths, path)
-			return
-		}
-		for i := 0; i < u.count; i++ {
-			p := path
-			if u.child.child != nil {
-				p = append(append([]string(nil), path...), u.child.level+strconv.Itoa(i))
-			}
-			walk(u.child, p)
-		}
-	}
-	var start []string
-	if t.level != "node" && t.child != nil {
-		start = []string{t.level + "0"}
-	}
-	walk(t, start)
-	for i, p := range paths {
-		n.GPUs = append(n.GPUs, core.GPU{ID: fmt.Sprintf("%s-g%d", id, i), Index: i, Path: p, Healthy: true})
-	}
-	return n
 }
 
 // shape renders a tree's shape: levels, sizes and fan-outs, preorder.

@@ -157,6 +157,21 @@ func runMarkdown(s Summary) []byte {
 	if s.BEMedianSlowdown.Defined() {
 		row("BE slowdown, median / p95", mdNum(s.BEMedianSlowdown)+" / "+mdNum(s.BEP95Slowdown))
 	}
+	if len(s.VCs) > 0 {
+		fmt.Fprintf(&b, "\n## Virtual clusters (%s)\n\n", mdCell(s.VCMode))
+		fmt.Fprintf(&b, "%d sharing anomalies (VCs whose average queueing delay is longer shared than in their private cluster); the largest excess is %s s.\n\n",
+			*s.SharingAnomalies, mdNum(*s.MaxExcessQueue))
+		b.WriteString("| VC | GPUs | Jobs | Finished (shared / private) | Avg queue shared (s) | Avg queue private (s) | Excess (s) | Anomaly |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|\n")
+		for _, v := range s.VCs {
+			anomaly := ""
+			if v.Anomaly {
+				anomaly = "yes"
+			}
+			fmt.Fprintf(&b, "| %s | %d | %d | %d / %d | %s | %s | %s | %s |\n", mdCell(v.Name), v.GPUs, v.Jobs,
+				v.Finished, v.PrivateFinished, mdNum(v.AvgQueue), mdNum(v.PrivateAvgQueue), mdNum(v.ExcessQueue), anomaly)
+		}
+	}
 	b.WriteString("\nJCT, queueing and slowdown statistics are over finished jobs; percentiles are nearest-rank. " +
 		"Slowdown is 1 + queueing delay / execution time (FitGpp's slowdown rate).\n\n")
 

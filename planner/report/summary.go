@@ -49,9 +49,33 @@ type Summary struct {
 	MedianRestart    Num `json:"median_restart_s"`
 	P95Restart       Num `json:"p95_restart_s"`
 
+	// Virtual clusters (themis sim --vc-config): the mode, each VC's
+	// queueing in the shared and in its private cluster, the VCs that wait
+	// longer shared than private (sharing anomalies) and the largest excess.
+	// Absent from runs without virtual clusters.
+	VCMode           string      `json:"vc_mode,omitempty"`
+	VCs              []VCSummary `json:"vcs,omitempty"`
+	SharingAnomalies *int        `json:"sharing_anomalies,omitempty"`
+	MaxExcessQueue   *Num        `json:"max_excess_queue_s,omitempty"`
+
 	// Wall is how long the simulator ran: the one field that differs
 	// between runs of identical input.
 	Wall Num `json:"wall_s"`
+}
+
+// VCSummary is one virtual cluster's line of summary.json.
+type VCSummary struct {
+	Name            string `json:"name"`
+	GPUs            int    `json:"gpus"`
+	Jobs            int    `json:"jobs"`
+	Finished        int    `json:"finished"`
+	PrivateFinished int    `json:"private_finished"`
+	AvgQueue        Num    `json:"avg_queue_s"`
+	PrivateAvgQueue Num    `json:"private_avg_queue_s"`
+	ExcessQueue     Num    `json:"excess_queue_s"`
+	AvgJCT          Num    `json:"avg_jct_s"`
+	PrivateAvgJCT   Num    `json:"private_avg_jct_s"`
+	Anomaly         bool   `json:"anomaly"`
 }
 
 // Summarize computes the headline metrics of r.
@@ -84,6 +108,16 @@ func Summarize(r sim.Result) Summary {
 	te, be := sortedCopy(slowdowns(r.Jobs, "te")), sortedCopy(slowdowns(r.Jobs, "be"))
 	s.TEMedianSlowdown, s.TEP95Slowdown = percentile(te, 50), percentile(te, 95)
 	s.BEMedianSlowdown, s.BEP95Slowdown = percentile(be, 50), percentile(be, 95)
+	if r.VCMode != "" {
+		s.VCMode = r.VCMode
+		n, m := r.SharingAnomalies, Num(r.MaxExcessQueue)
+		s.SharingAnomalies, s.MaxExcessQueue = &n, &m
+		for _, v := range r.VCs {
+			s.VCs = append(s.VCs, VCSummary{Name: v.Name, GPUs: v.GPUs, Jobs: v.Jobs, Finished: v.Finished,
+				PrivateFinished: v.PrivateFinished, AvgQueue: Num(v.AvgQueue), PrivateAvgQueue: Num(v.PrivateAvgQueue),
+				ExcessQueue: Num(v.ExcessQueue), AvgJCT: Num(v.AvgJCT), PrivateAvgJCT: Num(v.PrivateAvgJCT), Anomaly: v.Anomaly})
+		}
+	}
 	restarts := sortedCopy(r.Restarts)
 	s.MedianRestart, s.P95Restart = percentile(restarts, 50), percentile(restarts, 95)
 

@@ -35,6 +35,17 @@ type Config struct {
 	// Progress, if set, is called with the number of jobs finished or
 	// started so far and the total, at most once per 1% of progress.
 	Progress func(done, total int)
+	// Placer, if set, places jobs in virtual clusters (see RunVCs): the
+	// core's Planner.Placer, told of every job that finishes or is
+	// preempted. The policy must not be preemptive.
+	Placer VCPlacer
+}
+
+// VCPlacer is a core.Placer that the simulator keeps informed of the jobs
+// that stop holding their GPUs.
+type VCPlacer interface {
+	core.Placer
+	Release(job core.JobKey)
 }
 
 // job is the simulator's record of one trace job.
@@ -101,8 +112,19 @@ func Run(cfg Config) (*Result, error) {
 	if sp, ok := cfg.Policy.(interface{ Seed(int64) }); ok {
 		sp.Seed(cfg.Seed)
 	}
-	s := &state{cfg: cfg, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy},
+	if cfg.Placer != nil && cfg.Policy.Preemptive() {
+		return nil, fmt.Errorf("sim: policy %s preempts by rank, which virtual clusters do not support; use a non-preemptive one", cfg.Policy.Name())
+	}
+	var vcs *vcCounter
+	if cfg.Placer != nil {
+		vcs = &vcCounter{VCPlacer: cfg.Placer, queued: map[string]int{}}
+		cfg.Placer = vcs
+	}
+	s := &state{cfg: cfg, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy},
 		index: core.NewClusterIndex(nodes), gpuFreeAt: map[string]float64{}}
+	if vcs != nil {
+		s.planner.Placer = vcs // not a nil *vcCounter in an interface
+	}
 	s.byKey = make(map[core.JobKey]*job, len(jobs))
 	for _, j := range jobs {
 		if _, dup := s.byKey[j.c.Key]; dup {
@@ -164,6 +186,7 @@ type state struct {
 	// period becomes free; a job granted it starts no earlier.
 	gpuFreeAt   map[string]float64
 	restarts    []float64
+	vcs         *vcCounter // with a Placer: the VCs with queued jobs
 	busy        int
 	util        []UtilSample
 	preemptions int
@@ -186,7 +209,9 @@ func (s *state) loop(jobs []*job) error {
 	// do so pass a blocked head and preempt on a full cluster: their
 	// arrivals always count.
 	roomMaker, _ := s.cfg.Policy.(core.Preemptor)
-	blocking := s.cfg.Policy.Blocking()
+	// With a Placer a queue blocks per virtual cluster: an arrival in
+	// another VC may start behind a blocked head.
+	blocking := s.cfg.Policy.Blocking() && s.cfg.Placer == nil
 	capacity := s.index.Capacity()
 	// blocked: after the last decision a job that could fit the cluster
 	// still waits; with a blocking policy nothing that arrives later can
@@ -208,6 +233,9 @@ func (s *state) loop(jobs []*job) error {
 				s.busy -= j.tj.GPUs
 				s.done++
 				s.dead++
+				if s.cfg.Placer != nil {
+					s.cfg.Placer.Release(j.c.Key)
+				}
 				if learner != nil {
 					learner.Observe(j.tj.Duration * float64(j.tj.GPUs))
 				}
@@ -228,6 +256,9 @@ func (s *state) loop(jobs []*job) error {
 			j.waitSince = s.now
 			s.active = append(s.active, j)
 			s.ptrs = append(s.ptrs, j.c)
+			if s.vcs != nil {
+				s.vcs.add(j.c.VC, 1)
+			}
 			next++
 			arrived = true
 			if roomMaker != nil && roomMaker.MakesRoom(j.c) {
@@ -370,6 +401,10 @@ func (s *state) decide() error {
 			j.running = false
 			j.waitSince = s.now
 			j.preemptedAt = s.now
+			if s.vcs != nil {
+				s.vcs.Release(a.Grant.Job)
+				s.vcs.add(j.c.VC, 1)
+			}
 			j.c.Phase = core.Queued
 			j.c.Preemptions++
 			// A job with a grace period checkpoints during it, holding
@@ -388,6 +423,9 @@ func (s *state) decide() error {
 		case core.GrantAction:
 			j := byKey[a.Grant.Job]
 			j.running = true
+			if s.vcs != nil {
+				s.vcs.add(j.c.VC, -1)
+			}
 			// It starts once the GPUs' previous holders have suspended,
 			// and it has itself: that wait is queueing.
 			hold := math.Max(0, j.readyAt-s.now)

@@ -67,6 +67,12 @@ type Result struct {
 	// Restarts are the seconds from each preemption to the preempted
 	// job's next start, in the order the restarts happened.
 	Restarts []float64
+	// VCMode, VCs, SharingAnomalies and MaxExcessQueue describe a run
+	// with virtual clusters (RunVCs); VCMode is "" otherwise.
+	VCMode           string
+	VCs              []VCResult
+	SharingAnomalies int
+	MaxExcessQueue   float64
 	// WallSeconds is how long the simulator itself ran.
 	WallSeconds float64
 }

@@ -1,0 +1,166 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"testing"
+
+	"github.com/themis-nomad/themis/planner/cluster"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/trace"
+)
+
+func fifoPolicy() (core.Policy, error) { return core.FIFO{}, nil }
+
+func vcJob(id, vc string, submit, duration float64, gpus int) trace.Job {
+	return trace.Job{ID: id, VC: vc, Submit: submit, Duration: duration, GPUs: gpus, Model: "resnet50"}
+}
+
+// TestVCModesAnomaly is the HiveD paper's sharing anomaly in miniature:
+// two VCs own one 8-GPU node each. Under GPU quotas, b's two 4-GPU jobs end
+// up on both nodes, so a's 8-GPU job waits for b although a uses none of
+// its 8 GPUs; in a's private node it starts at once. Under HiveD b's jobs
+// stay in b's cell and a waits exactly as long as in private.
+func TestVCModesAnomaly(t *testing.T) {
+	tr := &trace.Trace{Name: "anomaly", Jobs: []trace.Job{
+		vcJob("b1", "b", 0, 1000, 4),
+		vcJob("a1", "a", 1, 4, 4), // fills node 0 beside b1, ends at 5
+		vcJob("b2", "b", 2, 1000, 4),
+		vcJob("a2", "a", 6, 10, 8),
+	}}
+	cl, err := cluster.Uniform("two", 1, 2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vcs := &hived.Config{VCs: []hived.VCConfig{
+		{Name: "a", Cells: []hived.CellCount{{Type: "node8", Count: 1}}},
+		{Name: "b", Cells: []hived.CellCount{{Type: "node8", Count: 1}}},
+	}}
+	results := map[string]*Result{}
+	for _, mode := range []string{VCModeQuota, VCModeHived} {
+		r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl}, NewPolicy: fifoPolicy, VCs: vcs, Mode: mode})
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		results[mode] = r
+	}
+	q, h := results[VCModeQuota], results[VCModeHived]
+	if q.SharingAnomalies != 1 || !q.VCs[0].Anomaly || q.VCs[0].Name != "a" {
+		t.Errorf("quota: %d anomalies, VCs %+v; want a alone", q.SharingAnomalies, q.VCs)
+	}
+	if h.SharingAnomalies != 0 || h.MaxExcessQueue > AnomalyTolerance {
+		t.Errorf("hived: %d anomalies (max excess %g s), VCs %+v; want none", h.SharingAnomalies, h.MaxExcessQueue, h.VCs)
+	}
+	// a2 waits 0 s in private and under HiveD; under quotas until b1 ends
+	// and frees node 0 (t = 1000).
+	for mode, want := range map[string]float64{VCModeHived: 0, VCModeQuota: 1000 - 6} {
+		for _, j := range results[mode].Jobs {
+			if j.ID == "a2" && math.Abs(j.Queue-want) > 1e-6 {
+				t.Errorf("%s: a2 queued %g s, want %g", mode, j.Queue, want)
+			}
+		}
+	}
+}
+
+// TestVCHivedNoAnomalies is sharing safety end to end: random clusters,
+// VCs and traces, and HiveD mode never makes a VC wait longer on average
+// than its private cluster does. The same cases under GPU quotas do show
+// anomalies, so the check can tell the two apart.
+func TestVCHivedNoAnomalies(t *testing.T) {
+	quotaAnomalies := 0
+	for seed := int64(0); seed < 40; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		cl, err := cluster.Uniform("c", 1+rng.Intn(2), 2+rng.Intn(3), []int{4, 8}[rng.Intn(2)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := len(cl.Nodes[0].GPUs)
+		nvc := 1 + rng.Intn(3)
+		cells := len(cl.Nodes)
+		cfg := &hived.Config{}
+		for v := 0; v < nvc && cells > 0; v++ {
+			n := 1 + rng.Intn(cells)
+			if v == nvc-1 {
+				n = cells
+			}
+			cells -= n
+			cfg.VCs = append(cfg.VCs, hived.VCConfig{Name: fmt.Sprintf("vc%d", v), Cells: []hived.CellCount{{Type: fmt.Sprintf("node%d", per), Count: n}}})
+		}
+		tr := &trace.Trace{Name: fmt.Sprintf("random-%d", seed)}
+		at := 0.0
+		for i := 0; i < 60; i++ {
+			at += rng.ExpFloat64() * 50
+			v := cfg.VCs[rng.Intn(len(cfg.VCs))]
+			tr.Jobs = append(tr.Jobs, vcJob(fmt.Sprintf("j%d", i), v.Name, at, 10+rng.ExpFloat64()*300, 1<<rng.Intn(4)))
+		}
+		r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, Seed: seed}, NewPolicy: fifoPolicy, VCs: cfg, Mode: VCModeHived})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if r.SharingAnomalies != 0 {
+			t.Fatalf("seed %d: %d sharing anomalies under HiveD: %+v", seed, r.SharingAnomalies, r.VCs)
+		}
+		q, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, Seed: seed}, NewPolicy: fifoPolicy, VCs: cfg, Mode: VCModeQuota})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		quotaAnomalies += q.SharingAnomalies
+	}
+	if quotaAnomalies == 0 {
+		t.Error("no sharing anomaly under GPU quotas in any case: the cases do not exercise sharing")
+	}
+	t.Logf("%d sharing anomalies under quotas", quotaAnomalies)
+}
+
+func TestRunVCsErrors(t *testing.T) {
+	cl, _ := cluster.Uniform("two", 1, 2, 8)
+	vcs := &hived.Config{VCs: []hived.VCConfig{{Name: "a", Cells: []hived.CellCount{{Type: "node8", Count: 1}}}}}
+	tr := &trace.Trace{Name: "t", Jobs: []trace.Job{vcJob("x", "zz", 0, 1, 1)}}
+	for _, tc := range []struct {
+		name string
+		run  VCRun
+	}{
+		{"unknown mode", VCRun{Config: Config{Trace: tr, Cluster: cl}, NewPolicy: fifoPolicy, VCs: vcs, Mode: "fair"}},
+		{"job of an unknown VC", VCRun{Config: Config{Trace: tr, Cluster: cl}, NewPolicy: fifoPolicy, VCs: vcs, Mode: VCModeHived}},
+		{"preemptive policy", VCRun{Config: Config{Trace: &trace.Trace{Name: "t", Jobs: []trace.Job{vcJob("x", "a", 0, 1, 1)}}, Cluster: cl},
+			NewPolicy: func() (core.Policy, error) { return core.SRTF{}, nil }, VCs: vcs, Mode: VCModeHived}},
+	} {
+		if _, err := RunVCs(tc.run); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}
+
+// TestPhillyVCsExample: the shipped VC config fits the philly preset and
+// names every virtual cluster of philly.csv.
+func TestPhillyVCsExample(t *testing.T) {
+	src, err := os.ReadFile("../../examples/philly-vcs.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := hived.ParseConfig("philly-vcs.hcl", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cluster.Preset("philly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := hived.New(cl.Nodes, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, v := range c.VCs() {
+		known[v.Name] = true
+	}
+	tr := sharedTrace(t, "philly.csv")
+	for _, j := range tr.Jobs {
+		if !known[j.VC] {
+			t.Fatalf("philly.csv job %s is in VC %q, which examples/philly-vcs.hcl lacks", j.ID, j.VC)
+		}
+	}
+}
