@@ -260,3 +260,36 @@ func TestQuotaCells(t *testing.T) {
 		t.Errorf("%v %v", got, err)
 	}
 }
+
+// TestQuotaMix splits GPUs across node8 and node4 cells: philly-64 has 6
+// node8 and 4 node4 cells (64 GPUs, 16 units of 4).
+func TestQuotaMix(t *testing.T) {
+	cl, err := cluster.FromPresetOrFile("philly-64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := QuotaMix(map[string]float64{"a": 10, "b": 5, "c": 1, "d": 0}, cl.Nodes, []string{"node4", "node8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Units 16: a 10, b 5, c 1 (largest remainder: 10 + 5 + 1). a takes
+	// 5 node8; b 1 node8 (no node8 left then) and 3 node4; c 1 node4.
+	want := map[string][]CellCount{
+		"a": {{Type: "node8", Count: 5}},
+		"b": {{Type: "node8", Count: 1}, {Type: "node4", Count: 3}},
+		"c": {{Type: "node4", Count: 1}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	cfg := &Config{}
+	for _, name := range []string{"a", "b", "c"} {
+		cfg.VCs = append(cfg.VCs, VCConfig{Name: name, Cells: got[name]})
+	}
+	if _, err := New(cl.Nodes, cfg); err != nil {
+		t.Errorf("not feasible: %v", err)
+	}
+	if _, err := QuotaMix(map[string]float64{"a": 1}, cl.Nodes, []string{"rack99"}); err == nil {
+		t.Error("unknown type: no error")
+	}
+}
