@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -88,19 +89,30 @@ type PolicyComparison struct {
 	// Classes are FitGpp's per-class metrics: present when some job of
 	// the run is a trial-and-error job.
 	Classes *ClassMetrics `json:"classes,omitempty"`
+	// Fairness is the Themis paper's metrics (see Summary): finish-time
+	// fairness over apps, GPU time and placement.
+	Fairness FairnessMetrics `json:"fairness"`
+}
+
+// FairnessMetrics are one run's finish-time fairness (Summary's fields of
+// the same names), GPU time, and GPU time relative to the reference's
+// (policy / reference).
+type FairnessMetrics struct {
+	Apps              int `json:"apps"`
+	AppsFinished      int `json:"apps_finished"`
+	MaxRho            Num `json:"max_rho"`
+	MedianRho         Num `json:"median_rho"`
+	FracRhoLE1        Num `json:"frac_rho_le_1"`
+	AvgPlacementScore Num `json:"avg_placement_score"`
+	GPUTime           Num `json:"gpu_time_s"`
+	GPUTimeRatio      Num `json:"gpu_time_ratio"`
 }
 
 // ClassMetrics are FitGpp's metrics of one run (see Summary), and the
 // relative change of the slowdowns against the reference (policy /
 // reference - 1: -0.96 is a 96% cut, 0.18 an 18% rise).
 type ClassMetrics struct {
-	TEMedianSlowdown Num `json:"te_median_slowdown"`
-	TEP95Slowdown    Num `json:"te_p95_slowdown"`
-	BEMedianSlowdown Num `json:"be_median_slowdown"`
-	BEP95Slowdown    Num `json:"be_p95_slowdown"`
-	PreemptedJobs    int `json:"preempted_jobs"`
-	MedianRestart    Num `json:"median_restart_s"`
-	P95Restart       Num `json:"p95_restart_s"`
+	ClassSummary
 
 	TEP95Change    Num `json:"te_p95_slowdown_change"`
 	BEMedianChange Num `json:"be_median_slowdown_change"`
@@ -200,6 +212,7 @@ func Compare(results []sim.Result, reference string, b Binning) (Comparison, err
 			c.BEMedianChange = change(rc.BEMedianSlowdown, c.BEMedianSlowdown)
 			c.BEP95Change = change(rc.BEP95Slowdown, c.BEP95Slowdown)
 		}
+		p.Fairness.GPUTimeRatio = ratio(p.Fairness.GPUTime, refRow.Fairness.GPUTime)
 		for k := range p.Bins {
 			p.Bins[k].AvgJCTFactor = factor(refRow.Bins[k].AvgJCT, p.Bins[k].AvgJCT)
 			p.Bins[k].AvgQueueFactor = factor(refRow.Bins[k].AvgQueue, p.Bins[k].AvgQueue)
@@ -226,13 +239,11 @@ func policyRow(r sim.Result, b Binning) PolicyComparison {
 			Preemptions: Num(s.Preemptions),
 		},
 	}
+	p.Fairness = FairnessMetrics{Apps: s.Apps, AppsFinished: s.AppsFinished, MaxRho: s.MaxRho, MedianRho: s.MedianRho,
+		FracRhoLE1: s.FracRhoLE1, AvgPlacementScore: s.AvgPlacementScore, GPUTime: s.GPUTime}
 	for _, j := range r.Jobs {
 		if j.Class == "te" {
-			p.Classes = &ClassMetrics{
-				TEMedianSlowdown: s.TEMedianSlowdown, TEP95Slowdown: s.TEP95Slowdown,
-				BEMedianSlowdown: s.BEMedianSlowdown, BEP95Slowdown: s.BEP95Slowdown,
-				PreemptedJobs: s.PreemptedJobs, MedianRestart: s.MedianRestart, P95Restart: s.P95Restart,
-			}
+			p.Classes = &ClassMetrics{ClassSummary: s.ClassSummary}
 			break
 		}
 	}
@@ -265,7 +276,7 @@ func checkPolicyName(name string) error {
 		strings.ContainsRune(name, os.PathSeparator):
 		return fmt.Errorf("policy name %q cannot name a directory", name)
 	case name == ComparisonJSONFile || name == ComparisonFile ||
-		name == JCTCDFFile || name == QueueCDFFile:
+		name == JCTCDFFile || name == QueueCDFFile || name == RhoCDFFile || name == PlacementCDFFile:
 		return fmt.Errorf("policy name %q collides with a comparison file", name)
 	}
 	return nil
@@ -309,6 +320,24 @@ func WriteComparisonBinned(dir string, results []sim.Result, reference string, b
 		return err
 	}
 	if err := writeCDF(filepath.Join(dir, QueueCDFFile), "Queueing delay CDF", "queueing delay", queues, false); err != nil {
+		return err
+	}
+	rhos := make([]series, len(results))
+	places := make([]series, len(results))
+	for i, r := range results {
+		var finite []float64
+		for _, x := range AppRhos(r) {
+			if !math.IsInf(x, 0) && !math.IsNaN(x) {
+				finite = append(finite, x)
+			}
+		}
+		rhos[i] = series{name: r.Policy, xy: cdfPoints(finite)}
+		places[i] = series{name: r.Policy, xy: cdfPoints(PlacementScores(r))}
+	}
+	if err := writeCDFAxis(filepath.Join(dir, RhoCDFFile), "Finish-time fairness CDF (finished apps)", "rho = T_shared / T_ideal", rhos, true, false); err != nil {
+		return err
+	}
+	if err := writeCDFAxis(filepath.Join(dir, PlacementCDFFile), "Placement CDF", "placement slowdown of a job (1 = one machine)", places, false, false); err != nil {
 		return err
 	}
 	var slow []series
@@ -403,8 +432,8 @@ func comparisonMarkdown(c Comparison) []byte {
 		for _, p := range c.Policies {
 			k := p.Classes
 			if k == nil {
-				k = &ClassMetrics{TEMedianSlowdown: undefined(), TEP95Slowdown: undefined(), BEMedianSlowdown: undefined(),
-					BEP95Slowdown: undefined(), MedianRestart: undefined(), P95Restart: undefined(),
+				k = &ClassMetrics{ClassSummary: ClassSummary{TEMedianSlowdown: undefined(), TEP95Slowdown: undefined(),
+					BEMedianSlowdown: undefined(), BEP95Slowdown: undefined(), MedianRestart: undefined(), P95Restart: undefined()},
 					TEP95Change: undefined(), BEMedianChange: undefined(), BEP95Change: undefined()}
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", mdCell(p.Policy),
@@ -414,8 +443,21 @@ func comparisonMarkdown(c Comparison) []byte {
 		}
 	}
 
+	b.WriteString("\n## Finish-time fairness (Themis)\n\n")
+	b.WriteString("rho = app finish time / T_ideal per app (null max: some app did not finish); " +
+		"placement is a job's slowdown from its GPUs' spread, 1 = one machine; " +
+		"GPU time is busy GPU-seconds, ratio = policy / reference.\n\n")
+	b.WriteString("| Policy | Apps finished | Max rho | Median rho | rho <= 1 | Avg placement | GPU time (s) | GPU time ratio |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, p := range c.Policies {
+		f := p.Fairness
+		fmt.Fprintf(&b, "| %s | %d / %d | %s | %s | %s | %s | %s | %s |\n", mdCell(p.Policy), f.AppsFinished, f.Apps,
+			mdNum(f.MaxRho), mdNum(f.MedianRho), mdPercent(f.FracRhoLE1), mdNum(f.AvgPlacementScore), mdNum(f.GPUTime), mdNum(f.GPUTimeRatio))
+	}
+
 	b.WriteString("\n## Plots\n\n")
 	fmt.Fprintf(&b, "![JCT CDF](%s)\n\n![Queueing delay CDF](%s)\n\n", JCTCDFFile, QueueCDFFile)
+	fmt.Fprintf(&b, "![rho CDF](%s)\n\n![Placement CDF](%s)\n\n", RhoCDFFile, PlacementCDFFile)
 	if classes {
 		fmt.Fprintf(&b, "![Slowdown CDF by class](%s)\n\n", SlowdownCDFFile)
 	}
@@ -449,4 +491,13 @@ func mdFactor(n Num) string {
 		return "n/a"
 	}
 	return n.String() + "×"
+}
+
+// ratio is policy / reference, undefined when either is undefined or the
+// reference is 0.
+func ratio(policy, ref Num) Num {
+	if !policy.Defined() || !ref.Defined() || ref == 0 {
+		return undefined()
+	}
+	return policy / ref
 }

@@ -23,6 +23,12 @@ const (
 	UtilizationFile = "utilization.svg"
 	// SlowdownCDFFile is written by comparisons of runs with TE jobs.
 	SlowdownCDFFile = "slowdown_cdf.svg"
+	// RhoCDFFile and PlacementCDFFile are written by every comparison: the
+	// finished apps' finish-time fairness and the jobs' placement slowdown.
+	// AppsFile is every app's finish-time fairness (sim.AppResult).
+	AppsFile         = "apps.csv"
+	RhoCDFFile       = "rho_cdf.svg"
+	PlacementCDFFile = "placement_cdf.svg"
 )
 
 // jobsHeader is the header row of jobs.csv.
@@ -33,7 +39,7 @@ var jobsHeader = []string{
 }
 
 // WriteRun writes the report of one run into dir (created if missing):
-// summary.json, jobs.csv, report.md, jct_cdf.svg, queue_cdf.svg and
+// summary.json, jobs.csv, apps.csv, report.md, jct_cdf.svg, queue_cdf.svg and
 // utilization.svg.
 func WriteRun(dir string, r sim.Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -55,6 +61,9 @@ func WriteRun(dir string, r sim.Result) error {
 		return err
 	}
 	if err := writeFile(filepath.Join(dir, ReportFile), runMarkdown(s)); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, AppsFile), appsCSV(r.Apps)); err != nil {
 		return err
 	}
 
@@ -229,4 +238,22 @@ func mdPercent(n Num) string {
 		return "n/a"
 	}
 	return strconv.FormatFloat(float64(n)*100, 'f', 1, 64) + " %"
+}
+
+// appsCSV is one row per app (sim.AppResult): rho and end_s are empty for
+// an app that did not finish.
+func appsCSV(apps []sim.AppResult) []byte {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	_ = w.Write([]string{"app", "jobs", "arrival_s", "end_s", "work_gpu_s", "demand_max", "n_avg", "ideal_s", "rho", "placement", "finished"})
+	for _, a := range apps {
+		end, rho, navg, ideal := "", "", "", ""
+		if a.Finished {
+			end, rho, navg, ideal = Num(a.End).String(), Num(a.Rho).String(), Num(a.NAvg).String(), Num(a.Ideal).String()
+		}
+		_ = w.Write([]string{a.ID, strconv.Itoa(a.Jobs), Num(a.Arrival).String(), end, Num(a.Work).String(),
+			strconv.Itoa(a.DemandMax), navg, ideal, rho, Num(a.Placement).String(), strconv.FormatBool(a.Finished)})
+	}
+	w.Flush()
+	return buf.Bytes()
 }

@@ -41,13 +41,24 @@ type Summary struct {
 	// trial and error, be: best effort; null without such jobs); the jobs
 	// preempted at least once; the time from a preemption to the job's next
 	// start, over all restarts.
-	TEMedianSlowdown Num `json:"te_median_slowdown"`
-	TEP95Slowdown    Num `json:"te_p95_slowdown"`
-	BEMedianSlowdown Num `json:"be_median_slowdown"`
-	BEP95Slowdown    Num `json:"be_p95_slowdown"`
-	PreemptedJobs    int `json:"preempted_jobs"`
-	MedianRestart    Num `json:"median_restart_s"`
-	P95Restart       Num `json:"p95_restart_s"`
+	ClassSummary
+
+	// Finish-time fairness (the Themis paper, section 3.2; sim.AppResult):
+	// apps are the jobs sharing a trace App (a job without one is an app of
+	// its own); rho = (app finish - app arrival) / T_id with T_id = the
+	// app's GPU-seconds / min(total GPUs, its demand) x N_avg, N_avg the
+	// number of active apps averaged over its lifetime. An app that did not
+	// finish has rho = +Inf (max_rho is then null). frac_rho_le_1 is the
+	// share of apps with rho <= 1. avg_placement_score is the mean over the
+	// jobs that ran of each job's placement slowdown averaged over its
+	// running time (1: every job always ran on one machine; higher is
+	// worse).
+	Apps              int `json:"apps"`
+	AppsFinished      int `json:"apps_finished"`
+	MaxRho            Num `json:"max_rho"`
+	MedianRho         Num `json:"median_rho"`
+	FracRhoLE1        Num `json:"frac_rho_le_1"`
+	AvgPlacementScore Num `json:"avg_placement_score"`
 
 	// Virtual clusters (themis sim --vc-config): the mode, each VC's
 	// queueing in the shared and in its private cluster, the VCs that wait
@@ -61,6 +72,17 @@ type Summary struct {
 	// Wall is how long the simulator ran: the one field that differs
 	// between runs of identical input.
 	Wall Num `json:"wall_s"`
+}
+
+// ClassSummary is FitGpp's metrics of a run (see Summary).
+type ClassSummary struct {
+	TEMedianSlowdown Num `json:"te_median_slowdown"`
+	TEP95Slowdown    Num `json:"te_p95_slowdown"`
+	BEMedianSlowdown Num `json:"be_median_slowdown"`
+	BEP95Slowdown    Num `json:"be_p95_slowdown"`
+	PreemptedJobs    int `json:"preempted_jobs"`
+	MedianRestart    Num `json:"median_restart_s"`
+	P95Restart       Num `json:"p95_restart_s"`
 }
 
 // VCSummary is one virtual cluster's line of summary.json.
@@ -118,6 +140,22 @@ func Summarize(r sim.Result) Summary {
 				ExcessQueue: Num(v.ExcessQueue), AvgJCT: Num(v.AvgJCT), PrivateAvgJCT: Num(v.PrivateAvgJCT), Anomaly: v.Anomaly})
 		}
 	}
+	rhos := sortedCopy(AppRhos(r))
+	s.Apps = len(rhos)
+	le1 := 0
+	for _, a := range r.Apps {
+		if a.Finished {
+			s.AppsFinished++
+		}
+		if a.Rho <= 1 {
+			le1++
+		}
+	}
+	s.MaxRho, s.MedianRho, s.FracRhoLE1 = percentile(rhos, 100), percentile(rhos, 50), undefined()
+	if len(rhos) > 0 {
+		s.FracRhoLE1 = Num(float64(le1) / float64(len(rhos)))
+	}
+	s.AvgPlacementScore = mean(PlacementScores(r))
 	restarts := sortedCopy(r.Restarts)
 	s.MedianRestart, s.P95Restart = percentile(restarts, 50), percentile(restarts, 95)
 
@@ -144,4 +182,26 @@ func Summarize(r sim.Result) Summary {
 		s.Makespan = undefined()
 	}
 	return s
+}
+
+// AppRhos is every app's finish-time fairness rho, in app order (+Inf for
+// an app that did not finish).
+func AppRhos(r sim.Result) []float64 {
+	out := make([]float64, len(r.Apps))
+	for i, a := range r.Apps {
+		out[i] = a.Rho
+	}
+	return out
+}
+
+// PlacementScores is the placement slowdown of every job that ran, in trace
+// order.
+func PlacementScores(r sim.Result) []float64 {
+	var out []float64
+	for _, j := range r.Jobs {
+		if j.Placement > 0 {
+			out = append(out, j.Placement)
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -60,9 +61,10 @@ func TestSummarize(t *testing.T) {
 				AvgQueue: 15, MedianQueue: 5, P95Queue: 45,
 				Makespan: 100, GPUTime: 60, Utilization: 0.15,
 				Preemptions: 2, Wall: 0.5,
-				TEMedianSlowdown: 1, TEP95Slowdown: Num(20.0 / 15),
-				BEMedianSlowdown: 1.5, BEP95Slowdown: Num(100.0 / 55),
-				PreemptedJobs: 1, MedianRestart: 20, P95Restart: 30,
+				ClassSummary: ClassSummary{TEMedianSlowdown: 1, TEP95Slowdown: Num(20.0 / 15),
+					BEMedianSlowdown: 1.5, BEP95Slowdown: Num(100.0 / 55),
+					PreemptedJobs: 1, MedianRestart: 20, P95Restart: 30},
+				MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan,
 			},
 		},
 		{
@@ -73,8 +75,9 @@ func TestSummarize(t *testing.T) {
 				AvgJCT: nan, MedianJCT: nan, P95JCT: nan, P99JCT: nan, MaxJCT: nan,
 				AvgQueue: nan, MedianQueue: nan, P95Queue: nan,
 				Makespan: 0, GPUTime: 0, Utilization: nan,
-				TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
-				MedianRestart: nan, P95Restart: nan,
+				ClassSummary: ClassSummary{TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
+					MedianRestart: nan, P95Restart: nan},
+				MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan,
 			},
 		},
 		{
@@ -89,8 +92,9 @@ func TestSummarize(t *testing.T) {
 				AvgJCT: nan, MedianJCT: nan, P95JCT: nan, P99JCT: nan, MaxJCT: nan,
 				AvgQueue: nan, MedianQueue: nan, P95Queue: nan,
 				Makespan: 10, GPUTime: 14, Utilization: 0.7,
-				TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
-				MedianRestart: nan, P95Restart: nan,
+				ClassSummary: ClassSummary{TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
+					MedianRestart: nan, P95Restart: nan},
+				MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan,
 			},
 		},
 		{
@@ -101,26 +105,15 @@ func TestSummarize(t *testing.T) {
 				AvgJCT:   nan, MedianJCT: nan, P95JCT: nan, P99JCT: nan, MaxJCT: nan,
 				AvgQueue: nan, MedianQueue: nan, P95Queue: nan,
 				Makespan: 10, GPUTime: 0, Utilization: nan,
-				TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
-				MedianRestart: nan, P95Restart: nan,
+				ClassSummary: ClassSummary{TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
+					MedianRestart: nan, P95Restart: nan},
+				MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan,
 			},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Summarize(tc.r)
-			gv, wv := reflect.ValueOf(got), reflect.ValueOf(tc.want)
-			for i := range gv.NumField() {
-				name := gv.Type().Field(i).Name
-				g, w := gv.Field(i).Interface(), wv.Field(i).Interface()
-				if gn, ok := g.(Num); ok {
-					if !same(gn, w.(Num)) {
-						t.Errorf("%s = %v, want %v", name, gn, w)
-					}
-				} else if !reflect.DeepEqual(g, w) {
-					t.Errorf("%s = %#v, want %#v", name, g, w)
-				}
-			}
+			compareFields(t, reflect.ValueOf(Summarize(tc.r)), reflect.ValueOf(tc.want))
 		})
 	}
 }
@@ -156,7 +149,8 @@ func TestSummaryJSONFields(t *testing.T) {
 		"avg_queue_s", "median_queue_s", "p95_queue_s",
 		"makespan_s", "gpu_time_s", "utilization", "preemptions",
 		"te_median_slowdown", "te_p95_slowdown", "be_median_slowdown", "be_p95_slowdown",
-		"preempted_jobs", "median_restart_s", "p95_restart_s", "wall_s",
+		"preempted_jobs", "median_restart_s", "p95_restart_s",
+		"apps", "apps_finished", "max_rho", "median_rho", "frac_rho_le_1", "avg_placement_score", "wall_s",
 	}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("summary.json keys\n got %v\nwant %v", keys, want)
@@ -172,3 +166,51 @@ func TestSummaryJSONFields(t *testing.T) {
 }
 
 func b2s(b []byte) string { return string(b) }
+
+func TestSummarizeFairness(t *testing.T) {
+	r := sim.Result{
+		Policy: "themis", TotalGPUs: 4,
+		Jobs: []sim.JobResult{
+			{ID: "a", Started: true, Finished: true, Placement: 1},
+			{ID: "b", Started: true, Finished: true, Placement: 1.2},
+			{ID: "c", Started: true},
+		},
+		Apps: []sim.AppResult{
+			{ID: "x", Finished: true, Rho: 0.5},
+			{ID: "y", Finished: true, Rho: 1},
+			{ID: "z", Finished: true, Rho: 3},
+			{ID: "w", Rho: math.Inf(1)},
+		},
+	}
+	s := Summarize(r)
+	if s.Apps != 4 || s.AppsFinished != 3 {
+		t.Errorf("apps %d finished %d, want 4 and 3", s.Apps, s.AppsFinished)
+	}
+	if !math.IsInf(float64(s.MaxRho), 1) || s.MedianRho != 1 || s.FracRhoLE1 != 0.5 {
+		t.Errorf("max rho %v median %v frac %v, want +Inf, 1, 0.5", s.MaxRho, s.MedianRho, s.FracRhoLE1)
+	}
+	if math.Abs(float64(s.AvgPlacementScore)-1.1) > 1e-12 {
+		t.Errorf("placement %v, want 1.1", s.AvgPlacementScore)
+	}
+}
+
+// compareFields compares two structs field by field, Nums as same does
+// (NaN equals NaN), embedded structs field by field too.
+func compareFields(t *testing.T, gv, wv reflect.Value) {
+	t.Helper()
+	for i := range gv.NumField() {
+		f := gv.Type().Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			compareFields(t, gv.Field(i), wv.Field(i))
+			continue
+		}
+		g, w := gv.Field(i).Interface(), wv.Field(i).Interface()
+		if gn, ok := g.(Num); ok {
+			if !same(gn, w.(Num)) {
+				t.Errorf("%s = %v, want %v", f.Name, gn, w)
+			}
+		} else if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s = %#v, want %#v", f.Name, g, w)
+		}
+	}
+}

@@ -72,7 +72,7 @@ func TestWriteRunDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	fa, fb, fc := readDir(t, a), readDir(t, b), readDir(t, c)
-	want := []string{SummaryFile, JobsFile, ReportFile, JCTCDFFile, QueueCDFFile, UtilizationFile}
+	want := []string{SummaryFile, JobsFile, AppsFile, ReportFile, JCTCDFFile, QueueCDFFile, UtilizationFile}
 	if len(fa) != len(want) {
 		t.Errorf("wrote %d files, want %v", len(fa), want)
 	}
@@ -167,8 +167,8 @@ func TestPlotsAreSVG(t *testing.T) {
 			n++
 		}
 	}
-	if n != 2+2*3 {
-		t.Errorf("found %d SVG files, want 8 (2 overlays + 3 per policy)", n)
+	if n != 4+2*3 {
+		t.Errorf("found %d SVG files, want 10 (4 overlays + 3 per policy)", n)
 	}
 	if err := checkSVGBytes([]byte("<svg><g></svg>")); err == nil {
 		t.Error("the SVG check accepts malformed XML")

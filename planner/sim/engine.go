@@ -35,6 +35,10 @@ type Config struct {
 	// Progress, if set, is called with the number of jobs finished or
 	// started so far and the total, at most once per 1% of progress.
 	Progress func(done, total int)
+	// OneRack models every node as in one rack for the placement
+	// slowdown: a job across nodes pays the cross-node factor, never the
+	// cross-rack one (RunVCs sets it; see there).
+	OneRack bool
 	// Placer, if set, places jobs in virtual clusters (see RunVCs): the
 	// core's Planner.Placer, told of every job that finishes or is
 	// preempted. The policy must not be preemptive.
@@ -68,6 +72,13 @@ type job struct {
 	readyAt, preemptedAt float64
 	finished             bool
 	class                modelClass
+	// released is when the job became visible to the policy: its Submit,
+	// or for a later successive-halving phase when its app's previous
+	// phase finished (see gate).
+	released float64
+	// runSec and slowSec are the productive seconds the job ran and their
+	// sum weighted by the placement slowdown (JobResult.Placement).
+	runSec, slowSec float64
 }
 
 var epoch = time.Unix(0, 0).UTC()
@@ -89,6 +100,12 @@ func Run(cfg Config) (*Result, error) {
 		}
 	}
 	jobs := make([]*job, len(cfg.Trace.Jobs))
+	lastPhase := map[string]int{}
+	for _, tj := range cfg.Trace.Jobs {
+		if tj.App != "" {
+			lastPhase[tj.App] = max(lastPhase[tj.App], tj.Phase)
+		}
+	}
 	for i, tj := range cfg.Trace.Jobs {
 		model := tj.Model
 		if model == "" {
@@ -101,12 +118,16 @@ func Run(cfg Config) (*Result, error) {
 			class = core.ClassBestEffort
 		}
 		jobs[i] = &job{
-			tj: tj, remaining: tj.Duration, class: cls, start: -1,
+			tj: tj, remaining: tj.Duration, class: cls, start: -1, released: tj.Submit,
 			c: &core.Job{
 				Key: core.JobKey{Namespace: "sim", ID: tj.ID}, GPUs: tj.GPUs, VC: tj.VC, Class: class,
 				Submitted: at(tj.Submit), Seq: uint64(i), Phase: core.Queued, Remaining: tj.Duration, Skew: cls.crossNode,
-				CPU: tj.CPUs, Memory: tj.MemoryGB, GracePeriod: tj.GracePeriod,
+				CrossRack: cls.crossRack, CPU: tj.CPUs, Memory: tj.MemoryGB, GracePeriod: tj.GracePeriod,
+				App: tj.App,
 			},
+		}
+		if tj.App != "" && tj.Phase > 0 {
+			jobs[i].c.LaterPhases = lastPhase[tj.App] - tj.Phase
 		}
 	}
 	if sp, ok := cfg.Policy.(interface{ Seed(int64) }); ok {
@@ -132,8 +153,12 @@ func Run(cfg Config) (*Result, error) {
 		}
 		s.byKey[j.c.Key] = j
 	}
+	s.gate = newGate(cfg.Trace.Jobs)
 	if err := s.loop(jobs); err != nil {
 		return nil, err
+	}
+	if e, ok := cfg.Policy.(interface{ Err() error }); ok && e.Err() != nil {
+		return nil, fmt.Errorf("sim: policy %s: %w", cfg.Policy.Name(), e.Err())
 	}
 	res := &Result{
 		Policy: cfg.Policy.Name(), Trace: cfg.Trace.Name, Cluster: cfg.Cluster.Name, Seed: cfg.Seed,
@@ -143,9 +168,12 @@ func Run(cfg Config) (*Result, error) {
 	first := math.Inf(1)
 	last := 0.0
 	for _, j := range jobs {
-		jr := JobResult{ID: j.tj.ID, VC: j.tj.VC, Model: j.tj.Model, Class: j.c.Class, GPUs: j.tj.GPUs, Submit: j.tj.Submit,
+		jr := JobResult{ID: j.tj.ID, VC: j.tj.VC, Model: j.tj.Model, Class: j.c.Class, GPUs: j.tj.GPUs, Submit: j.released,
 			Start: j.start, End: j.end, Duration: j.tj.Duration, Queue: j.queued, Preemptions: j.c.Preemptions,
-			Started: j.start >= 0, Finished: j.finished}
+			Started: j.start >= 0, Finished: j.finished, App: j.tj.App, Phase: j.tj.Phase}
+		if j.runSec > 0 {
+			jr.Placement = j.slowSec / j.runSec
+		}
 		if !jr.Started {
 			jr.Start = 0
 		}
@@ -158,6 +186,7 @@ func Run(cfg Config) (*Result, error) {
 	if len(jobs) > 0 && last > first {
 		res.Makespan = last - first
 	}
+	res.Apps = appResults(jobs, res.TotalGPUs)
 	res.WallSeconds = time.Since(wall).Seconds()
 	return res, nil
 }
@@ -191,6 +220,7 @@ type state struct {
 	util        []UtilSample
 	preemptions int
 	done        int
+	gate        *gate
 }
 
 func (s *state) loop(jobs []*job) error {
@@ -239,6 +269,7 @@ func (s *state) loop(jobs []*job) error {
 				if learner != nil {
 					learner.Observe(j.tj.Duration * float64(j.tj.GPUs))
 				}
+				s.gate.finish(j)
 				continue
 			}
 			kept = append(kept, j)
@@ -248,9 +279,13 @@ func (s *state) loop(jobs []*job) error {
 		if s.dead > 64 && 2*s.dead > len(s.active) {
 			s.compact()
 		}
-		// Arrivals.
-		for next < len(jobs) && jobs[next].tj.Submit <= s.now+eps {
-			j := jobs[next]
+		// Arrivals: the trace's, and the later phases whose previous
+		// phase just finished.
+		add := func(j *job, gated bool) {
+			if gated {
+				j.released = s.now
+				j.c.Submitted = at(s.now)
+			}
 			s.cj = append(s.cj, *j.c)
 			j.c = &s.cj[len(s.cj)-1]
 			j.waitSince = s.now
@@ -259,13 +294,23 @@ func (s *state) loop(jobs []*job) error {
 			if s.vcs != nil {
 				s.vcs.add(j.c.VC, 1)
 			}
-			next++
 			arrived = true
 			if roomMaker != nil && roomMaker.MakesRoom(j.c) {
 				mayMakeRoom = true
 			}
 		}
-		if len(s.active) == s.dead && next == len(jobs) {
+		for _, j := range s.gate.open() {
+			add(j, true)
+		}
+		for next < len(jobs) && jobs[next].tj.Submit <= s.now+eps {
+			j := jobs[next]
+			next++
+			if s.gate.hold(j) {
+				continue
+			}
+			add(j, false)
+		}
+		if len(s.active) == s.dead && next == len(jobs) && s.gate.held == 0 {
 			break
 		}
 		// A non-preemptive policy's decision can only change when GPUs
@@ -368,6 +413,8 @@ func (s *state) advance(to float64) {
 		// checkpoint has not yet run, so it is not demoted for it (which
 		// could otherwise cycle promote-restore-demote forever).
 		j.remaining = math.Max(0, j.remaining-work*j.speed)
+		j.runSec += work
+		j.slowSec += work / j.speed
 		j.c.Remaining = j.remaining
 		j.c.RestoreLeft = j.overhead
 		j.c.Executed += work
@@ -456,9 +503,13 @@ func (s *state) decide() error {
 		}
 	}
 	if preempted {
+		// A job preempted and granted again in one round (an Allocator
+		// moving it) is in running twice: keep it once.
+		seen := map[*job]bool{}
 		kept := s.running[:0]
 		for _, j := range s.running {
-			if j.running {
+			if j.running && !seen[j] {
+				seen[j] = true
 				kept = append(kept, j)
 			}
 		}
@@ -481,7 +532,7 @@ func (s *state) slowdown(j *job) float64 {
 		}
 		if n != first {
 			sameNode = false
-			if s.nodes[n].Rack != s.nodes[first].Rack {
+			if !s.cfg.OneRack && s.nodes[n].Rack != s.nodes[first].Rack {
 				sameRack = false
 			}
 		}

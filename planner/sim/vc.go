@@ -60,7 +60,14 @@ type VCRun struct {
 // and on each VC's private cluster (its cells alone, HiveD-placed) with
 // only its own jobs; it returns the shared run with Result.VCs comparing
 // the two.
+//
+// All these runs model the cluster as one rack (Config.OneRack): a VC's
+// private cluster is its cells with no rack layout of their own, so a job
+// over several of its cells would otherwise run at a different speed there
+// than in the shared cluster, and the comparison would measure the rack
+// model rather than sharing.
 func RunVCs(run VCRun) (*Result, error) {
+	run.OneRack = true
 	if run.Mode != VCModeHived && run.Mode != VCModeQuota {
 		return nil, fmt.Errorf("sim: virtual-cluster mode %q: want %q or %q", run.Mode, VCModeHived, VCModeQuota)
 	}
