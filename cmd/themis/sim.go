@@ -58,7 +58,7 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   workload.node_cpus=32, workload.node_memory_gb=256, workload.node_gpus=8;
   run it on --cluster fitgpp84).
 
-  Policies: ` + strings.Join(core.Names(), ", ") + `
+  Policies: ` + strings.Join(sim.PolicyNames(), ", ") + `
   Clusters: ` + strings.Join(cluster.Presets(), ", ") + `, philly-<GPUs>,
             r<racks>n<nodes>g<GPUs>, or a topology file
 
@@ -89,7 +89,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 func simFlags(o *simOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.StringVar(&o.trace, "trace", "", "trace file (Philly or Tiresias CSV)")
-	fs.StringVar(&o.workload, "workload", "", "generated workload instead of a trace: fitgpp")
+	fs.StringVar(&o.workload, "workload", "", "generated workload instead of a trace: fitgpp, themis-w1, themis-w2 (from --trace, default ../shared/traces/philly.csv), themis-fig18")
 	fs.StringVar(&o.sweep, "sweep", "", "run each policy once per value of a knob: KNOB=V1,V2,...")
 	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters and their cells (HCL), for a run in virtual clusters")
 	fs.StringVar(&o.vcMode, "vc-mode", sim.VCModeHived, "with --vc-config: hived (cells) or quota (GPU counts)")
@@ -125,8 +125,10 @@ func (c *simCommand) run(o simOptions) error {
 	debug.SetGCPercent(400)
 	debug.SetMemoryLimit(simMemoryLimit)
 	switch {
-	case (o.trace == "") == (o.workload == ""):
+	case o.trace == "" && o.workload == "":
 		return fmt.Errorf("give one of --trace and --workload")
+	case o.trace != "" && o.workload != "" && o.workload != workload.FormatThemisW1 && o.workload != workload.FormatThemisW2:
+		return fmt.Errorf("give one of --trace and --workload (--trace with --workload is the source trace of themis-w1 and themis-w2)")
 	case o.out == "":
 		return fmt.Errorf("--out is required")
 	}
@@ -183,7 +185,7 @@ func (c *simCommand) run(o simOptions) error {
 			if err != nil {
 				return err
 			}
-			pol, err := core.NewPolicy(strings.TrimSpace(name), k)
+			pol, err := sim.NewPolicy(strings.TrimSpace(name), k)
 			if err != nil {
 				return err
 			}
@@ -219,7 +221,7 @@ func (c *simCommand) run(o simOptions) error {
 				if err != nil {
 					return nil, err
 				}
-				p, err := core.NewPolicy(rn.name, k)
+				p, err := sim.NewPolicy(rn.name, k)
 				if err != nil {
 					return nil, err
 				}
@@ -258,10 +260,49 @@ func (c *simCommand) run(o simOptions) error {
 
 // loadJobs loads the trace, or generates the workload from its knobs.
 func loadJobs(o simOptions, knobs core.Knobs) (*trace.Trace, error) {
-	if o.trace != "" {
+	if o.workload == "" {
 		return trace.Load(o.trace)
 	}
 	switch o.workload {
+	case workload.FormatThemisW1, workload.FormatThemisW2:
+		cfg, err := workload.ThemisFromKnobs(func(key string) (string, bool) {
+			if knobs.Has(key) {
+				return knobs.String(key, ""), true
+			}
+			return "", false
+		})
+		if err != nil {
+			return nil, err
+		}
+		src := o.trace
+		if src == "" {
+			src = defaultPhilly()
+		}
+		tr, err := trace.Load(src)
+		if err != nil {
+			return nil, fmt.Errorf("--workload %s needs philly.csv (give it with --trace): %w", o.workload, err)
+		}
+		if o.workload == workload.FormatThemisW1 {
+			return workload.ThemisW1(tr, cfg)
+		}
+		return workload.ThemisW2(tr, cfg)
+	case workload.FormatThemisFig18:
+		jobs, dur := 4, 3600.0
+		if knobs.Has("workload.fig18_jobs") {
+			n, err := strconv.Atoi(knobs.String("workload.fig18_jobs", ""))
+			if err != nil {
+				return nil, fmt.Errorf("workload.fig18_jobs: %w", err)
+			}
+			jobs = n
+		}
+		if knobs.Has("workload.fig18_duration") {
+			d, err := time.ParseDuration(knobs.String("workload.fig18_duration", ""))
+			if err != nil {
+				return nil, fmt.Errorf("workload.fig18_duration: %w", err)
+			}
+			dur = d.Seconds()
+		}
+		return workload.ThemisFig18(jobs, dur)
 	case "fitgpp":
 		cfg, err := workload.FitGppFromKnobs(func(key string) (string, bool) {
 			if knobs.Has(key) {
@@ -277,13 +318,31 @@ func loadJobs(o simOptions, knobs core.Knobs) (*trace.Trace, error) {
 		}
 		return workload.FitGpp(cfg)
 	}
-	return nil, fmt.Errorf("--workload %q: unknown (known: fitgpp)", o.workload)
+	return nil, fmt.Errorf("--workload %q: unknown (known: fitgpp, themis-w1, themis-w2, themis-fig18)", o.workload)
+}
+
+// defaultPhilly finds shared/traces/philly.csv beside the repository (or
+// the working folder), for the Themis workloads.
+func defaultPhilly() string {
+	dir, _ := os.Getwd()
+	for range 4 {
+		p := filepath.Join(dir, "shared", "traces", "philly.csv")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		p = filepath.Join(dir, "..", "shared", "traces", "philly.csv")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		dir = filepath.Dir(dir)
+	}
+	return "philly.csv"
 }
 
 // workloadKnobs marks the workload's knobs used in a policy's copy of the
 // knobs (the workload read them from the run's own copy).
 func workloadKnobs(k core.Knobs) {
-	for _, key := range workload.Knobs {
+	for _, key := range append(append(workload.Knobs, workload.ThemisKnobs...), "workload.fig18_jobs", "workload.fig18_duration") {
 		k.Has(key)
 	}
 }

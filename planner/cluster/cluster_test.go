@@ -69,6 +69,7 @@ func TestPresets(t *testing.T) {
 		{"fitgpp84", 672, map[int]int{8: 84}, 7},
 		{"themis", 256, map[int]int{8: 24, 4: 10, 1: 24}, 3 + 1 + 1},
 		{"themis-footnote", 168, map[int]int{8: 16, 4: 6, 1: 16}, 2 + 1 + 1},
+		{"themis-fig18", 64, map[int]int{8: 1, 2: 28}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Preset(tc.name)
@@ -82,11 +83,11 @@ func TestPresets(t *testing.T) {
 			}
 		})
 	}
-	if !slices.Equal(Presets(), []string{"fitgpp84", "n2g4", "n8g8", "philly", "philly-256", "philly-full", "themis", "themis-footnote"}) {
+	if !slices.Equal(Presets(), []string{"fitgpp84", "n2g4", "n8g8", "philly", "philly-256", "philly-full", "themis", "themis-fig18", "themis-footnote"}) {
 		t.Errorf("presets %v", Presets())
 	}
 	_, err := Preset("nope")
-	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "fitgpp84, n2g4, n8g8, philly, philly-256, philly-full, themis, themis-footnote") {
+	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "fitgpp84, n2g4, n8g8, philly, philly-256, philly-full, themis, themis-fig18, themis-footnote") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -343,7 +344,7 @@ func TestFromPresetOrFile(t *testing.T) {
 		{"../../examples/topology/dev-node.hcl", 8, ""},
 		{"n8g0", 0, "must be positive"},
 		{bad, 0, "bad.hcl"},
-		{dir, 0, "is not a preset (fitgpp84, n2g4, n8g8, philly, philly-256, philly-full, themis, themis-footnote, philly-<GPUs>), a spec"},
+		{dir, 0, "is not a preset (fitgpp84, n2g4, n8g8, philly, philly-256, philly-full, themis, themis-fig18, themis-footnote, philly-<GPUs>), a spec"},
 		{"missing.hcl", 0, `cluster "missing.hcl" is not a preset`},
 	} {
 		c, err := FromPresetOrFile(tc.arg)

@@ -84,6 +84,24 @@ var presets = map[string]func() (*Cluster, error){
 	"themis": func() (*Cluster, error) {
 		return Themis("themis", Themis8GPUNodes, Themis4GPUNodes, Themis1GPUNodes)
 	},
+	// The Themis paper's strategic-lying cluster (section 6.3, Figure 18):
+	// 64 GPUs, one 8-GPU machine and 28 2-GPU machines (each shape in a rack
+	// of its own, so a gang on 2-GPU machines spans machines of one rack).
+	"themis-fig18": func() (*Cluster, error) {
+		c, err := Mixed("themis-fig18",
+			NodeGroup{Count: 1, GPUsPerNode: 8, NodesPerRack: 1},
+			NodeGroup{Count: 28, GPUsPerNode: 2, NodesPerRack: 28})
+		if err != nil {
+			return nil, err
+		}
+		for i := range c.Nodes {
+			gpus := c.Nodes[i].GPUs
+			for j := range gpus {
+				gpus[j].Path = ThemisSlotPath(len(gpus), j)
+			}
+		}
+		return c, nil
+	},
 	"themis-footnote": func() (*Cluster, error) {
 		return Themis("themis-footnote", ThemisFootnote8GPUNodes, ThemisFootnote4GPUNodes, ThemisFootnote1GPUNodes)
 	},

@@ -154,7 +154,9 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 			}
 		}
 	}
-	if p.Placer != nil {
+	if a, ok := p.Policy.(Allocator); ok && p.Placer == nil {
+		p.allocate(&d, a, now, active, s.Grants, grantOf, free)
+	} else if p.Placer != nil {
 		p.placed(&d, active, s.Grants, grantOf, free)
 	} else if p.Policy.Preemptive() {
 		p.preemptive(&d, active, s.Grants, grantOf, free)

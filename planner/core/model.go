@@ -66,11 +66,17 @@ func (p Phase) String() string {
 
 // Job is a gang: it gets all its GPUs or none.
 type Job struct {
-	Key      JobKey
-	GPUs     int
-	VC       string
-	Class    string
-	Priority int
+	Key  JobKey
+	GPUs int
+	// App names the job's app in the Themis sense (a hyper-parameter
+	// sweep's jobs share one); "" means the job is an app of its own.
+	App string
+	// LaterPhases is how many successive-halving phases of its app follow
+	// the job's own (0: none, or not a sweep).
+	LaterPhases int
+	VC          string
+	Class       string
+	Priority    int
 	// Submitted orders jobs FIFO; Seq breaks ties (the adapters use Nomad's
 	// create index, the simulator the trace order).
 	Submitted time.Time
@@ -96,7 +102,10 @@ type Job struct {
 	// Skew is the job's sensitivity to placement: how much slower it runs
 	// when spread (1 = insensitive). Tiresias consolidates jobs whose skew
 	// exceeds PACKLIMIT.
-	Skew        float64
+	Skew float64
+	// CrossRack is the job's slowdown when spread across racks (Skew is
+	// across machines of one rack); 0 means Skew.
+	CrossRack   float64
 	Preemptions int
 	// RestoreLeft is how many seconds a running job still spends restoring
 	// from its last preemption's checkpoint before it makes progress again.

@@ -79,6 +79,30 @@ func (Gandiva) Preemptive() bool              { return false }
 func (Gandiva) Blocking() bool                { return false }
 func (Gandiva) Consolidate(*Job) bool         { return true }
 
+// Optimus is the Themis paper's "Optimus" baseline: resources go first to
+// the jobs whose throughput scales best with them. Optimus (Peng et al.,
+// EuroSys'18) gives each GPU to the job with the largest marginal gain, the
+// reduction of its remaining time per GPU. Jobs here are gangs that are not
+// resized, so the gain of running a job is modelled as the share of its
+// remaining work it does per GPU-second at a spread placement:
+//
+//	gain = 1 / (Skew x remaining time x GPUs)
+//
+// (Skew, the job's slowdown across machines, is its loss of scaling; 1 when
+// unknown). Highest gain first, i.e. least remaining service inflated by
+// the slowdown; preemptive and re-ranked at every decision (Optimus
+// re-allocates periodically), placed anywhere (it maximises throughput,
+// not locality). Unknown remaining times sort last.
+type Optimus struct{}
+
+func (Optimus) Name() string { return "optimus" }
+func (Optimus) Rank(_ time.Time, jobs []*Job) {
+	sortBy(jobs, func(j *Job) float64 { return remaining(j) * float64(j.GPUs) * max(1, j.Skew) })
+}
+func (Optimus) Preemptive() bool      { return true }
+func (Optimus) Blocking() bool        { return false }
+func (Optimus) Consolidate(*Job) bool { return false }
+
 // remaining is a job's known remaining time; unknown sorts last.
 func remaining(j *Job) float64 {
 	if j.Remaining < 0 {
@@ -104,7 +128,7 @@ func fifoLess(a, b *Job) bool { return fifoCompare(a, b) < 0 }
 
 // Names lists the policies NewPolicy knows.
 func Names() []string {
-	return []string{"fifo", "fifo-skip", "srtf", "srsf", "las", "gandiva", "tiresias-las", "tiresias-gittins", "fitgpp", "lrtp", "rand"}
+	return []string{"fifo", "fifo-skip", "srtf", "srsf", "las", "gandiva", "tiresias-las", "tiresias-gittins", "fitgpp", "lrtp", "rand", "optimus"}
 }
 
 // NewPolicy returns a policy by name, configured by knobs ("tiresias.queues"
@@ -137,6 +161,8 @@ func NewPolicy(name string, knobs Knobs) (Policy, error) {
 			return nil, err
 		}
 		p, own = f, []string{"fitgpp"}
+	case "optimus":
+		p = Optimus{}
 	case "lrtp":
 		p = LRTP{}
 	case "rand":

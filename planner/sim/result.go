@@ -27,6 +27,14 @@ type JobResult struct {
 	// Started and Finished say whether the job ever ran and whether it
 	// completed before the simulation ended.
 	Started, Finished bool
+	// App and Phase are the trace's (the Themis workloads'); a job of a
+	// later successive-halving phase is submitted when its app's previous
+	// phase finished (see apps.go), and Submit is then that time.
+	App   string
+	Phase int
+	// Placement is the job's placement slowdown averaged over its running
+	// time (1: always on one machine; 0: never ran).
+	Placement float64
 }
 
 // Slowdown is FitGpp's slowdown rate, 1 + waiting / execution time (1 for
@@ -69,6 +77,9 @@ type Result struct {
 	Restarts []float64
 	// VCMode, VCs, SharingAnomalies and MaxExcessQueue describe a run
 	// with virtual clusters (RunVCs); VCMode is "" otherwise.
+	// Apps is every app's finish-time fairness (AppResult), in order of
+	// first appearance in the trace.
+	Apps             []AppResult
 	VCMode           string
 	VCs              []VCResult
 	SharingAnomalies int

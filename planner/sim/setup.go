@@ -2,9 +2,11 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/gittins"
+	"github.com/themis-nomad/themis/planner/themispolicy"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -52,3 +54,27 @@ func PreparePolicy(p core.Policy) error {
 type learned struct{ *gittins.Online }
 
 func (l learned) Observe(size float64) { _ = l.Online.Observe(size) }
+
+// PolicyNames lists the policies NewPolicy knows: the core's and themis.
+func PolicyNames() []string { return append(core.Names(), themispolicy.Name) }
+
+// NewPolicy returns a policy by name: "themis" (the Themis arbiter,
+// planner/themispolicy, with knobs themis.f, themis.lease, themis.lie) or
+// one of the core's (core.NewPolicy). Unknown names and knobs are errors.
+func NewPolicy(name string, knobs core.Knobs) (core.Policy, error) {
+	if name != themispolicy.Name {
+		p, err := core.NewPolicy(name, knobs)
+		if err != nil && strings.Contains(err.Error(), "unknown (known:") {
+			return nil, fmt.Errorf("policy %q: unknown (known: %v)", name, PolicyNames())
+		}
+		return p, err
+	}
+	p, err := themispolicy.FromKnobs(knobs)
+	if err != nil {
+		return nil, fmt.Errorf("policy %q: %w", name, err)
+	}
+	if err := knobs.Unused("themis"); err != nil {
+		return nil, fmt.Errorf("policy %q: %w", name, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,502 @@
+// Package themispolicy is the Themis arbiter (Mahajan et al., NSDI'20) as a
+// policy of the planner's decision core: a core.Allocator that runs one
+// round of planner/themis's partial-allocation auction (themis.Round) on
+// every decision, and a core.RecheckAfter that asks for a decision when the
+// next lease expires.
+//
+// # Apps and jobs
+//
+// The jobs that share core.Job.App are one app (a job without one is an app
+// of its own). Each core job is a gang of exactly its GPUs; its work is
+// counted in gang-seconds (themis.JobApp's convention: iter_time_serial =
+// GPUs, iter_left = Remaining, iter_total = Remaining + Attained/GPUs). A
+// job with LaterPhases > 0 belongs to a successive-halving sweep: the app's
+// later phases are modelled by themis.Halving, each later phase's jobs doing
+// twice the work of the previous phase's on twice the GPUs (Workload 2), up
+// to the last phase's demand. The policy sees only the jobs the simulator
+// has submitted (the current phase), so an app's T_id is estimated from
+// them and their later phases.
+//
+// The app's slowdowns are its jobs' model's: 1 on one machine, core.Job.Skew
+// across machines of a rack, core.Job.CrossRack across racks (the
+// simulator's model classes). themis.lie scales one app's reported
+// cross-machine and cross-rack slowdowns (Figure 18's strategic lying); its
+// jobs still run at their true speed.
+//
+// Elapsed is the time since the policy first saw a job of the app; N_avg is
+// the time-weighted number of apps with visible jobs since then
+// (themis.Contention), updated at every decision.
+//
+// # Rounds and leases
+//
+// Each decision is a round (section 3.3.2): the offer is the free GPUs plus
+// those of running jobs whose lease has expired, whose jobs are then
+// queued again in their app's bid. Winners hold their GPUs for c_i of the
+// lease, leftover grants for the whole lease (see planner/themis's doc).
+// A job whose lease expired and whose app wins a gang that is exactly its
+// GPUs keeps running (its lease renewed, no checkpoint); one whose app wins
+// a gang elsewhere moves (preempted and granted in the same decision); one
+// whose app wins nothing is preempted. When no job is queued, expired
+// leases are renewed for a whole lease without a round: nobody else wants
+// the GPUs, and running jobs are not resized.
+//
+// # Reservation for the worst-off app
+//
+// A large gang (Workload 2's last phases ask for up to 128 GPUs) can fit
+// no offer while other apps keep winning the GPUs that free up a few at a
+// time, and then it never runs. So when the app with the worst current ρ
+// has a queued gang larger than the whole offer, the round is not run: the
+// free GPUs stay free, and expired leases end (their jobs are preempted)
+// instead of being auctioned, until the offer holds the gang, at most one
+// lease later. That round then runs with f = 1: the reserved-for app bids
+// alone (the auction's winner takes what it values most, c_i = 1) and the
+// rest goes to the others as leftovers. This is our addition: the paper's
+// round-by-round filtering raises a losing app's ρ but does not say how a
+// gang larger than any offer gets its GPUs.
+//
+// Knobs: themis.f (fairness knob f, default 0.8), themis.lease (default
+// 10m; a Go duration or seconds), themis.lie (APP:+X% or APP:-X%; default
+// none).
+package themispolicy
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/themis"
+)
+
+// Name is the policy's name.
+const Name = "themis"
+
+// Policy is the Themis arbiter. It keeps state between rounds (leases, app
+// arrivals, contention), so one Policy serves one simulation.
+type Policy struct {
+	// Fairness is f; Lease the lease in seconds.
+	Fairness, Lease float64
+	// Lie maps an app to the factor on its reported spread slowdowns'
+	// excess over 1 (1.2: reports 20% more slowdown).
+	Lie map[string]float64
+
+	leases map[core.JobKey]time.Time
+	first  map[string]float64
+	marks  map[string]themis.Mark
+	cont   themis.Contention
+	seed   uint64
+	// reserving is the app the free GPUs are held for (see the package
+	// doc), "" when none.
+	reserving string
+	rounds    uint64
+	lastErr   error
+}
+
+// New returns a policy with f, lease (seconds) and the liars.
+func New(f, lease float64, lie map[string]float64) *Policy {
+	return &Policy{Fairness: f, Lease: lease, Lie: lie, leases: map[core.JobKey]time.Time{},
+		first: map[string]float64{}, marks: map[string]themis.Mark{}}
+}
+
+// FromKnobs builds a policy from themis.f, themis.lease and themis.lie.
+func FromKnobs(k core.Knobs) (*Policy, error) {
+	f, err := k.Float("themis.f", themis.DefaultFairness)
+	if err != nil {
+		return nil, err
+	}
+	if !(f >= 0 && f <= 1) {
+		return nil, fmt.Errorf("themis.f = %v: want a number in [0, 1]", f)
+	}
+	lease := themis.DefaultLease
+	if k.Has("themis.lease") {
+		v := k.String("themis.lease", "")
+		if d, err := time.ParseDuration(v); err == nil {
+			lease = d.Seconds()
+		} else if s, err := strconv.ParseFloat(v, 64); err == nil {
+			lease = s
+		} else {
+			return nil, fmt.Errorf("themis.lease = %q: want a duration (10m) or seconds", v)
+		}
+		if !(lease > 0) || math.IsInf(lease, 0) {
+			return nil, fmt.Errorf("themis.lease = %q: want a positive duration", v)
+		}
+	}
+	lie := map[string]float64{}
+	if k.Has("themis.lie") {
+		for _, part := range strings.Split(k.String("themis.lie", ""), ",") {
+			app, pct, ok := strings.Cut(strings.TrimSpace(part), ":")
+			x, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(pct), "+"), "%"), 64)
+			if !ok || app == "" || err != nil || x <= -100 {
+				return nil, fmt.Errorf("themis.lie = %q: want APP:+X%% or APP:-X%% (X < 100 when negative)", part)
+			}
+			lie[app] = 1 + x/100
+		}
+	}
+	return New(f, lease, lie), nil
+}
+
+func (*Policy) Name() string { return Name }
+
+// Rank orders the jobs FIFO; the auction, not the ranking, allocates.
+func (*Policy) Rank(_ time.Time, jobs []*core.Job) { core.SortFIFO(jobs) }
+
+// Preemptive: leases end and their GPUs are auctioned again. The simulator
+// decides at every event for a preemptive policy.
+func (*Policy) Preemptive() bool           { return true }
+func (*Policy) Blocking() bool             { return false }
+func (*Policy) Consolidate(*core.Job) bool { return false }
+func (p *Policy) Seed(s int64)             { p.seed = uint64(s) }
+func (p *Policy) Err() error               { return p.lastErr }
+func secs(t time.Time) float64             { return float64(t.UnixNano()) / 1e9 }
+func fromSecs(s float64) time.Time         { return time.Unix(0, int64(math.Round(s*1e9))).UTC() }
+func appOf(j *core.Job) string {
+	if j.App != "" {
+		return j.App
+	}
+	return j.Key.String()
+}
+
+// NextChange is the earliest lease expiry of a running job after now.
+func (p *Policy) NextChange(now time.Time, jobs []*core.Job) time.Time {
+	var next time.Time
+	for _, j := range jobs {
+		if j.Phase != core.Granted {
+			continue
+		}
+		if e, ok := p.leases[j.Key]; ok && e.After(now) && (next.IsZero() || e.Before(next)) {
+			next = e
+		}
+	}
+	return next
+}
+
+// expired reports whether a lease ending at e is over at now (a
+// millisecond of slack for the simulator's float clock).
+func expired(e, now time.Time) bool { return !e.After(now.Add(time.Millisecond)) }
+
+// Allocate runs one round (see the package doc).
+func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, grants []core.Grant) ([]core.Grant, []core.JobKey) {
+	t := secs(now)
+	lease := time.Duration(p.Lease * float64(time.Second))
+	grantOf := make(map[core.JobKey]core.Grant, len(grants))
+	for _, g := range grants {
+		grantOf[g.Job] = g
+	}
+	// Apps, contention, and which leases are over.
+	leases := make(map[core.JobKey]time.Time, len(grants))
+	byApp := map[string][]*core.Job{}
+	var order []string
+	queued := 0
+	var expiredJobs []*core.Job
+	for _, j := range jobs {
+		a := appOf(j)
+		if _, ok := byApp[a]; !ok {
+			order = append(order, a)
+		}
+		byApp[a] = append(byApp[a], j)
+		switch j.Phase {
+		case core.Queued:
+			queued++
+		case core.Granted:
+			e, ok := p.leases[j.Key]
+			if !ok {
+				e = now.Add(lease) // granted outside this policy: a fresh lease
+			}
+			leases[j.Key] = e
+			if expired(e, now) {
+				expiredJobs = append(expiredJobs, j)
+			}
+		}
+	}
+	p.leases = leases
+	p.cont.Set(t, len(order))
+	for _, a := range order {
+		if _, ok := p.first[a]; !ok {
+			p.first[a] = t
+			p.marks[a] = p.cont.Mark(t)
+		}
+	}
+	if queued == 0 {
+		for _, j := range expiredJobs {
+			p.leases[j.Key] = now.Add(lease)
+		}
+		return nil, nil
+	}
+	isExpired := make(map[core.JobKey]bool, len(expiredJobs))
+	var extra []core.Grant
+	for _, j := range expiredJobs {
+		isExpired[j.Key] = true
+		extra = append(extra, grantOf[j.Key])
+	}
+	offer := themis.OfferFromNodes(free.FreeNodes(extra...), nil)
+	if offer.GPUs() == 0 {
+		return nil, nil
+	}
+	env := themis.Env{ClusterGPUs: free.Capacity(), Lease: p.Lease}
+	byID := map[string]*core.Job{}
+	apps := make([]themis.App, 0, len(order))
+	for _, a := range order {
+		app, ok := p.app(a, byApp[a], t, free, grantOf, isExpired, byID)
+		if ok {
+			apps = append(apps, app)
+		}
+	}
+	// Reservation for the worst-off app (see the package doc).
+	f := p.Fairness
+	if w, need := worst(apps, env); w != "" {
+		if need > offer.GPUs() {
+			p.reserving = w
+			for _, j := range expiredJobs {
+				delete(p.leases, j.Key)
+			}
+			return nil, keys(expiredJobs)
+		}
+		if p.reserving == w {
+			f = 1 // the app reserved for bids alone
+		}
+	}
+	p.reserving = ""
+	p.rounds++
+	res, err := themis.Round(themis.RoundInput{Apps: apps, Offer: offer, Env: env, Fairness: f,
+		Seed: p.seed*0x9e3779b97f4a7c15 + p.rounds})
+	if err != nil {
+		// A round that cannot run (a model the agents reject) keeps
+		// everything as it is, leases renewed; Err reports it.
+		p.lastErr = err
+		for _, j := range expiredJobs {
+			p.leases[j.Key] = now.Add(lease)
+		}
+		return nil, nil
+	}
+	var out []core.Grant
+	var stop []core.JobKey
+	kept := map[core.JobKey]bool{}
+	for _, aw := range res.Awards {
+		d := time.Duration(aw.Lease * float64(time.Second))
+		// Gangs of this award, and the jobs they were meant for.
+		type gang struct {
+			job  *core.Job
+			gpus []string
+			used bool
+		}
+		var gs []*gang
+		for _, jg := range aw.Jobs {
+			if j := byID[jg.Job]; j != nil && len(jg.GPUs) == j.GPUs {
+				gs = append(gs, &gang{job: j, gpus: jg.GPUs})
+			}
+		}
+		// An expired job of the app keeps its GPUs when a gang of the award
+		// is exactly them (any gang of its size: the app's own scheduler
+		// chooses which of its jobs runs where).
+		for _, j := range byApp[aw.App] {
+			if !isExpired[j.Key] || kept[j.Key] {
+				continue
+			}
+			for _, g := range gs {
+				if !g.used && sameSet(g.gpus, grantOf[j.Key].GPUs) {
+					g.used = true
+					kept[j.Key] = true
+					p.leases[j.Key] = now.Add(d)
+					break
+				}
+			}
+		}
+		// The other gangs go to the award's jobs, in its order, skipping
+		// those kept above; a kept job's own gang goes to the next job of
+		// the same size that has none.
+		assigned := map[core.JobKey]bool{}
+		for _, g := range gs {
+			if g.used {
+				continue
+			}
+			j := g.job
+			if kept[j.Key] || assigned[j.Key] {
+				j = nil
+				for _, c := range gs {
+					if !kept[c.job.Key] && !assigned[c.job.Key] && c.job.GPUs == len(g.gpus) && !c.used {
+						j = c.job
+						break
+					}
+				}
+				if j == nil {
+					for _, c := range byApp[aw.App] {
+						if (c.Phase == core.Queued || isExpired[c.Key]) && !kept[c.Key] && !assigned[c.Key] && c.GPUs == len(g.gpus) {
+							j = c
+							break
+						}
+					}
+				}
+				if j == nil {
+					continue
+				}
+			}
+			g.used = true
+			assigned[j.Key] = true
+			if isExpired[j.Key] {
+				stop = append(stop, j.Key) // moves: checkpoint, restore elsewhere
+			}
+			out = append(out, core.Grant{Job: j.Key, Node: nodeOf(free, g.gpus), GPUs: g.gpus})
+			p.leases[j.Key] = now.Add(d)
+		}
+	}
+	for _, j := range expiredJobs {
+		if !kept[j.Key] && !contains(stop, j.Key) {
+			stop = append(stop, j.Key)
+			delete(p.leases, j.Key)
+		}
+	}
+	return out, stop
+}
+
+// app builds the themis.App of one app's visible jobs; ok is false when it
+// has no work left to model.
+func (p *Policy) app(id string, js []*core.Job, t float64, free *core.FreeGPUs, grantOf map[core.JobKey]core.Grant,
+	isExpired map[core.JobKey]bool, byID map[string]*core.Job) (themis.App, bool) {
+	a := themis.App{ID: id, Elapsed: max(0, t-p.first[id]), NAvg: p.cont.Average(p.marks[id], t)}
+	sk, cr := 1.0, 1.0
+	later, lastDemand := 0, 0
+	var med []float64
+	for _, j := range js {
+		g := float64(j.GPUs)
+		if j.GPUs < 1 || j.Remaining < 0 {
+			continue
+		}
+		sk, cr = max(sk, j.Skew), max(cr, j.CrossRack, j.Skew)
+		tot := j.Remaining + max(0, j.Attained)/g
+		if tot <= 0 {
+			continue
+		}
+		jb := themis.Job{ID: j.Key.String(), IterTime: g, ItersLeft: j.Remaining, ItersTotal: tot, Demand: j.GPUs, Gang: j.GPUs}
+		if j.Phase == core.Granted && !isExpired[j.Key] {
+			jb.Held, jb.HeldClass = j.GPUs, classOf(free, grantOf[j.Key].GPUs)
+		}
+		byID[jb.ID] = j
+		a.Jobs = append(a.Jobs, jb)
+		if j.LaterPhases > later {
+			later, lastDemand = j.LaterPhases, j.GPUs<<j.LaterPhases
+		}
+		med = append(med, tot)
+	}
+	if len(a.Jobs) == 0 {
+		return a, false
+	}
+	sens := themis.Sensitivity{1, sk, cr}
+	if x, ok := p.Lie[id]; ok {
+		sens[1] = max(1, 1+(sens[1]-1)*x)
+		sens[2] = max(sens[1], 1+(sens[2]-1)*x)
+	}
+	a.Sens = sens
+	if later > 0 {
+		// Later phases: each job runs as long as the current ones (their
+		// median total) on twice the GPUs; in units of the median current
+		// iteration time (the current gang), 2^q x that duration.
+		sort.Float64s(med)
+		d := med[len(med)/2]
+		h := &themis.Halving{Demand: lastDemand}
+		for q := 1; q <= later; q++ {
+			h.Iters = append(h.Iters, d*float64(int(1)<<q))
+		}
+		a.Halving = h
+	}
+	return a, true
+}
+
+// classOf is the placement class of a set of GPUs.
+func classOf(free *core.FreeGPUs, gpus []string) themis.Class {
+	var node, rack string
+	c := themis.SameMachine
+	for i, id := range gpus {
+		n, ok := free.Locate(id)
+		if !ok {
+			continue
+		}
+		if i == 0 || node == "" {
+			node, rack = n.ID, n.Rack
+			continue
+		}
+		if n.Rack != rack {
+			return themis.CrossRack
+		}
+		if n.ID != node {
+			c = themis.SameRack
+		}
+	}
+	return c
+}
+
+// nodeOf is the grant's Node: the node of all its GPUs, or "" when they
+// span several.
+func nodeOf(free *core.FreeGPUs, gpus []string) string {
+	node := ""
+	for i, id := range gpus {
+		n, ok := free.Locate(id)
+		if !ok {
+			return ""
+		}
+		if i == 0 {
+			node = n.ID
+		} else if n.ID != node {
+			return ""
+		}
+	}
+	return node
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := make(map[string]bool, len(a))
+	for _, x := range a {
+		m[x] = true
+	}
+	for _, x := range b {
+		if !m[x] {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(ks []core.JobKey, k core.JobKey) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// worst is the app with the worst current ρ (themis.App.RhoWait) among those
+// with a queued job the cluster can hold, and the GPUs its largest queued
+// gang needs; "" when no app waits.
+func worst(apps []themis.App, env themis.Env) (string, int) {
+	id, need, rho := "", 0, math.Inf(-1)
+	for i := range apps {
+		a := &apps[i]
+		g := 0
+		for _, j := range a.Jobs {
+			if j.Held == 0 {
+				g = max(g, j.Gang, 1)
+			}
+		}
+		if g == 0 || g > env.ClusterGPUs {
+			continue
+		}
+		if r := a.RhoWait(env); r > rho || (r == rho && a.ID < id) {
+			id, need, rho = a.ID, g, r
+		}
+	}
+	return id, need
+}
+
+func keys(js []*core.Job) []core.JobKey {
+	out := make([]core.JobKey, len(js))
+	for i, j := range js {
+		out[i] = j.Key
+	}
+	return out
+}

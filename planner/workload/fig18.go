@@ -1,0 +1,35 @@
+package workload
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/themis-nomad/themis/planner/trace"
+)
+
+// FormatThemisFig18 is the Format of ThemisFig18's trace.
+const FormatThemisFig18 = "themis-fig18"
+
+// ThemisFig18 is the workload of the Themis paper's strategic-lying
+// experiment (section 6.3, Figure 18): "8 identical apps with equivalent
+// placement preferences", run on cluster.Preset("themis-fig18") (one 8-GPU
+// machine, the rest 2-GPU machines, 64 GPUs). The paper gives neither the
+// apps' jobs nor their durations; here each app arrives at 0 and has jobs
+// sequential jobs of one phase (all submitted at once), each an 8-GPU gang
+// of VGG16 (the most placement-sensitive model class: 1.2x across machines)
+// running dur seconds at full speed. Apps are "app-0001".. "app-0008", jobs
+// "<app>-j<k>".
+func ThemisFig18(jobs int, dur float64) (*trace.Trace, error) {
+	if jobs < 1 || !(dur > 0) {
+		return nil, fmt.Errorf("themis fig18 workload: %d jobs of %v s: want at least 1 job of a positive duration", jobs, dur)
+	}
+	var out []trace.Job
+	for a := 1; a <= 8; a++ {
+		app := fmt.Sprintf("app-%04d", a)
+		for k := range jobs {
+			out = append(out, trace.Job{Line: len(out) + 2, ID: app + "-j" + strconv.Itoa(k), Duration: dur, GPUs: 8,
+				Model: "vgg16", App: app})
+		}
+	}
+	return &trace.Trace{Name: "themis-fig18", Format: FormatThemisFig18, Jobs: out}, nil
+}
