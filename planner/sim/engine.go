@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand"
 	"time"
 
 	"github.com/themis-nomad/themis/planner/cluster"
@@ -91,7 +90,6 @@ func Run(cfg Config) (*Result, error) {
 		return nil, errors.New("sim: trace, cluster and policy are required")
 	}
 	wall := time.Now()
-	rng := rand.New(rand.NewSource(cfg.Seed))
 	nodes := cfg.Cluster.Nodes
 	gpuNode := map[string]int{}
 	for i, n := range nodes {
@@ -109,7 +107,7 @@ func Run(cfg Config) (*Result, error) {
 	for i, tj := range cfg.Trace.Jobs {
 		model := tj.Model
 		if model == "" {
-			model = assignModel(rng)
+			model = assignModel(modelRNG(cfg.Seed, tj.ID))
 		}
 		tj.Model = model
 		cls := classOf(model)

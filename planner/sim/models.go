@@ -1,7 +1,8 @@
 package sim
 
 import (
-	"math/rand"
+	"hash/fnv"
+	"math/rand/v2"
 	"strings"
 )
 
@@ -49,6 +50,15 @@ func classOf(model string) modelClass {
 	return classes[1]
 }
 
+// modelRNG is a job's own random stream for its model: a function of the
+// run's seed and the job's ID alone, so that a job gets the same model
+// whichever other jobs the trace holds (RunVCs replays a VC's jobs alone).
+func modelRNG(seed int64, id string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
+}
+
 // assignModel draws a model for a job whose trace has none, with the Themis
 // paper's mix (Table 4): 10% computer vision, 60% language, 30% speech; a
 // third of the vision jobs are high-skew models (VGG, AlexNet).
@@ -57,12 +67,12 @@ func assignModel(rng *rand.Rand) string {
 	switch {
 	case x < 0.1:
 		c := classes[1]
-		if rng.Intn(3) == 0 {
+		if rng.IntN(3) == 0 {
 			c = classes[0]
 		}
-		return c.examples[rng.Intn(len(c.examples))]
+		return c.examples[rng.IntN(len(c.examples))]
 	case x < 0.7:
-		return classes[2].examples[rng.Intn(len(classes[2].examples))]
+		return classes[2].examples[rng.IntN(len(classes[2].examples))]
 	default:
 		return classes[3].examples[0]
 	}
