@@ -282,10 +282,26 @@ func loadJobs(o simOptions, knobs core.Knobs) (*trace.Trace, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--workload %s needs philly.csv (give it with --trace): %w", o.workload, err)
 		}
+		var out *trace.Trace
 		if o.workload == workload.FormatThemisW1 {
-			return workload.ThemisW1(tr, cfg)
+			out, err = workload.ThemisW1(tr, cfg)
+		} else {
+			out, err = workload.ThemisW2(tr, cfg)
 		}
-		return workload.ThemisW2(tr, cfg)
+		if err != nil || !knobs.Has(knobArrivalScale) {
+			return out, err
+		}
+		// workload.arrival_scale compresses (< 1) or stretches the apps'
+		// arrival times, to vary the contention; every job keeps its app.
+		x, err := strconv.ParseFloat(knobs.String(knobArrivalScale, ""), 64)
+		if err != nil || !(x > 0) {
+			return nil, fmt.Errorf("%s = %q: want a positive number", knobArrivalScale, knobs.String(knobArrivalScale, ""))
+		}
+		for i := range out.Jobs {
+			out.Jobs[i].Submit *= x
+		}
+		out.Name += fmt.Sprintf("-arrivals%g", x)
+		return out, nil
 	case workload.FormatThemisFig18:
 		jobs, dur := 4, 3600.0
 		if knobs.Has("workload.fig18_jobs") {
@@ -321,6 +337,9 @@ func loadJobs(o simOptions, knobs core.Knobs) (*trace.Trace, error) {
 	return nil, fmt.Errorf("--workload %q: unknown (known: fitgpp, themis-w1, themis-w2, themis-fig18)", o.workload)
 }
 
+// knobArrivalScale multiplies the Themis workloads' arrival times.
+const knobArrivalScale = "workload.arrival_scale"
+
 // defaultPhilly finds shared/traces/philly.csv beside the repository (or
 // the working folder), for the Themis workloads.
 func defaultPhilly() string {
@@ -342,7 +361,7 @@ func defaultPhilly() string {
 // workloadKnobs marks the workload's knobs used in a policy's copy of the
 // knobs (the workload read them from the run's own copy).
 func workloadKnobs(k core.Knobs) {
-	for _, key := range append(append(workload.Knobs, workload.ThemisKnobs...), "workload.fig18_jobs", "workload.fig18_duration") {
+	for _, key := range append(append(workload.Knobs, workload.ThemisKnobs...), "workload.fig18_jobs", "workload.fig18_duration", knobArrivalScale) {
 		k.Has(key)
 	}
 }
