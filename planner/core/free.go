@@ -123,7 +123,7 @@ func newFreeGPUs(x *ClusterIndex, grants []Grant) *FreeGPUs {
 		f.count[i] = len(n.gpus)
 	}
 	for _, g := range grants {
-		f.take(g.GPUs)
+		f.takeGrant(g)
 	}
 	if x.accounted {
 		f.cpu, f.mem = make([]float64, len(x.nodes)), make([]float64, len(x.nodes))
@@ -208,6 +208,40 @@ func (f *FreeGPUs) take(ids []string) {
 	}
 }
 
+// takeGrant is take for a grant, by its remembered positions when it was
+// placed with this index.
+func (f *FreeGPUs) takeGrant(g Grant) {
+	if g.at == nil || g.at.x != f.x {
+		f.take(g.GPUs)
+		return
+	}
+	for _, at := range g.at.pos {
+		if f.avail[at] {
+			f.avail[at] = false
+			f.count[f.nodeOf(at)]--
+			f.free--
+		}
+	}
+}
+
+// nodeOf is the indexed node of a flat slot position.
+func (f *FreeGPUs) nodeOf(at int32) int {
+	return sort.Search(len(f.x.offset), func(i int) bool { return f.x.offset[i] > int(at) }) - 1
+}
+
+// remember records where g's GPUs are in this index.
+func (f *FreeGPUs) remember(g *Grant) {
+	pos := make([]int32, 0, len(g.GPUs))
+	for _, id := range g.GPUs {
+		p, ok := f.x.gpus[id]
+		if !ok {
+			return
+		}
+		pos = append(pos, int32(f.x.offset[p.node]+p.slot))
+	}
+	g.at = &gpuAt{x: f.x, pos: pos}
+}
+
 // Take removes a grant's GPUs from the free set, for a Placer that chose
 // them; it reports false, taking nothing, when one of them is not free.
 func (f *FreeGPUs) Take(g Grant) bool {
@@ -224,6 +258,16 @@ func (f *FreeGPUs) Take(g Grant) bool {
 // give returns a grant's GPUs to the free set (a preempted job's). GPUs that
 // became unhealthy or sit on unschedulable nodes stay out.
 func (f *FreeGPUs) give(g Grant) {
+	if g.at != nil && g.at.x == f.x {
+		for _, at := range g.at.pos {
+			if !f.avail[at] {
+				f.avail[at] = true
+				f.count[f.nodeOf(at)]++
+				f.free++
+			}
+		}
+		return
+	}
 	for _, id := range g.GPUs {
 		if p, ok := f.x.gpus[id]; ok && !f.avail[f.x.offset[p.node]+p.slot] {
 			f.avail[f.x.offset[p.node]+p.slot] = true

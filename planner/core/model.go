@@ -137,6 +137,16 @@ type Grant struct {
 	Job  JobKey
 	Node string
 	GPUs []string
+	// at remembers where the GPUs are in the index that placed them, so
+	// that a caller handing the grant back with the same index (the
+	// simulator, every round) is not looked up by GPU ID again.
+	at *gpuAt
+}
+
+// gpuAt is the flat slot position of a grant's GPUs in one ClusterIndex.
+type gpuAt struct {
+	x   *ClusterIndex
+	pos []int32
 }
 
 func (g Grant) String() string {

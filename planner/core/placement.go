@@ -34,6 +34,7 @@ func (f *FreeGPUs) PlaceJob(j *Job, consolidate bool) (g Grant, ok bool) {
 		f.take(gpuIDs)
 		g := Grant{Job: job, Node: f.x.nodes[i].node.ID, GPUs: gpuIDs}
 		f.hold(g, j, 1)
+		f.remember(&g)
 		return g, true
 	}
 	if f.singleNode || f.demands(j) {
@@ -57,6 +58,7 @@ func (f *FreeGPUs) PlaceJob(j *Job, consolidate bool) (g Grant, ok bool) {
 		g.GPUs = append(g.GPUs, gpuIDs...)
 		need -= n
 	}
+	f.remember(&g)
 	return g, true
 }
 
