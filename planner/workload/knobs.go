@@ -20,11 +20,14 @@ const (
 	KnobNodeCPUs     = "workload.node_cpus"
 	KnobNodeMemoryGB = "workload.node_memory_gb"
 	KnobNodeGPUs     = "workload.node_gpus"
+	// KnobTEGPUs sets the mean (and standard deviation) of TE jobs' GPUs,
+	// for a workload whose TE jobs do not fit the cluster's gaps as often.
+	KnobTEGPUs = "workload.te_gpus"
 )
 
 // Knobs lists the knobs FitGppFromKnobs reads, in the order of its doc.
 var Knobs = []string{KnobJobs, KnobSeed, KnobTEFraction, KnobLoad, KnobArrivals,
-	KnobNodes, KnobNodeCPUs, KnobNodeMemoryGB, KnobNodeGPUs}
+	KnobNodes, KnobNodeCPUs, KnobNodeMemoryGB, KnobNodeGPUs, KnobTEGPUs}
 
 // FitGppFromKnobs builds a config from DefaultFitGppConfig and the knobs
 // get returns (ok false: not set, keep the default):
@@ -38,6 +41,7 @@ var Knobs = []string{KnobJobs, KnobSeed, KnobTEFraction, KnobLoad, KnobArrivals,
 //	workload.node_cpus       CPUs per node (default 32)
 //	workload.node_memory_gb  memory per node in GB (default 256)
 //	workload.node_gpus       GPUs per node (default 8)
+//	workload.te_gpus         mean (and standard deviation) of TE jobs' GPUs (default 1)
 //
 // The node knobs should describe the simulated cluster: the load refers to
 // it, and every request is capped at its node. The classes' distributions'
@@ -90,6 +94,7 @@ func FitGppFromKnobs(get func(key string) (string, bool)) (FitGppConfig, error) 
 		{KnobNodeCPUs, false, func(v float64) { cfg.Cluster.Node.CPUs = v }},
 		{KnobNodeMemoryGB, false, func(v float64) { cfg.Cluster.Node.MemoryGB = v }},
 		{KnobNodeGPUs, true, func(v float64) { cfg.Cluster.Node.GPUs = int(v) }},
+		{KnobTEGPUs, false, func(v float64) { cfg.TE.GPUs.Mean, cfg.TE.GPUs.SD = v, v }},
 	} {
 		v, ok := get(k.key)
 		if !ok {

@@ -29,6 +29,7 @@ func TestFitGppFromKnobs(t *testing.T) {
 		{"no TE", []string{KnobTEFraction, "0"}, func(c *FitGppConfig) { c.TEFraction = 0 }},
 		{"load", []string{KnobLoad, "1.5"}, func(c *FitGppConfig) { c.Load = 1.5 }},
 		{"arrivals", []string{KnobArrivals, "Poisson"}, func(c *FitGppConfig) { c.Arrivals = ArrivalsPoisson }},
+		{"TE GPUs", []string{KnobTEGPUs, "3"}, func(c *FitGppConfig) { c.TE.GPUs.Mean, c.TE.GPUs.SD = 3, 3 }},
 		{"node shape", []string{KnobNodes, "10", KnobNodeCPUs, "16", KnobNodeMemoryGB, "128.5", KnobNodeGPUs, "4"}, func(c *FitGppConfig) {
 			c.Cluster = Cluster{Nodes: 10, Node: Node{CPUs: 16, MemoryGB: 128.5, GPUs: 4}}
 			for _, p := range []*ClassParams{&c.TE, &c.BE} {
