@@ -55,7 +55,8 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   Workloads: fitgpp (the FitGpp paper's TE/BE jobs, Appendix A; knobs
   workload.jobs=2^19, workload.seed (default --seed), workload.te_fraction=0.3,
   workload.load=2.0, workload.arrivals=fifo|poisson, workload.nodes=84,
-  workload.node_cpus=32, workload.node_memory_gb=256, workload.node_gpus=8;
+  workload.node_cpus=32, workload.node_memory_gb=256, workload.node_gpus=8,
+  workload.te_gpus=1 (mean TE GPUs);
   run it on --cluster fitgpp84).
 
   Policies: ` + strings.Join(sim.PolicyNames(), ", ") + `
@@ -161,10 +162,12 @@ func (c *simCommand) run(o simOptions) error {
 			return err
 		}
 	}
+	// A sweep's variants add one knob each to the run's; they share the
+	// run's record of used knobs, so that the check below sees them all.
 	type run struct {
 		label, name string
 		pol         core.Policy
-		sets        []string
+		sets, extra []string
 	}
 	variants := []run{{sets: o.sets}}
 	if o.sweep != "" {
@@ -175,13 +178,14 @@ func (c *simCommand) run(o simOptions) error {
 		variants = nil
 		for _, v := range strings.Split(vals, ",") {
 			kv := strings.TrimSpace(key) + "=" + strings.TrimSpace(v)
-			variants = append(variants, run{label: "[" + kv + "]", sets: append(append([]string{}, o.sets...), kv)})
+			variants = append(variants, run{label: "[" + kv + "]", sets: append(append([]string{}, o.sets...), kv), extra: []string{kv}})
 		}
 	}
 	var runs []run
+	var derived []core.Knobs
 	for _, name := range strings.Split(o.policy, ",") {
 		for _, v := range variants {
-			k, err := core.ParseKnobs(v.sets)
+			k, err := knobs.With(v.extra...)
 			if err != nil {
 				return err
 			}
@@ -195,15 +199,14 @@ func (c *simCommand) run(o simOptions) error {
 			if _, _, err := sim.Costs(k); err != nil {
 				return err
 			}
-			workloadKnobs(k)
-			if err := k.Unused(core.KnobNamespaces...); err != nil {
-				return fmt.Errorf("--set: %w (no policy of this run uses it)", err)
-			}
-			runs = append(runs, run{label: pol.Name() + v.label, pol: pol, sets: v.sets, name: strings.TrimSpace(name)})
+			runs = append(runs, run{label: pol.Name() + v.label, pol: pol, sets: v.sets, extra: v.extra, name: strings.TrimSpace(name)})
+			derived = append(derived, k)
 		}
 	}
-	if err := knobs.Unused(core.KnobNamespaces...); err != nil {
-		return fmt.Errorf("--set: %w (no policy of this run uses it)", err)
+	for _, k := range append(derived, knobs) {
+		if err := k.Unused(core.KnobNamespaces...); err != nil {
+			return fmt.Errorf("--set or --sweep: %w (no policy of this run uses it)", err)
+		}
 	}
 	var results []sim.Result
 	for _, rn := range runs {
@@ -217,7 +220,7 @@ func (c *simCommand) run(o simOptions) error {
 		if vcs != nil {
 			rn := rn
 			r, err = sim.RunVCs(sim.VCRun{Config: cfg, VCs: vcs, Mode: o.vcMode, NewPolicy: func() (core.Policy, error) {
-				k, err := core.ParseKnobs(rn.sets)
+				k, err := knobs.With(rn.extra...)
 				if err != nil {
 					return nil, err
 				}
@@ -356,14 +359,6 @@ func defaultPhilly() string {
 		dir = filepath.Dir(dir)
 	}
 	return "philly.csv"
-}
-
-// workloadKnobs marks the workload's knobs used in a policy's copy of the
-// knobs (the workload read them from the run's own copy).
-func workloadKnobs(k core.Knobs) {
-	for _, key := range append(append(workload.Knobs, workload.ThemisKnobs...), "workload.fig18_jobs", "workload.fig18_duration", knobArrivalScale) {
-		k.Has(key)
-	}
 }
 
 // progressBar draws "policy [#####     ] 52% 42766/82247 jobs 3.1s" on stderr.

@@ -31,6 +31,27 @@ func ParseKnobs(settings []string) (Knobs, error) {
 	return k, nil
 }
 
+// With returns knobs that add or override settings ("key=value") to k's.
+// They share k's record of which knobs were used, so that k.Unused sees
+// what the derived knobs' users asked for (a sweep's variants).
+func (k Knobs) With(settings ...string) (Knobs, error) {
+	extra, err := ParseKnobs(settings)
+	if err != nil {
+		return Knobs{}, err
+	}
+	out := Knobs{values: make(map[string]string, len(k.values)+len(extra.values)), used: k.used}
+	if out.used == nil {
+		out.used = map[string]bool{}
+	}
+	for key, v := range k.values {
+		out.values[key] = v
+	}
+	for key, v := range extra.values {
+		out.values[key] = v
+	}
+	return out, nil
+}
+
 // Has reports whether a knob was set (and marks it used).
 func (k Knobs) Has(key string) bool {
 	if k.values == nil {
