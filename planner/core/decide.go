@@ -32,6 +32,9 @@ type Placer interface {
 	// FreeGPUs.Take), and the running jobs to preempt first; ok is false
 	// when j must wait, and why then says why.
 	Place(j *Job, free *FreeGPUs) (g Grant, preempt []JobKey, ok bool, why string)
+	// Never reports whether j can never be placed, however empty its
+	// virtual cluster: such a job waits without blocking its queue.
+	Never(j *Job) (never bool, why string)
 	// WaitingVCs is the number of virtual clusters with queued jobs this
 	// round (0: unknown): once that many queues are blocked, nothing more
 	// can start.
@@ -344,9 +347,11 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[
 			if p.ExplainWaits {
 				for _, j := range ranked[i:] {
 					if j.Phase == Queued {
-						h := heads[j.VC]
 						p.wait(d, j, func() string {
-							return fmt.Sprintf("behind %s in virtual cluster %q's %s queue", h.Key, j.VC, p.Policy.Name())
+							if h := heads[j.VC]; h != nil {
+								return fmt.Sprintf("behind %s in virtual cluster %q's %s queue", h.Key, j.VC, p.Policy.Name())
+							}
+							return fmt.Sprintf("virtual cluster %q's %s queue is blocked", j.VC, p.Policy.Name())
 						})
 					}
 				}
@@ -357,6 +362,10 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[
 			p.wait(d, j, func() string {
 				return fmt.Sprintf("behind %s in virtual cluster %q's %s queue", h.Key, j.VC, p.Policy.Name())
 			})
+			continue
+		}
+		if never, why := p.Placer.Never(j); never {
+			p.wait(d, j, func() string { return why })
 			continue
 		}
 		g, victims, ok, why := p.Placer.Place(j, free)

@@ -111,7 +111,7 @@ func RunVCs(run VCRun) (*Result, error) {
 		cfg := run.Config
 		cfg.Trace, cfg.Policy, cfg.Progress = &sub, pol, nil
 		cfg.Cluster = &cluster.Cluster{Name: "private-" + v.Name, Nodes: nodes}
-		cfg.Placer = hivedPlacer{pc}
+		cfg.Placer = newHivedPlacer(pc)
 		r, err := Run(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("sim: private cluster of %s: %w", v.Name, err)
@@ -127,7 +127,7 @@ func RunVCs(run VCRun) (*Result, error) {
 	cfg := run.Config
 	cfg.Policy = pol
 	if run.Mode == VCModeHived {
-		cfg.Placer = hivedPlacer{shared}
+		cfg.Placer = newHivedPlacer(shared)
 	} else {
 		q := newQuotaPlacer()
 		for _, v := range vcs {
@@ -181,7 +181,18 @@ func vcStats(jobs []JobResult, vc string) (finished int, avgQueue, avgJCT float6
 
 // hivedPlacer places jobs in their VC's cells (guaranteed jobs, priority
 // >= 0) or on idle cells (opportunistic, priority -1).
-type hivedPlacer struct{ c *hived.Cluster }
+type hivedPlacer struct {
+	c    *hived.Cluster
+	gpus map[string]int // each VC's GPUs
+}
+
+func newHivedPlacer(c *hived.Cluster) hivedPlacer {
+	h := hivedPlacer{c: c, gpus: map[string]int{}}
+	for _, v := range c.VCs() {
+		h.gpus[v.Name] = v.GPUs
+	}
+	return h
+}
 
 func (h hivedPlacer) Place(j *core.Job, free *core.FreeGPUs) (core.Grant, []core.JobKey, bool, string) {
 	a, err := h.c.Allocate(hived.Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: j.Priority})
@@ -197,6 +208,21 @@ func (h hivedPlacer) Place(j *core.Job, free *core.FreeGPUs) (core.Grant, []core
 }
 
 func (h hivedPlacer) Release(job core.JobKey) { h.c.Release(job) }
+
+// Never: a guaranteed job larger than its VC's cells, or of an unknown VC.
+func (h hivedPlacer) Never(j *core.Job) (bool, string) {
+	if j.Priority < 0 {
+		return false, ""
+	}
+	gpus, ok := h.gpus[j.VC]
+	switch {
+	case !ok:
+		return true, fmt.Sprintf("virtual cluster %q is not configured", j.VC)
+	case j.GPUs > gpus:
+		return true, fmt.Sprintf("needs %d GPUs; virtual cluster %q has %d", j.GPUs, j.VC, gpus)
+	}
+	return false, ""
+}
 
 // WaitingVCs is answered by the engine (see vcCounter).
 func (hivedPlacer) WaitingVCs() int { return 0 }
@@ -236,6 +262,18 @@ func (q *quotaPlacer) Place(j *core.Job, free *core.FreeGPUs) (core.Grant, []cor
 
 // WaitingVCs is answered by the engine (see vcCounter).
 func (*quotaPlacer) WaitingVCs() int { return 0 }
+
+// Never: a job larger than its VC's quota, or of a VC without one.
+func (q *quotaPlacer) Never(j *core.Job) (bool, string) {
+	quota, ok := q.quota[j.VC]
+	switch {
+	case !ok:
+		return true, fmt.Sprintf("virtual cluster %q has no quota", j.VC)
+	case j.GPUs > quota:
+		return true, fmt.Sprintf("needs %d GPUs; virtual cluster %q's quota is %d", j.GPUs, j.VC, quota)
+	}
+	return false, ""
+}
 
 func (q *quotaPlacer) Release(job core.JobKey) {
 	if h, ok := q.held[job]; ok {

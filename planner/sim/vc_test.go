@@ -164,3 +164,28 @@ func TestPhillyVCsExample(t *testing.T) {
 		}
 	}
 }
+
+// TestVCJobTooLarge: a job larger than its VC's cells (or quota) never
+// runs, and does not hold up the jobs behind it.
+func TestVCJobTooLarge(t *testing.T) {
+	tr := &trace.Trace{Name: "large", Jobs: []trace.Job{
+		vcJob("huge", "a", 0, 100, 16),
+		vcJob("small", "a", 1, 10, 4),
+	}}
+	cl, _ := cluster.Uniform("two", 1, 2, 8)
+	vcs := &hived.Config{VCs: []hived.VCConfig{{Name: "a", Cells: []hived.CellCount{{Type: "node8", Count: 1}}}}}
+	for _, mode := range []string{VCModeHived, VCModeQuota} {
+		r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl}, NewPolicy: fifoPolicy, VCs: vcs, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range r.Jobs {
+			switch {
+			case j.ID == "huge" && j.Started:
+				t.Errorf("%s: the 16-GPU job ran in an 8-GPU VC", mode)
+			case j.ID == "small" && (!j.Finished || j.Queue != 0):
+				t.Errorf("%s: small job finished %v after queueing %g s, want at once", mode, j.Finished, j.Queue)
+			}
+		}
+	}
+}
