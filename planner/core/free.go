@@ -150,6 +150,12 @@ func (f *FreeGPUs) hold(g Grant, j *Job, sign float64) {
 	if !f.demands(j) {
 		return
 	}
+	if g.at != nil && g.at.x == f.x && g.Node != "" && len(g.at.nodes) > 0 {
+		i := g.at.nodes[0]
+		f.cpu[i] -= sign * j.CPU
+		f.mem[i] -= sign * j.Memory
+		return
+	}
 	if i, ok := f.x.byID[g.Node]; ok {
 		f.cpu[i] -= sign * j.CPU
 		f.mem[i] -= sign * j.Memory
@@ -215,31 +221,27 @@ func (f *FreeGPUs) takeGrant(g Grant) {
 		f.take(g.GPUs)
 		return
 	}
-	for _, at := range g.at.pos {
+	for i, at := range g.at.pos {
 		if f.avail[at] {
 			f.avail[at] = false
-			f.count[f.nodeOf(at)]--
+			f.count[g.at.nodes[i]]--
 			f.free--
 		}
 	}
 }
 
-// nodeOf is the indexed node of a flat slot position.
-func (f *FreeGPUs) nodeOf(at int32) int {
-	return sort.Search(len(f.x.offset), func(i int) bool { return f.x.offset[i] > int(at) }) - 1
-}
-
 // remember records where g's GPUs are in this index.
 func (f *FreeGPUs) remember(g *Grant) {
-	pos := make([]int32, 0, len(g.GPUs))
+	at := &gpuAt{x: f.x, pos: make([]int32, 0, len(g.GPUs)), nodes: make([]int32, 0, len(g.GPUs))}
 	for _, id := range g.GPUs {
 		p, ok := f.x.gpus[id]
 		if !ok {
 			return
 		}
-		pos = append(pos, int32(f.x.offset[p.node]+p.slot))
+		at.pos = append(at.pos, int32(f.x.offset[p.node]+p.slot))
+		at.nodes = append(at.nodes, int32(p.node))
 	}
-	g.at = &gpuAt{x: f.x, pos: pos}
+	g.at = at
 }
 
 // Take removes a grant's GPUs from the free set, for a Placer that chose
@@ -259,10 +261,10 @@ func (f *FreeGPUs) Take(g Grant) bool {
 // became unhealthy or sit on unschedulable nodes stay out.
 func (f *FreeGPUs) give(g Grant) {
 	if g.at != nil && g.at.x == f.x {
-		for _, at := range g.at.pos {
+		for i, at := range g.at.pos {
 			if !f.avail[at] {
 				f.avail[at] = true
-				f.count[f.nodeOf(at)]++
+				f.count[g.at.nodes[i]]++
 				f.free++
 			}
 		}

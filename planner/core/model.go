@@ -143,10 +143,12 @@ type Grant struct {
 	at *gpuAt
 }
 
-// gpuAt is the flat slot position of a grant's GPUs in one ClusterIndex.
+// gpuAt is the flat slot position of a grant's GPUs in one ClusterIndex,
+// and the indexed node of each.
 type gpuAt struct {
-	x   *ClusterIndex
-	pos []int32
+	x     *ClusterIndex
+	pos   []int32
+	nodes []int32
 }
 
 func (g Grant) String() string {
