@@ -81,6 +81,9 @@ func Bid(a *App, env Env) (*Valuation, error) {
 		}
 	}
 	v.max = min(demand, env.ClusterGPUs)
+	if env.MaxBid > 0 {
+		v.max = min(v.max, env.MaxBid)
+	}
 	v.rho = make([]float64, v.max*NumClasses)
 	tid := a.IdealTime(env.ClusterGPUs)
 	for k := 1; k <= v.max; k++ {
@@ -140,6 +143,7 @@ func stateKey(a *App, env Env) string {
 	i := func(v int) { buf = binary.LittleEndian.AppendUint64(buf, uint64(int64(v))) }
 	str := func(s string) { i(len(s)); buf = append(buf, s...) }
 	i(env.ClusterGPUs)
+	i(env.MaxBid)
 	f(env.Lease)
 	str(a.ID)
 	f(a.Elapsed)

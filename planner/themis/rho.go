@@ -141,6 +141,11 @@ type Env struct {
 	// Lease is the lease length in seconds. An app that wins nothing waits
 	// at least one lease more (see RhoWait).
 	Lease float64
+	// MaxBid, when positive, caps the GPU counts a bid values (Bid's
+	// table stops there): an arbiter only reads the counts its offer can
+	// hold, so Round caps bids at the offer's size, which changes no
+	// outcome and saves most of the agents' work when few GPUs are free.
+	MaxBid int
 }
 
 func (e Env) validate() error {

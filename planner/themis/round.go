@@ -67,6 +67,11 @@ func Round(in RoundInput) (RoundResult, error) {
 	if err := in.Offer.Validate(); err != nil {
 		return RoundResult{}, err
 	}
+	// Bids need no counts beyond the offer (Env.MaxBid).
+	env := in.Env
+	if n := in.Offer.GPUs(); env.MaxBid <= 0 || n < env.MaxBid {
+		env.MaxBid = max(n, 1)
+	}
 	res := RoundResult{Rho: make(map[string]float64, len(in.Apps))}
 	bidders := make([]Bidder, 0, len(in.Apps))
 	for i := range in.Apps {
@@ -77,9 +82,9 @@ func Round(in RoundInput) (RoundResult, error) {
 		var v *Valuation
 		var err error
 		if in.Cache != nil {
-			v, err = in.Cache.Bid(a, in.Env)
+			v, err = in.Cache.Bid(a, env)
 		} else {
-			v, err = Bid(a, in.Env)
+			v, err = Bid(a, env)
 		}
 		if err != nil {
 			return RoundResult{}, err

@@ -32,7 +32,8 @@
 // Each decision is a round (section 3.3.2): the offer is the free GPUs plus
 // those of running jobs whose lease has expired, whose jobs are then
 // queued again in their app's bid. Winners hold their GPUs for c_i of the
-// lease, leftover grants for the whole lease (see planner/themis's doc).
+// lease (but at least MinLeaseFraction of it), leftover grants for the
+// whole lease (see planner/themis's doc).
 // A job whose lease expired and whose app wins a gang that is exactly its
 // GPUs keeps running (its lease renewed, no checkpoint); one whose app wins
 // a gang elsewhere moves (preempted and granted in the same decision); one
@@ -73,6 +74,14 @@ import (
 
 // Name is the policy's name.
 const Name = "themis"
+
+// MinLeaseFraction is the shortest lease, as a fraction of the lease: an
+// auction winner holds its GPUs for max(c_i, MinLeaseFraction) of the lease.
+// c_i can be tiny (an app whose presence costs the others much), and a
+// lease of milliseconds would only buy a checkpoint and a restore (30 s by
+// default in the simulator) and make the next round come at once, again
+// and again. 1/20 is 30 s of the default 10-minute lease.
+const MinLeaseFraction = 1.0 / 20
 
 // Policy is the Themis arbiter. It keeps state between rounds (leases, app
 // arrivals, contention), so one Policy serves one simulation.
@@ -275,7 +284,7 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 	var stop []core.JobKey
 	kept := map[core.JobKey]bool{}
 	for _, aw := range res.Awards {
-		d := time.Duration(aw.Lease * float64(time.Second))
+		d := time.Duration(max(aw.Lease, p.Lease*MinLeaseFraction) * float64(time.Second))
 		// Gangs of this award, and the jobs they were meant for.
 		type gang struct {
 			job  *core.Job
