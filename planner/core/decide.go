@@ -28,10 +28,11 @@ type Planner struct {
 // between rounds (HiveD's cell bindings): whoever applies the decision
 // tells it of the jobs that finish or are preempted.
 type Placer interface {
-	// Place chooses GPUs for queued job j, taking them from free (with
-	// FreeGPUs.Take), and the running jobs to preempt first; ok is false
-	// when j must wait, and why then says why.
-	Place(j *Job, free *FreeGPUs) (g Grant, preempt []JobKey, ok bool, why string)
+	// Place chooses GPUs for queued job j and takes them from free (with
+	// FreeGPUs.Take); ok is false when j must wait, and why then says why.
+	// A running job it must preempt first it passes to preempt, which
+	// gives that job's GPUs back to free and preempts it in the decision.
+	Place(j *Job, free *FreeGPUs, preempt func(JobKey)) (g Grant, ok bool, why string)
 	// Never reports whether j can never be placed, however empty its
 	// virtual cluster: such a job waits without blocking its queue.
 	Never(j *Job) (never bool, why string)
@@ -337,6 +338,16 @@ var runPool = sync.Pool{New: func() any { return new([]bool) }}
 func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
 	heads := map[string]*Job{}
 	var preempts []Action
+	preempted := map[JobKey]bool{}
+	preempt := func(v JobKey) {
+		gi, held := grantOf[v]
+		if !held || preempted[v] {
+			return
+		}
+		preempted[v] = true
+		preempts = append(preempts, PreemptAction{Grant: grants[gi]})
+		free.give(grants[gi])
+	}
 	vcs := p.Placer.WaitingVCs()
 	for i, j := range ranked {
 		if j.Phase != Queued {
@@ -368,18 +379,13 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[
 			p.wait(d, j, func() string { return why })
 			continue
 		}
-		g, victims, ok, why := p.Placer.Place(j, free)
+		g, ok, why := p.Placer.Place(j, free, preempt)
 		if !ok {
 			if p.Policy.Blocking() {
 				heads[j.VC] = j
 			}
 			p.wait(d, j, func() string { return why })
 			continue
-		}
-		for _, v := range victims {
-			if gi, held := grantOf[v]; held {
-				preempts = append(preempts, PreemptAction{Grant: grants[gi]})
-			}
 		}
 		d.Actions = append(d.Actions, GrantAction{Grant: g})
 	}

@@ -194,17 +194,20 @@ func newHivedPlacer(c *hived.Cluster) hivedPlacer {
 	return h
 }
 
-func (h hivedPlacer) Place(j *core.Job, free *core.FreeGPUs) (core.Grant, []core.JobKey, bool, string) {
+func (h hivedPlacer) Place(j *core.Job, free *core.FreeGPUs, preempt func(core.JobKey)) (core.Grant, bool, string) {
 	a, err := h.c.Allocate(hived.Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: j.Priority})
 	if err != nil {
-		return core.Grant{}, nil, false, err.Error()
+		return core.Grant{}, false, err.Error()
+	}
+	for _, v := range a.Preempt { // already released in the cells
+		preempt(v)
 	}
 	g := a.Grant()
 	if !free.Take(g) {
 		h.c.Release(j.Key)
-		return core.Grant{}, nil, false, fmt.Sprintf("hived chose GPUs %v, which are not free this round", g.GPUs)
+		return core.Grant{}, false, fmt.Sprintf("hived chose GPUs %v, which are not free this round", g.GPUs)
 	}
-	return g, a.Preempt, true, ""
+	return g, true, ""
 }
 
 func (h hivedPlacer) Release(job core.JobKey) { h.c.Release(job) }
@@ -243,21 +246,21 @@ func newQuotaPlacer() *quotaPlacer {
 	return &quotaPlacer{quota: map[string]int{}, used: map[string]int{}, held: map[core.JobKey]heldGPUs{}}
 }
 
-func (q *quotaPlacer) Place(j *core.Job, free *core.FreeGPUs) (core.Grant, []core.JobKey, bool, string) {
+func (q *quotaPlacer) Place(j *core.Job, free *core.FreeGPUs, _ func(core.JobKey)) (core.Grant, bool, string) {
 	quota, ok := q.quota[j.VC]
 	switch {
 	case !ok:
-		return core.Grant{}, nil, false, fmt.Sprintf("virtual cluster %q has no quota", j.VC)
+		return core.Grant{}, false, fmt.Sprintf("virtual cluster %q has no quota", j.VC)
 	case q.used[j.VC]+j.GPUs > quota:
-		return core.Grant{}, nil, false, fmt.Sprintf("virtual cluster %q uses %d of its %d GPUs; %d more would exceed it", j.VC, q.used[j.VC], quota, j.GPUs)
+		return core.Grant{}, false, fmt.Sprintf("virtual cluster %q uses %d of its %d GPUs; %d more would exceed it", j.VC, q.used[j.VC], quota, j.GPUs)
 	}
 	g, ok := free.PlaceJob(j, true)
 	if !ok {
-		return core.Grant{}, nil, false, fmt.Sprintf("no consolidated placement for %d GPUs (%d free)", j.GPUs, free.Total())
+		return core.Grant{}, false, fmt.Sprintf("no consolidated placement for %d GPUs (%d free)", j.GPUs, free.Total())
 	}
 	q.used[j.VC] += j.GPUs
 	q.held[j.Key] = heldGPUs{j.VC, j.GPUs}
-	return g, nil, true, ""
+	return g, true, ""
 }
 
 // WaitingVCs is answered by the engine (see vcCounter).

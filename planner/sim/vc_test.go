@@ -189,3 +189,40 @@ func TestVCJobTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestHivedPlacerPreemptsOpportunistic: a guaranteed job whose VC's cell is
+// lent to an opportunistic job gets it back in one round: the core preempts
+// the opportunistic job and grants its GPUs.
+func TestHivedPlacerPreemptsOpportunistic(t *testing.T) {
+	cl, _ := cluster.Uniform("one", 1, 1, 8)
+	c, err := hived.New(cl.Nodes, &hived.Config{VCs: []hived.VCConfig{
+		{Name: "a", Cells: []hived.CellCount{{Type: "node8", Count: 1}}},
+		{Name: "b"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opp := core.JobKey{Namespace: "sim", ID: "opp"}
+	a, err := c.Allocate(hived.Request{Job: opp, VC: "b", GPUs: 8, Priority: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []core.Job{
+		{Key: opp, VC: "b", GPUs: 8, Priority: -1, Phase: core.Granted},
+		{Key: core.JobKey{Namespace: "sim", ID: "mine"}, VC: "a", GPUs: 4, Phase: core.Queued, Seq: 1},
+	}
+	p := core.Planner{Policy: core.FIFO{}, Placer: &vcCounter{VCPlacer: newHivedPlacer(c), queued: map[string]int{"a": 1}, waiting: 1}}
+	d := p.Decide(core.State{Nodes: cl.Nodes, Jobs: jobs, Grants: []core.Grant{a.Grant()}}, at(0))
+	var got []string
+	for _, act := range d.Actions {
+		switch act := act.(type) {
+		case core.PreemptAction:
+			got = append(got, "preempt "+act.Grant.Job.ID)
+		case core.GrantAction:
+			got = append(got, fmt.Sprintf("grant %s %d", act.Grant.Job.ID, len(act.Grant.GPUs)))
+		}
+	}
+	if want := []string{"preempt opp", "grant mine 4"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("actions %v, want %v", got, want)
+	}
+}
