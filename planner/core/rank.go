@@ -30,6 +30,7 @@ type rankKeys struct {
 	key, key2 []float64
 	recs, tmp []rankRec
 	count     []int
+	mixed     []levelKey
 	sorted    []*Job
 }
 
@@ -101,45 +102,74 @@ const maxBucketLevel = 1024
 
 // sort orders the jobs by level, then key, then key2, then FIFO order, and
 // returns the buffers to the pool.
+//
+// One pass turns the keys into records and counts them into two buckets per
+// level: key2 finite, then key2 +Inf or NaN (never-started jobs, for
+// Tiresias); a second places them, so that each bucket keeps FIFO order.
+// Each bucket is sorted adaptively; where a level's key is not one value
+// (2D-Gittins) its two buckets are merged.
 func (r *rankKeys) sort() {
 	n := len(r.jobs)
-	lo, hi := 0, 0
-	for i, l := range r.level {
-		if i == 0 || l < lo {
-			lo = l
-		}
-		if i == 0 || l > hi {
-			hi = l
-		}
-	}
-	bucket := n > 0 && lo >= 0 && hi <= maxBucketLevel
+	inf := orderBits(math.Inf(1))
 	r.recs, r.tmp = sized(r.recs, n), sized(r.tmp, n)
-	for i, l := range r.level { // staged in tmp, then bucketed into recs
-		r.tmp[i] = rankRec{l: int32(min(max(l, math.MinInt32), math.MaxInt32)), k: orderBits(r.key[i]), k2: orderBits(r.key2[i]), i: int32(i)}
+	r.count = r.count[:0]
+	r.mixed = r.mixed[:0]
+	bucket := true
+	for i, l := range r.level {
+		x := rankRec{l: int32(min(max(l, math.MinInt32), math.MaxInt32)), k: orderBits(r.key[i]), k2: orderBits(r.key2[i]), i: int32(i)}
+		r.recs[i] = x
+		if !bucket || l < 0 || l > maxBucketLevel {
+			bucket = false
+			continue
+		}
+		for len(r.count) <= 2*l+2 {
+			r.count = append(r.count, 0)
+		}
+		for len(r.mixed) <= l {
+			r.mixed = append(r.mixed, levelKey{})
+		}
+		if m := &r.mixed[l]; !m.seen {
+			m.seen, m.k = true, x.k
+		} else if m.k != x.k {
+			m.mixed = true
+		}
+		b := 2 * l
+		if x.k2 >= inf {
+			b++
+		}
+		r.count[b+1]++
 	}
-	if bucket {
-		r.count = zeroed(r.count, hi+2)
-		for _, l := range r.level {
-			r.count[l+1]++
+	if bucket && n > 0 {
+		for b := 1; b < len(r.count); b++ {
+			r.count[b] += r.count[b-1]
 		}
-		for l := 1; l < len(r.count); l++ {
-			r.count[l] += r.count[l-1]
+		starts := r.count[:len(r.count)-1]
+		for _, x := range r.recs {
+			b := 2 * int(x.l)
+			if x.k2 >= inf {
+				b++
+			}
+			r.tmp[starts[b]] = x
+			starts[b]++
 		}
-		for _, x := range r.tmp {
-			r.recs[r.count[x.l]] = x
-			r.count[x.l]++
-		}
-		start := 0
-		for _, end := range r.count[:hi+1] {
-			r.sortLevel(r.recs[start:end])
-			start = end
+		// starts[b] is now bucket b's end; bucket b begins at the end of b-1.
+		begin := 0
+		for l := range r.mixed {
+			midA, end := starts[2*l], starts[2*l+1]
+			a, bb := r.tmp[begin:midA], r.tmp[midA:end]
+			adaptiveSort(a)
+			adaptiveSort(bb)
+			if r.mixed[l].mixed {
+				r.merge(r.tmp[begin:end], len(a))
+			}
+			begin = end
 		}
 	} else {
-		copy(r.recs, r.tmp)
-		slices.SortFunc(r.recs, compareRec)
+		copy(r.tmp, r.recs)
+		slices.SortFunc(r.tmp, compareRec)
 	}
 	r.sorted = r.sorted[:0]
-	for _, x := range r.recs {
+	for _, x := range r.tmp {
 		r.sorted = append(r.sorted, r.jobs[x.i])
 	}
 	copy(r.jobs, r.sorted)
@@ -148,43 +178,29 @@ func (r *rankKeys) sort() {
 	rankPool.Put(r)
 }
 
-// sortLevel sorts one level's records, given in FIFO order: the records
-// whose key2 is +Inf (or NaN, which sorts after it) are moved aside, both
-// parts sorted adaptively, then merged back.
-func (r *rankKeys) sortLevel(seg []rankRec) {
-	if len(seg) < 2 {
-		return
-	}
-	inf := orderBits(math.Inf(1))
-	a, b := seg[:0], r.tmp[:0]
-	oneKey, k0 := true, seg[0].k
-	for _, x := range seg {
-		if x.k2 >= inf {
-			b = append(b, x)
+// levelKey records whether a level's records share one key.
+type levelKey struct {
+	seen, mixed bool
+	k           uint64
+}
+
+// merge merges the sorted halves seg[:mid] and seg[mid:] in place, through
+// r.recs as scratch (the records are all in r.tmp by now).
+func (r *rankKeys) merge(seg []rankRec, mid int) {
+	out := r.recs[:0]
+	i, k := 0, mid
+	for i < mid && k < len(seg) {
+		if seg[k].less(seg[i]) {
+			out = append(out, seg[k])
+			k++
 		} else {
-			a = append(a, x) // never overtakes the read position
-		}
-		oneKey = oneKey && x.k == k0
-	}
-	r.tmp = b
-	adaptiveSort(a)
-	adaptiveSort(b)
-	if oneKey {
-		// Every key2 in a ranks before those in b.
-		copy(seg[len(a):], b)
-		return
-	}
-	// Merge from the back: a sits at the front of seg.
-	i, k := len(a)-1, len(b)-1
-	for w := len(seg) - 1; k >= 0; w-- {
-		if i >= 0 && b[k].less(seg[i]) {
-			seg[w] = seg[i]
-			i--
-		} else {
-			seg[w] = b[k]
-			k--
+			out = append(out, seg[i])
+			i++
 		}
 	}
+	out = append(out, seg[i:mid]...)
+	out = append(out, seg[k:]...)
+	copy(seg, out)
 }
 
 // adaptiveSort sorts s in time linear in its length plus its inversions
