@@ -48,8 +48,9 @@
 // time, and then it never runs. So when the app with the worst current ρ
 // has a queued gang larger than the whole offer, the round is not run: the
 // free GPUs stay free, and expired leases end (their jobs are preempted)
-// instead of being auctioned, until the offer holds the gang, at most one
-// lease later. That round then runs with f = 1: the reserved-for app bids
+// instead of being auctioned, until the offer holds the gang as well placed
+// as the empty cluster could (on one machine, else in one rack), at most
+// one lease later. That round then runs with f = 1: the reserved-for app bids
 // alone (the auction's winner takes what it values most, c_i = 1) and the
 // rest goes to the others as leftovers. This is our addition: the paper's
 // round-by-round filtering raises a losing app's ρ but does not say how a
@@ -256,7 +257,14 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 	// Reservation for the worst-off app (see the package doc).
 	f := p.Fairness
 	if w, need := worst(apps, env); w != "" {
-		if need > offer.GPUs() {
+		// Reserve when the gang does not fit the offer at all; once
+		// reserving, until the offer holds it as well placed as the empty
+		// cluster could.
+		hold := need > offer.GPUs()
+		if !hold && p.reserving == w {
+			hold = bestClass(need, offer) > bestClass(need, themis.OfferFromNodes(free.FreeNodes(grants...), nil))
+		}
+		if hold {
 			p.reserving = w
 			for _, j := range expiredJobs {
 				delete(p.leases, j.Key)
@@ -351,6 +359,7 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 			p.leases[j.Key] = now.Add(d)
 		}
 	}
+	repack(out, res.Idle, free)
 	for _, j := range expiredJobs {
 		if !kept[j.Key] && !contains(stop, j.Key) {
 			stop = append(stop, j.Key)
@@ -508,4 +517,63 @@ func keys(js []*core.Job) []core.JobKey {
 		out[i] = j.Key
 	}
 	return out
+}
+
+// repack moves each granted gang that spans machines onto one machine when
+// the GPUs nobody took (idle) include enough on one machine, best fit (the
+// machine with the fewest such GPUs that holds the gang); the gang's old
+// GPUs become idle in turn. An agent bids for its whole allocation at one
+// placement class, so a multi-job app's gangs may be split across machines
+// that the round left whole ones beside.
+func repack(grants []core.Grant, idle []string, free *core.FreeGPUs) {
+	if len(idle) == 0 {
+		return
+	}
+	byNode := map[string][]string{}
+	for _, id := range idle {
+		if n, ok := free.Locate(id); ok {
+			byNode[n.ID] = append(byNode[n.ID], id)
+		}
+	}
+	for i := range grants {
+		g := &grants[i]
+		if g.Node != "" || len(g.GPUs) < 2 {
+			continue
+		}
+		best := ""
+		for n, ids := range byNode {
+			if len(ids) >= len(g.GPUs) && (best == "" || len(ids) < len(byNode[best]) || (len(ids) == len(byNode[best]) && n < best)) {
+				best = n
+			}
+		}
+		if best == "" {
+			continue
+		}
+		old := g.GPUs
+		g.GPUs = append([]string(nil), byNode[best][:len(old)]...)
+		byNode[best] = byNode[best][len(old):]
+		g.Node = best
+		for _, id := range old {
+			if n, ok := free.Locate(id); ok {
+				byNode[n.ID] = append(byNode[n.ID], id)
+			}
+		}
+	}
+}
+
+// bestClass is the best placement class an offer can hold a gang of g GPUs
+// in.
+func bestClass(g int, o themis.Offer) themis.Class {
+	racks := map[string]int{}
+	c := themis.CrossRack
+	for _, m := range o.Machines {
+		if len(m.Free) >= g {
+			return themis.SameMachine
+		}
+		racks[m.Rack] += len(m.Free)
+		if racks[m.Rack] >= g {
+			c = themis.SameRack
+		}
+	}
+	return c
 }
