@@ -57,7 +57,12 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   workload.load=2.0, workload.arrivals=fifo|poisson, workload.nodes=84,
   workload.node_cpus=32, workload.node_memory_gb=256, workload.node_gpus=8,
   workload.te_gpus=1 (mean TE GPUs);
-  run it on --cluster fitgpp84).
+  run it on --cluster fitgpp84). themis-w1, themis-w2 (the Themis paper's
+  workloads from philly.csv: --trace, default ../shared/traces/philly.csv;
+  knobs workload.apps, workload.max_jobs, ... as in docs/themis.md, and
+  workload.arrival_scale=1 to scale arrival times; run them on --cluster
+  themis). themis-fig18 (Figure 18's 8 identical apps; --cluster
+  themis-fig18; workload.fig18_jobs=4, workload.fig18_duration=1h).
 
   Policies: ` + strings.Join(sim.PolicyNames(), ", ") + `
   Clusters: ` + strings.Join(cluster.Presets(), ", ") + `, philly-<GPUs>,
@@ -66,8 +71,9 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   Knobs (--set): tiresias.queues=3200s[,...], tiresias.promote_knob=inf,
   tiresias.pack_limit=1.0, tiresias.gittins_dist=FILE (2D-Gittins job-size
   samples; learned from finished jobs when absent), fitgpp.s=4.0,
-  fitgpp.max_preemptions=1, sim.checkpoint_s=10, sim.restore_s=20. See
-  docs/simulator.md.
+  fitgpp.max_preemptions=1, sim.checkpoint_s=10, sim.restore_s=20,
+  themis.f=0.8, themis.lease=10m, themis.lie=APP:+X%. See
+  docs/simulator.md and docs/themis.md.
 
 Options:
 ` + flagHelp(simFlags(&simOptions{})))
