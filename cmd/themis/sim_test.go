@@ -70,3 +70,47 @@ func TestSimKnobs(t *testing.T) {
 		})
 	}
 }
+
+// TestSimThemis runs Figure 18's experiment end to end: the themis policy
+// beside a baseline, its knobs swept and set, and the fairness fields in
+// summary.json.
+func TestSimThemis(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    simOptions
+		want string
+	}{
+		{"comparison", simOptions{workload: "themis-fig18", cluster: "themis-fig18", policy: "themis,las",
+			sets: stringList{"themis.lease=5m", "workload.fig18_jobs=2"}}, "themis/summary.json"},
+		{"lie sweep", simOptions{workload: "themis-fig18", cluster: "themis-fig18", policy: "themis",
+			sweep: "themis.lie=app-0001:0%,app-0001:+50%", sets: stringList{"workload.fig18_duration=30m"}},
+			"themis[themis.lie=app-0001:+50%]/apps.csv"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.o
+			o.out, o.seed, o.quiet = t.TempDir(), 1, true
+			if err := (&simCommand{ui: cli.NewMockUi()}).run(o); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(o.out, tc.want)); err != nil {
+				t.Fatalf("%s not written: %v", tc.want, err)
+			}
+			if tc.name == "comparison" {
+				b, err := os.ReadFile(filepath.Join(o.out, "themis", "summary.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range []string{`"apps": 8`, `"apps_finished": 8`, `"max_rho"`, `"frac_rho_le_1"`, `"avg_placement_score"`} {
+					if !strings.Contains(string(b), k) {
+						t.Errorf("summary.json lacks %s", k)
+					}
+				}
+			}
+		})
+	}
+	bad := simOptions{workload: "themis-fig18", cluster: "themis-fig18", policy: "themis", out: t.TempDir(), quiet: true,
+		sets: stringList{"themis.lie=nobody"}}
+	if err := (&simCommand{ui: cli.NewMockUi()}).run(bad); err == nil || !strings.Contains(err.Error(), "themis.lie") {
+		t.Errorf("err %v, want one naming themis.lie", err)
+	}
+}
