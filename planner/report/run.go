@@ -156,6 +156,10 @@ func runMarkdown(s Summary) []byte {
 	row("Busy GPU time", mdNum(s.GPUTime)+" GPU-s")
 	row("Utilization", mdPercent(s.Utilization))
 	row("Preemptions", strconv.Itoa(s.Preemptions))
+	row("Apps finished", fmt.Sprintf("%d / %d", s.AppsFinished, s.Apps))
+	row("Finish-time fairness rho: max / median", mdNum(s.MaxRho)+" / "+mdNum(s.MedianRho))
+	row("Apps with rho <= 1", mdPercent(s.FracRhoLE1))
+	row("Average placement slowdown", mdNum(s.AvgPlacementScore))
 	row("Jobs preempted at least once", strconv.Itoa(s.PreemptedJobs))
 	if s.MedianRestart.Defined() {
 		row("Preemption to restart, median / p95", mdSeconds(s.MedianRestart)+" / "+mdSeconds(s.P95Restart))
