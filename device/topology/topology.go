@@ -90,17 +90,17 @@ var (
 func Parse(src []byte, filename string) (*Topology, error) {
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
-		return nil, diagError(diags)
+		return nil, DiagError("topology", diags)
 	}
 	content, diags := file.Body.Content(fileSchema)
-	p := parser{diags: diags}
+	p := parser{Diags{List: diags}}
 	topo := &Topology{File: filename}
 	nodeAt := map[string]hcl.Range{}
 	idAt := map[string]hcl.Range{}
 	for _, block := range content.Blocks {
 		name := block.Labels[0]
 		if prev, dup := nodeAt[name]; dup {
-			p.errorf(block.LabelRanges[0], "Duplicate node", "node %q is already defined at %s", name, prev)
+			p.Errorf(block.LabelRanges[0], "Duplicate node", "node %q is already defined at %s", name, prev)
 			continue
 		}
 		nodeAt[name] = block.DefRange
@@ -108,23 +108,27 @@ func Parse(src []byte, filename string) (*Topology, error) {
 			topo.Nodes = append(topo.Nodes, node)
 		}
 	}
-	if len(content.Blocks) == 0 && !p.diags.HasErrors() {
-		p.errorf(file.Body.MissingItemRange(), "No nodes", "topology file %s has no node blocks", filename)
+	if len(content.Blocks) == 0 && !p.List.HasErrors() {
+		p.Errorf(file.Body.MissingItemRange(), "No nodes", "topology file %s has no node blocks", filename)
 	}
-	if p.diags.HasErrors() {
-		return nil, diagError(p.diags)
+	if p.List.HasErrors() {
+		return nil, DiagError("topology", p.List)
 	}
 	return topo, nil
 }
 
 // parser collects diagnostics while decoding blocks.
-type parser struct {
-	diags hcl.Diagnostics
-}
+type parser struct{ Diags }
 
-func (p *parser) errorf(rng hcl.Range, summary, format string, args ...any) {
+// Diags collects the diagnostics of an HCL file while its blocks are
+// decoded, so that one parse reports every problem with its position. The
+// VC config parser (package hived) uses it too.
+type Diags struct{ List hcl.Diagnostics }
+
+// Errorf records an error at rng.
+func (d *Diags) Errorf(rng hcl.Range, summary, format string, args ...any) {
 	r := rng
-	p.diags = append(p.diags, &hcl.Diagnostic{
+	d.List = append(d.List, &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  summary,
 		Detail:   fmt.Sprintf(format, args...),
@@ -132,10 +136,10 @@ func (p *parser) errorf(rng hcl.Range, summary, format string, args ...any) {
 	})
 }
 
-// decode decodes an attribute's expression into target, recording problems.
-func (p *parser) decode(attr *hcl.Attribute, target any) bool {
+// Decode decodes an attribute's expression into target, recording problems.
+func (d *Diags) Decode(attr *hcl.Attribute, target any) bool {
 	diags := gohcl.DecodeExpression(attr.Expr, nil, target)
-	p.diags = append(p.diags, diags...)
+	d.List = append(d.List, diags...)
 	return !diags.HasErrors()
 }
 
@@ -143,16 +147,16 @@ func (p *parser) node(block *hcl.Block, idAt map[string]hcl.Range) (Node, bool) 
 	name := block.Labels[0]
 	ok := true
 	if _, bad := badRune(name, ",;:/="); bad || name == "" {
-		p.errorf(block.LabelRanges[0], "Invalid node name", "node name %q must be non-empty, without whitespace or any of ,;:/=", name)
+		p.Errorf(block.LabelRanges[0], "Invalid node name", "node name %q must be non-empty, without whitespace or any of ,;:/=", name)
 		ok = false
 	}
 	content, diags := block.Body.Content(nodeSchema)
-	p.diags = append(p.diags, diags...)
+	p.List = append(p.List, diags...)
 	node := Node{Name: name, Rack: DefaultRack}
 	if attr, set := content.Attributes["rack"]; set {
-		if p.decode(attr, &node.Rack) {
+		if p.Decode(attr, &node.Rack) {
 			if node.Rack == "" || strings.Contains(node.Rack, PathSeparator) || ValidatePath(node.Rack) != nil {
-				p.errorf(attr.Expr.Range(), "Invalid rack", "node %q: rack %q must be one non-empty cell name, without whitespace or any of ,=;:/", name, node.Rack)
+				p.Errorf(attr.Expr.Range(), "Invalid rack", "node %q: rack %q must be one non-empty cell name, without whitespace or any of ,=;:/", name, node.Rack)
 				ok = false
 			}
 		} else {
@@ -160,7 +164,7 @@ func (p *parser) node(block *hcl.Block, idAt map[string]hcl.Range) (Node, bool) 
 		}
 	}
 	if len(content.Blocks) == 0 {
-		p.errorf(block.DefRange, "No GPUs", "node %q has no gpu blocks", name)
+		p.Errorf(block.DefRange, "No GPUs", "node %q has no gpu blocks", name)
 		ok = false
 	}
 	indexAt := map[int]hcl.Range{}
@@ -171,13 +175,13 @@ func (p *parser) node(block *hcl.Block, idAt map[string]hcl.Range) (Node, bool) 
 			continue
 		}
 		if prev, dup := indexAt[gpu.Index]; dup {
-			p.errorf(gb.DefRange, "Duplicate GPU index", "node %q: gpu index %d is already used at %s", name, gpu.Index, prev)
+			p.Errorf(gb.DefRange, "Duplicate GPU index", "node %q: gpu index %d is already used at %s", name, gpu.Index, prev)
 			ok = false
 			continue
 		}
 		indexAt[gpu.Index] = gb.DefRange
 		if prev, dup := idAt[gpu.ID]; dup {
-			p.errorf(gb.DefRange, "Duplicate GPU id", "node %q: gpu id %q is already used at %s", name, gpu.ID, prev)
+			p.Errorf(gb.DefRange, "Duplicate GPU id", "node %q: gpu id %q is already used at %s", name, gpu.ID, prev)
 			ok = false
 			continue
 		}
@@ -190,16 +194,16 @@ func (p *parser) node(block *hcl.Block, idAt map[string]hcl.Range) (Node, bool) 
 
 func (p *parser) gpu(node string, block *hcl.Block) (GPU, bool) {
 	content, diags := block.Body.Content(gpuSchema)
-	p.diags = append(p.diags, diags...)
+	p.List = append(p.List, diags...)
 	if diags.HasErrors() {
 		return GPU{}, false
 	}
 	gpu := GPU{Healthy: true}
 	attrs := content.Attributes
-	ok := p.decode(attrs["index"], &gpu.Index)
-	ok = p.decode(attrs["model"], &gpu.Model) && ok
-	ok = p.decode(attrs["memory_mib"], &gpu.MemoryMiB) && ok
-	ok = p.decode(attrs["path"], &gpu.Path) && ok
+	ok := p.Decode(attrs["index"], &gpu.Index)
+	ok = p.Decode(attrs["model"], &gpu.Model) && ok
+	ok = p.Decode(attrs["memory_mib"], &gpu.MemoryMiB) && ok
+	ok = p.Decode(attrs["path"], &gpu.Path) && ok
 	for _, opt := range []struct {
 		name   string
 		target any
@@ -210,7 +214,7 @@ func (p *parser) gpu(node string, block *hcl.Block) (GPU, bool) {
 		{"pci_bus_id", &gpu.PCIBusID},
 	} {
 		if attr, set := attrs[opt.name]; set {
-			ok = p.decode(attr, opt.target) && ok
+			ok = p.Decode(attr, opt.target) && ok
 		}
 	}
 	if !ok {
@@ -223,30 +227,30 @@ func (p *parser) gpu(node string, block *hcl.Block) (GPU, bool) {
 		return block.DefRange
 	}
 	if gpu.Index < 0 {
-		p.errorf(at("index"), "Invalid GPU index", "node %q: gpu index %d must not be negative", node, gpu.Index)
+		p.Errorf(at("index"), "Invalid GPU index", "node %q: gpu index %d must not be negative", node, gpu.Index)
 		ok = false
 	}
 	if gpu.MemoryMiB <= 0 {
-		p.errorf(at("memory_mib"), "Invalid GPU memory", "node %q gpu %d: memory_mib %d must be positive", node, gpu.Index, gpu.MemoryMiB)
+		p.Errorf(at("memory_mib"), "Invalid GPU memory", "node %q gpu %d: memory_mib %d must be positive", node, gpu.Index, gpu.MemoryMiB)
 		ok = false
 	}
 	if strings.TrimSpace(gpu.Model) == "" || strings.Contains(gpu.Model, "/") || strings.IndexFunc(gpu.Model, isControl) >= 0 {
-		p.errorf(at("model"), "Invalid GPU model", "node %q gpu %d: model %q must be non-empty, without '/' or control characters", node, gpu.Index, gpu.Model)
+		p.Errorf(at("model"), "Invalid GPU model", "node %q gpu %d: model %q must be non-empty, without '/' or control characters", node, gpu.Index, gpu.Model)
 		ok = false
 	}
 	if err := ValidatePath(gpu.Path); err != nil {
-		p.errorf(at("path"), "Invalid GPU path", "node %q gpu %d: %v", node, gpu.Index, err)
+		p.Errorf(at("path"), "Invalid GPU path", "node %q gpu %d: %v", node, gpu.Index, err)
 		ok = false
 	}
 	if _, set := attrs["id"]; !set {
 		gpu.ID = fmt.Sprintf("SIM-%s-%d", node, gpu.Index)
 	}
 	if err := ValidateID(gpu.ID); err != nil {
-		p.errorf(at("id"), "Invalid GPU id", "node %q gpu %d: %v", node, gpu.Index, err)
+		p.Errorf(at("id"), "Invalid GPU id", "node %q gpu %d: %v", node, gpu.Index, err)
 		ok = false
 	}
 	if r, bad := badRune(gpu.PCIBusID, ",;"); bad {
-		p.errorf(at("pci_bus_id"), "Invalid PCI bus id", "node %q gpu %d: pci_bus_id %q contains %q", node, gpu.Index, gpu.PCIBusID, r)
+		p.Errorf(at("pci_bus_id"), "Invalid PCI bus id", "node %q gpu %d: pci_bus_id %q contains %q", node, gpu.Index, gpu.PCIBusID, r)
 		ok = false
 	}
 	if gpu.Healthy {
@@ -259,14 +263,15 @@ func (p *parser) gpu(node string, block *hcl.Block) (GPU, bool) {
 
 func isControl(r rune) bool { return unicode.IsControl(r) || r == unicode.ReplacementChar }
 
-// diagError turns diagnostics into one error that lists every problem, one a
-// line, each as "file:line,col-col: summary; detail".
-func diagError(diags hcl.Diagnostics) error {
+// DiagError turns diagnostics into one error, "invalid <what>: ", that
+// lists every problem, one a line, each as "file:line,col-col: summary;
+// detail".
+func DiagError(what string, diags hcl.Diagnostics) error {
 	errs := make([]error, 0, len(diags))
 	for _, d := range diags {
 		if d.Severity == hcl.DiagError {
 			errs = append(errs, d)
 		}
 	}
-	return fmt.Errorf("invalid topology: %w", errors.Join(errs...))
+	return fmt.Errorf("invalid %s: %w", what, errors.Join(errs...))
 }

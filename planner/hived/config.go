@@ -7,10 +7,11 @@ import (
 	"unicode"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/themis-nomad/themis/device/topology"
 )
 
 // MaxCount bounds one cells block's count.
@@ -142,15 +143,15 @@ var (
 func ParseConfig(filename string, src []byte) (*Config, error) {
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
-		return nil, diagError(diags)
+		return nil, topology.DiagError("VC config", diags)
 	}
 	content, diags := file.Body.Content(configSchema)
-	p := parser{diags: diags}
+	p := parser{topology.Diags{List: diags}}
 	cfg := &Config{}
 	if attr, ok := content.Attributes["gpu_type"]; ok {
-		if p.decode(attr, &cfg.GPUType) {
+		if p.Decode(attr, &cfg.GPUType) {
 			if err := checkName(cfg.GPUType, "/"); err != nil {
-				p.errorf(attr.Expr.Range(), "Invalid gpu_type", "gpu_type: %v", err)
+				p.Errorf(attr.Expr.Range(), "Invalid gpu_type", "gpu_type: %v", err)
 			}
 		}
 	}
@@ -162,48 +163,30 @@ func ParseConfig(filename string, src []byte) (*Config, error) {
 			continue
 		}
 		if prev, dup := vcAt[v.Name]; dup {
-			p.errorf(block.LabelRanges[0], "Duplicate vc", "vc %q is already defined at %s", v.Name, prev)
+			p.Errorf(block.LabelRanges[0], "Duplicate vc", "vc %q is already defined at %s", v.Name, prev)
 			continue
 		}
 		vcAt[v.Name] = block.DefRange
 		cfg.VCs = append(cfg.VCs, v)
 	}
-	if p.diags.HasErrors() {
-		return nil, diagError(p.diags)
+	if p.List.HasErrors() {
+		return nil, topology.DiagError("VC config", p.List)
 	}
 	return cfg, nil
 }
 
 // parser collects diagnostics while decoding blocks.
-type parser struct {
-	diags hcl.Diagnostics
-}
-
-func (p *parser) errorf(rng hcl.Range, summary, format string, args ...any) {
-	r := rng
-	p.diags = append(p.diags, &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-		Subject:  &r,
-	})
-}
-
-func (p *parser) decode(attr *hcl.Attribute, target any) bool {
-	diags := gohcl.DecodeExpression(attr.Expr, nil, target)
-	p.diags = append(p.diags, diags...)
-	return !diags.HasErrors()
-}
+type parser struct{ topology.Diags }
 
 func (p *parser) vc(block *hcl.Block, pinAt map[string]string) (VCConfig, bool) {
 	v := VCConfig{Name: block.Labels[0], pos: rangeString(block.DefRange)}
 	ok := true
 	if err := checkName(v.Name, "/"); err != nil {
-		p.errorf(block.LabelRanges[0], "Invalid vc name", "vc name: %v", err)
+		p.Errorf(block.LabelRanges[0], "Invalid vc name", "vc name: %v", err)
 		ok = false
 	}
 	content, diags := block.Body.Content(vcSchema)
-	p.diags = append(p.diags, diags...)
+	p.List = append(p.List, diags...)
 	ok = ok && !diags.HasErrors()
 	for _, cb := range content.Blocks {
 		cc, cok := p.cells(v.Name, cb)
@@ -212,7 +195,7 @@ func (p *parser) vc(block *hcl.Block, pinAt map[string]string) (VCConfig, bool) 
 	}
 	if attr, set := content.Attributes["pin"]; set {
 		v.pinPos = rangeString(attr.Expr.Range())
-		if !p.decode(attr, &v.Pin) {
+		if !p.Decode(attr, &v.Pin) {
 			return v, false
 		}
 		if len(v.Pin) == 0 {
@@ -220,12 +203,12 @@ func (p *parser) vc(block *hcl.Block, pinAt map[string]string) (VCConfig, bool) 
 		}
 		for _, name := range v.Pin {
 			if name == "" {
-				p.errorf(attr.Expr.Range(), "Invalid pin", "vc %q: a pin must name a cell", v.Name)
+				p.Errorf(attr.Expr.Range(), "Invalid pin", "vc %q: a pin must name a cell", v.Name)
 				ok = false
 				continue
 			}
 			if prev, dup := pinAt[name]; dup {
-				p.errorf(attr.Expr.Range(), "Duplicate pin", "vc %q: cell %q is already pinned at %s", v.Name, name, prev)
+				p.Errorf(attr.Expr.Range(), "Duplicate pin", "vc %q: cell %q is already pinned at %s", v.Name, name, prev)
 				ok = false
 				continue
 			}
@@ -238,24 +221,24 @@ func (p *parser) vc(block *hcl.Block, pinAt map[string]string) (VCConfig, bool) 
 func (p *parser) cells(vcName string, block *hcl.Block) (CellCount, bool) {
 	cc := CellCount{pos: rangeString(block.DefRange)}
 	content, diags := block.Body.Content(cellsSchema)
-	p.diags = append(p.diags, diags...)
+	p.List = append(p.List, diags...)
 	if diags.HasErrors() {
 		return cc, false
 	}
 	typeAttr, countAttr := content.Attributes["type"], content.Attributes["count"]
-	ok := p.decode(typeAttr, &cc.Type)
+	ok := p.Decode(typeAttr, &cc.Type)
 	if ok && cc.Type == "" {
-		p.errorf(typeAttr.Expr.Range(), "Invalid cell type", "vc %q: cells.type must name a cell type", vcName)
+		p.Errorf(typeAttr.Expr.Range(), "Invalid cell type", "vc %q: cells.type must name a cell type", vcName)
 		ok = false
 	}
 	if ok {
 		cc.pos = rangeString(typeAttr.Expr.Range())
 	}
-	if !p.decode(countAttr, &cc.Count) {
+	if !p.Decode(countAttr, &cc.Count) {
 		return cc, false
 	}
 	if cc.Count < 1 || cc.Count > MaxCount {
-		p.errorf(countAttr.Expr.Range(), "Invalid cell count", "vc %q: cells %q: count %d must be between 1 and %d", vcName, cc.Type, cc.Count, MaxCount)
+		p.Errorf(countAttr.Expr.Range(), "Invalid cell count", "vc %q: cells %q: count %d must be between 1 and %d", vcName, cc.Type, cc.Count, MaxCount)
 		ok = false
 	}
 	return cc, ok
@@ -263,18 +246,6 @@ func (p *parser) cells(vcName string, block *hcl.Block) (CellCount, bool) {
 
 func rangeString(r hcl.Range) string {
 	return fmt.Sprintf("%s:%d,%d", r.Filename, r.Start.Line, r.Start.Column)
-}
-
-// diagError turns diagnostics into one error that lists every problem, one a
-// line, each as "file:line,col-col: summary; detail".
-func diagError(diags hcl.Diagnostics) error {
-	var errs []error
-	for _, d := range diags {
-		if d.Severity == hcl.DiagError {
-			errs = append(errs, d)
-		}
-	}
-	return fmt.Errorf("invalid VC config: %w", errors.Join(errs...))
 }
 
 // FormatConfig renders cfg as HCL that ParseConfig reads back to the same
