@@ -348,6 +348,12 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[
 		preempts = append(preempts, PreemptAction{Grant: grants[gi]})
 		free.give(grants[gi])
 	}
+	behind := func(j *Job) string {
+		if h := heads[j.VC]; h != nil {
+			return fmt.Sprintf("behind %s in virtual cluster %q's %s queue", h.Key, j.VC, p.Policy.Name())
+		}
+		return fmt.Sprintf("virtual cluster %q's %s queue is blocked", j.VC, p.Policy.Name())
+	}
 	vcs := p.Placer.WaitingVCs()
 	for i, j := range ranked {
 		if j.Phase != Queued {
@@ -358,21 +364,14 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[
 			if p.ExplainWaits {
 				for _, j := range ranked[i:] {
 					if j.Phase == Queued {
-						p.wait(d, j, func() string {
-							if h := heads[j.VC]; h != nil {
-								return fmt.Sprintf("behind %s in virtual cluster %q's %s queue", h.Key, j.VC, p.Policy.Name())
-							}
-							return fmt.Sprintf("virtual cluster %q's %s queue is blocked", j.VC, p.Policy.Name())
-						})
+						p.wait(d, j, func() string { return behind(j) })
 					}
 				}
 			}
 			break
 		}
-		if h := heads[j.VC]; h != nil {
-			p.wait(d, j, func() string {
-				return fmt.Sprintf("behind %s in virtual cluster %q's %s queue", h.Key, j.VC, p.Policy.Name())
-			})
+		if heads[j.VC] != nil {
+			p.wait(d, j, func() string { return behind(j) })
 			continue
 		}
 		if never, why := p.Placer.Never(j); never {
