@@ -128,7 +128,7 @@ func fifoLess(a, b *Job) bool { return fifoCompare(a, b) < 0 }
 
 // Names lists the policies NewPolicy knows.
 func Names() []string {
-	return []string{"fifo", "fifo-skip", "srtf", "srsf", "las", "gandiva", "tiresias-las", "tiresias-gittins", "fitgpp", "lrtp", "rand", "optimus"}
+	return []string{"fifo", "fifo-skip", "srtf", "srsf", "las", "gandiva", "tiresias-las", "tiresias-gittins", "fitgpp", "lrtp", "rand", "optimus", "app-las", "app-srtf", "app-srsf"}
 }
 
 // NewPolicy returns a policy by name, configured by knobs ("tiresias.queues"
@@ -167,6 +167,12 @@ func NewPolicy(name string, knobs Knobs) (Policy, error) {
 		p = LRTP{}
 	case "rand":
 		p = NewRandomPreempt()
+	case "app-las":
+		p = NewAppLAS()
+	case "app-srtf":
+		p = NewAppSRTF()
+	case "app-srsf":
+		p = NewAppSRSF()
 	default:
 		return nil, fmt.Errorf("policy %q: unknown (known: %v)", name, Names())
 	}
