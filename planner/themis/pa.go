@@ -36,70 +36,82 @@ type PAResult struct {
 // GPUs, and B[i][c] that of apps i..n-1. Objective is F[n][capacity] and
 // Without[i] = max_c F[i][c] + B[i+1][capacity-c], so the n leave-one-out
 // problems cost one more sweep instead of n more knapsacks:
-// O(n x capacity x table size) in all. Ties go to fewer GPUs, earlier apps
-// first.
+// O(n x capacity x table size) in all, less in practice: a table stops
+// where every allocation of its apps fits, and step skips the stretches of
+// counts that an option cannot improve. Only the maxima are kept per count;
+// the walk back recomputes each winner's choice. Ties go to fewer GPUs,
+// earlier apps first.
 func PartialAllocation(gains [][]float64, capacity int) PAResult {
 	n := len(gains)
 	capacity = max(capacity, 0)
-	w := capacity + 1
-	// The counts each app accepts, with their gains.
-	type option struct {
-		k int
-		g float64
-	}
-	opts := make([][]option, n)
+	// The counts each app accepts, with their gains, in increasing count
+	// order: app i's are ks[start[i]:start[i+1]] and gs[...].
+	start := make([]int, n+1)
+	var ks []int
+	var gs []float64
 	for i, g := range gains {
 		for k := 1; k < len(g) && k <= capacity; k++ {
 			if !math.IsInf(g[k], -1) && !math.IsNaN(g[k]) {
-				opts[i] = append(opts[i], option{k, g[k]})
+				ks = append(ks, k)
+				gs = append(gs, g[k])
 			}
 		}
+		start[i+1] = len(ks)
 	}
-	fwd := make([]float64, (n+1)*w) // F[i] at fwd[i*w:]
-	bwd := make([]float64, (n+1)*w) // B[i] at bwd[i*w:]
-	choice := make([]int32, n*w)    // app i's GPUs in F[i+1][c]
-	for i := 0; i < n; i++ {
-		prev, cur, ch := fwd[i*w:(i+1)*w], fwd[(i+1)*w:(i+2)*w], choice[i*w:(i+1)*w]
-		for c := 0; c < w; c++ {
-			best, bk := prev[c], 0
-			for _, o := range opts[i] {
-				if o.k > c {
-					break
-				}
-				if v := prev[c-o.k] + o.g; v > best {
-					best, bk = v, o.k
-				}
-			}
-			cur[c], ch[c] = best, int32(bk)
+	top := func(i int) int { // app i's largest accepted count
+		if start[i+1] > start[i] {
+			return ks[start[i+1]-1]
 		}
+		return 0
+	}
+	// F[i][c] is constant for c >= the sum of the largest counts of apps
+	// 0..i-1 (every allocation fits), and so is B[i][c] for c >= that sum
+	// over apps i..n-1: each table stops at that sum or at capacity, and
+	// f(tab, c) reads it beyond. The tables lie end to end in one slice.
+	fw := make([]int, n+1) // F[i] has fw[i]+1 entries
+	bw := make([]int, n+1) // B[i] has bw[i]+1 entries
+	for i := 0; i < n; i++ {
+		fw[i+1] = min(capacity, fw[i]+top(i))
 	}
 	for i := n - 1; i >= 0; i-- {
-		next, cur := bwd[(i+1)*w:(i+2)*w], bwd[i*w:(i+1)*w]
-		for c := 0; c < w; c++ {
-			best := next[c]
-			for _, o := range opts[i] {
-				if o.k > c {
-					break
-				}
-				if v := next[c-o.k] + o.g; v > best {
-					best = v
-				}
-			}
-			cur[c] = best
-		}
+		bw[i] = min(capacity, bw[i+1]+top(i))
 	}
+	fwd := tables(fw)
+	bwd := tables(bw)
+	for i := 0; i < n; i++ {
+		step(fwd[i], fwd[i+1], ks[start[i]:start[i+1]], gs[start[i]:start[i+1]])
+	}
+	for i := n - 1; i >= 0; i-- {
+		step(bwd[i+1], bwd[i], ks[start[i]:start[i+1]], gs[start[i]:start[i+1]])
+	}
+	at := func(tab []float64, c int) float64 { return tab[min(c, len(tab)-1)] }
+
 	r := PAResult{Alloc: make([]int, n), C: make([]float64, n), Without: make([]float64, n)}
-	r.Objective = fwd[n*w+capacity]
+	r.Objective = at(fwd[n], capacity)
+	// Walk back the choices: app i's GPUs in F[i+1][c] are the fewest
+	// that reach the best value, 0 if taking none does.
 	c := capacity
 	for i := n - 1; i >= 0; i-- {
-		k := int(choice[i*w+c])
-		r.Alloc[i] = k
-		c -= k
+		prev := fwd[i]
+		best, bk := at(prev, c), 0
+		for j := start[i]; j < start[i+1] && ks[j] <= c; j++ {
+			if v := at(prev, c-ks[j]) + gs[j]; v > best {
+				best, bk = v, ks[j]
+			}
+		}
+		r.Alloc[i] = bk
+		c -= bk
 	}
 	for i := 0; i < n; i++ {
-		pre, suf := fwd[i*w:(i+1)*w], bwd[(i+1)*w:(i+2)*w]
+		pre, suf := fwd[i], bwd[i+1]
+		// max_c pre[c] + suf[capacity-c]: both tables never fall as c
+		// grows, so counts where either is past its end add nothing.
+		lo, hi := max(0, capacity-(len(suf)-1)), min(capacity, len(pre)-1)
 		best := math.Inf(-1)
-		for c := 0; c < w; c++ {
+		if lo > hi {
+			best = pre[len(pre)-1] + suf[len(suf)-1]
+		}
+		for c := lo; c <= hi; c++ {
 			best = max(best, pre[c]+suf[capacity-c])
 		}
 		r.Without[i] = best
@@ -112,4 +124,67 @@ func PartialAllocation(gains [][]float64, capacity int) PAResult {
 		r.C[i] = math.Min(1, math.Exp(r.Objective-gi-r.Without[i]))
 	}
 	return r
+}
+
+// tables cuts one slice into tables of w[i]+1 entries.
+func tables(w []int) [][]float64 {
+	total := 0
+	for _, x := range w {
+		total += x + 1
+	}
+	buf := make([]float64, total)
+	out := make([][]float64, len(w))
+	for i, x := range w {
+		out[i], buf = buf[:x+1:x+1], buf[x+1:]
+	}
+	return out
+}
+
+// block is how many counts step skips at once.
+const block = 16
+
+// step is one app's knapsack step: cur[c] = max(prev[c], max over the
+// app's options (k, g) of prev[c-k] + g), prev read as constant past its
+// end. Options go outer and counts inner (a max-plus convolution with a
+// sparse kernel); the values are maxima of the same sums whatever the
+// order, so they are those of the count-by-count programme bit for bit.
+//
+// prev never falls as c grows (more GPUs never hurt), and neither does cur
+// at any point of the loop, so an option improves no count of a block when
+// its best sum there, prev[last count - k] + g, is no more than cur at the
+// block's first count; rounding is monotone, so the test is exact.
+func step(prev, cur []float64, ks []int, gs []float64) {
+	last := prev[len(prev)-1]
+	m := copy(cur, prev)
+	for c := m; c < len(cur); c++ {
+		cur[c] = last
+	}
+	for j, k := range ks {
+		if k >= len(cur) {
+			break
+		}
+		g := gs[j]
+		// Counts c = k .. k+len(prev)-1 read prev[c-k]; later ones read last.
+		src := prev[:min(len(prev), len(cur)-k)]
+		dst := cur[k : k+len(src)]
+		for x0 := 0; x0 < len(src); x0 += block {
+			x1 := min(x0+block, len(src))
+			if src[x1-1]+g <= dst[x0] {
+				continue
+			}
+			s, d := src[x0:x1], dst[x0:x1]
+			for x, p := range s {
+				if v := p + g; v > d[x] {
+					d[x] = v
+				}
+			}
+		}
+		if v, x0 := last+g, k+len(src); x0 < len(cur) && v > cur[x0] {
+			for x := x0; x < len(cur); x++ {
+				if v > cur[x] {
+					cur[x] = v
+				}
+			}
+		}
+	}
 }
