@@ -100,9 +100,17 @@ func Round(in RoundInput) (RoundResult, error) {
 			eligible = append(eligible, b)
 		}
 	}
-	// Round-by-round filtering (section 3.3.2): worst ρ first.
+	// Round-by-round filtering (section 3.3.2): worst current ρ first
+	// (App.CurrentRho; ρ_old for a bid from an outside agent).
+	now := make(map[string]float64, len(eligible))
+	for _, b := range eligible {
+		now[b.Val.App] = b.Val.Rho0
+		if b.App != nil {
+			now[b.Val.App] = b.App.CurrentRho(in.Env)
+		}
+	}
 	sort.SliceStable(eligible, func(i, j int) bool {
-		ri, rj := eligible[i].Val.Rho0, eligible[j].Val.Rho0
+		ri, rj := now[eligible[i].Val.App], now[eligible[j].Val.App]
 		if ri != rj {
 			return ri > rj
 		}

@@ -504,7 +504,7 @@ func worst(apps []themis.App, env themis.Env) (string, int) {
 		if g == 0 || g > env.ClusterGPUs {
 			continue
 		}
-		if r := a.RhoWait(env); r > rho || (r == rho && a.ID < id) {
+		if r := a.CurrentRho(env); r > rho || (r == rho && a.ID < id) {
 			id, need, rho = a.ID, g, r
 		}
 	}
