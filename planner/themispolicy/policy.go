@@ -352,17 +352,26 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 			}
 			g.used = true
 			assigned[j.Key] = true
-			if isExpired[j.Key] {
-				stop = append(stop, j.Key) // moves: checkpoint, restore elsewhere
-			}
+			// An expired job given a gang elsewhere moves (checkpoint,
+			// restore elsewhere) unless stay keeps it in place below.
+
 			out = append(out, core.Grant{Job: j.Key, Node: nodeOf(free, g.gpus), GPUs: g.gpus})
 			p.leases[j.Key] = now.Add(d)
 		}
 	}
-	repack(out, res.Idle, free)
+	out, idle := stay(out, res.Idle, isExpired, kept, grantOf, free)
+	repack(out, idle, free)
+	granted := make(map[core.JobKey]bool, len(out))
+	for _, g := range out {
+		granted[g.Job] = true
+	}
 	for _, j := range expiredJobs {
-		if !kept[j.Key] && !contains(stop, j.Key) {
-			stop = append(stop, j.Key)
+		switch {
+		case kept[j.Key]:
+		case granted[j.Key]:
+			stop = append(stop, j.Key) // moves
+		default:
+			stop = append(stop, j.Key) // lost its lease
 			delete(p.leases, j.Key)
 		}
 	}
@@ -488,7 +497,7 @@ func contains(ks []core.JobKey, k core.JobKey) bool {
 	return false
 }
 
-// worst is the app with the worst current ρ (themis.App.RhoWait) among those
+// worst is the app with the worst current ρ (themis.App.CurrentRho) among those
 // with a queued job the cluster can hold, and the GPUs its largest queued
 // gang needs; "" when no app waits.
 func worst(apps []themis.App, env themis.Env) (string, int) {
@@ -517,6 +526,53 @@ func keys(js []*core.Job) []core.JobKey {
 		out[i] = j.Key
 	}
 	return out
+}
+
+// stay keeps an expired job on its own GPUs instead of moving it to the
+// gang the round gave it elsewhere, when its own GPUs are all left idle by
+// the round and placed at least as well: the move would cost a checkpoint
+// and a restore for nothing (the auction picks concrete GPUs without
+// knowing which ones a job already runs on). The job's lease is the
+// award's, already set; the gang it was given goes back to the idle GPUs.
+// It returns the grants left and the idle GPUs.
+func stay(out []core.Grant, idle []string, isExpired, kept map[core.JobKey]bool, grantOf map[core.JobKey]core.Grant, free *core.FreeGPUs) ([]core.Grant, []string) {
+	if len(idle) == 0 {
+		return out, idle
+	}
+	isIdle := make(map[string]bool, len(idle))
+	for _, id := range idle {
+		isIdle[id] = true
+	}
+	changed := false
+	kept2 := out[:0]
+	for _, g := range out {
+		own := grantOf[g.Job].GPUs
+		ok := isExpired[g.Job] && len(own) == len(g.GPUs) && classOf(free, own) <= classOf(free, g.GPUs)
+		for _, id := range own {
+			ok = ok && isIdle[id]
+		}
+		if !ok {
+			kept2 = append(kept2, g)
+			continue
+		}
+		for _, id := range own {
+			delete(isIdle, id)
+		}
+		for _, id := range g.GPUs {
+			isIdle[id] = true
+		}
+		kept[g.Job] = true
+		changed = true
+	}
+	if !changed {
+		return kept2, idle
+	}
+	var left []string
+	for id := range isIdle {
+		left = append(left, id)
+	}
+	sort.Strings(left)
+	return kept2, left
 }
 
 // repack moves each granted gang that spans machines onto one machine when
