@@ -140,8 +140,16 @@ func tables(w []int) [][]float64 {
 	return out
 }
 
-// block is how many counts step skips at once.
-const block = 16
+// step cuts the counts into blocks of block counts (from 0), each block
+// into parts of mid counts and those into leaves of leaf counts (powers of
+// 2, each dividing the one before). seedWidth is how many options either
+// side of the previous block's seed a block's seed looks at.
+const (
+	block     = 64
+	mid       = 16
+	leaf      = 8
+	seedWidth = 8
+)
 
 // step is one app's knapsack step: cur[c] = max(prev[c], max over the
 // app's options (k, g) of prev[c-k] + g), prev read as constant past its
@@ -149,41 +157,83 @@ const block = 16
 // sparse kernel); the values are maxima of the same sums whatever the
 // order, so they are those of the count-by-count programme bit for bit.
 //
-// prev never falls as c grows (more GPUs never hurt), and neither does cur
-// at any point of the loop, so an option improves no count of a block when
-// its best sum there, prev[last count - k] + g, is no more than cur at the
-// block's first count; rounding is monotone, so the test is exact.
+// Most sums do not need adding. prev never falls as c grows (more GPUs
+// never hurt), so the largest sum an option (k, g) makes on a run of
+// counts c0..c1 is prev[c1-k] + g, rounding being monotone. Inside a block
+// cur never falls either, at any point of the loop: it starts as prev with
+// one option applied to the whole block (the seed), and skipping an option
+// on a run only skips sums that would change nothing. So an option with
+// prev[c1-k] + g <= cur[c0] changes nothing on c0..c1 and is skipped there,
+// exactly; the test is made on the block, then on its parts and leaves.
+// The seed, the best of a few options around the previous block's seed,
+// gives cur a high start, so that most tests skip.
 func step(prev, cur []float64, ks []int, gs []float64) {
 	last := prev[len(prev)-1]
 	m := copy(cur, prev)
 	for c := m; c < len(cur); c++ {
 		cur[c] = last
 	}
+	lp := len(prev)
+	at := func(c int) float64 {
+		if c < lp {
+			return prev[c]
+		}
+		return last
+	}
+	js := 0 // the previous block's seed
+	for b0 := 0; b0 < len(cur); b0 += block {
+		best, bj := cur[b0], -1
+		for j := max(0, js-seedWidth); j < min(len(ks), js+seedWidth+1) && ks[j] <= b0; j++ {
+			if v := at(b0-ks[j]) + gs[j]; v > best {
+				best, bj = v, j
+			}
+		}
+		if bj < 0 {
+			continue
+		}
+		js = bj
+		k, g := ks[bj], gs[bj]
+		for c := b0; c < min(b0+block, len(cur)); c++ {
+			if v := at(c-k) + g; v > cur[c] {
+				cur[c] = v
+			}
+		}
+	}
 	for j, k := range ks {
 		if k >= len(cur) {
 			break
 		}
 		g := gs[j]
-		// Counts c = k .. k+len(prev)-1 read prev[c-k]; later ones read last.
-		src := prev[:min(len(prev), len(cur)-k)]
-		dst := cur[k : k+len(src)]
-		for x0 := 0; x0 < len(src); x0 += block {
-			x1 := min(x0+block, len(src))
-			if src[x1-1]+g <= dst[x0] {
-				continue
-			}
-			s, d := src[x0:x1], dst[x0:x1]
-			for x, p := range s {
-				if v := p + g; v > d[x] {
-					d[x] = v
+		end := min(len(cur), k+lp) // counts k..end-1 read prev[c-k]
+		for b0 := k; b0 < end; {
+			b1 := min((b0|(block-1))+1, end)
+			if prev[b1-1-k]+g > cur[b0] {
+				for m0 := b0; m0 < b1; {
+					m1 := min((m0|(mid-1))+1, b1)
+					if prev[m1-1-k]+g > cur[m0] {
+						for l0 := m0; l0 < m1; {
+							l1 := min((l0|(leaf-1))+1, m1)
+							if prev[l1-1-k]+g > cur[l0] {
+								d := cur[l0:l1]
+								s := prev[l0-k:]
+								s = s[:len(d)]
+								for x := range d {
+									if v := s[x] + g; v > d[x] {
+										d[x] = v
+									}
+								}
+							}
+							l0 = l1
+						}
+					}
+					m0 = m1
 				}
 			}
+			b0 = b1
 		}
-		if v, x0 := last+g, k+len(src); x0 < len(cur) && v > cur[x0] {
-			for x := x0; x < len(cur); x++ {
-				if v > cur[x] {
-					cur[x] = v
-				}
+		for c, v := end, last+g; c < len(cur); c++ {
+			if v > cur[c] {
+				cur[c] = v
 			}
 		}
 	}
