@@ -85,16 +85,9 @@ func Bid(a *App, env Env) (*Valuation, error) {
 		v.max = min(v.max, env.MaxBid)
 	}
 	v.rho = make([]float64, v.max*NumClasses)
-	tid := a.IdealTime(env.ClusterGPUs)
-	for k := 1; k <= v.max; k++ {
-		for c := range Class(NumClasses) {
-			r := a.SharedTime(k, c) / tid
-			if !(r < v.Rho0) {
-				r = math.Inf(1)
-			}
-			v.rho[(k-1)*NumClasses+int(c)] = r
-		}
-	}
+	// ρ(k, c) = SharedTime(k, c) / T_id, +Inf where it does not beat ρ_old
+	// (bidTable computes exactly that, sweeping k).
+	a.bidTable(v.rho, v.max, a.IdealTime(env.ClusterGPUs), v.Rho0)
 	return v, nil
 }
 
