@@ -62,7 +62,7 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   knobs workload.apps, workload.max_jobs, ... as in docs/themis.md, and
   workload.arrival_scale=1 to scale arrival times; run them on --cluster
   themis). themis-fig18 (Figure 18's 8 identical apps; --cluster
-  themis-fig18; workload.fig18_jobs=4, workload.fig18_duration=1h).
+  themis-fig18; workload.fig18_jobs=1, workload.fig18_duration=4h).
 
   Policies: ` + strings.Join(sim.PolicyNames(), ", ") + `
   Clusters: ` + strings.Join(cluster.Presets(), ", ") + `, philly-<GPUs>,
@@ -312,7 +312,7 @@ func loadJobs(o simOptions, knobs core.Knobs) (*trace.Trace, error) {
 		out.Name += fmt.Sprintf("-arrivals%g", x)
 		return out, nil
 	case workload.FormatThemisFig18:
-		jobs, dur := 4, 3600.0
+		jobs, dur := 1, 4*3600.0
 		if knobs.Has("workload.fig18_jobs") {
 			n, err := strconv.Atoi(knobs.String("workload.fig18_jobs", ""))
 			if err != nil {

@@ -96,6 +96,10 @@ type Job struct {
 	// arrived or was last promoted (Tiresias's t_J and delta_J; a promotion
 	// resets both).
 	Executed, Waited float64
+	// Work is the job's whole execution time at full speed, when known
+	// (Remaining's starting point; an app knows its iterations in all);
+	// 0 when unknown.
+	Work float64
 	// Remaining is the execution time left at full speed, when known
 	// (perfect-knowledge baselines); negative when unknown.
 	Remaining float64

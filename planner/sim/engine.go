@@ -119,7 +119,7 @@ func Run(cfg Config) (*Result, error) {
 			tj: tj, remaining: tj.Duration, class: cls, start: -1, released: tj.Submit,
 			c: &core.Job{
 				Key: core.JobKey{Namespace: "sim", ID: tj.ID}, GPUs: tj.GPUs, VC: tj.VC, Class: class,
-				Submitted: at(tj.Submit), Seq: uint64(i), Phase: core.Queued, Remaining: tj.Duration, Skew: cls.crossNode,
+				Submitted: at(tj.Submit), Seq: uint64(i), Phase: core.Queued, Remaining: tj.Duration, Work: tj.Duration, Skew: cls.crossNode,
 				CrossRack: cls.crossRack, CPU: tj.CPUs, Memory: tj.MemoryGB, GracePeriod: tj.GracePeriod,
 				App: tj.App,
 			},

@@ -71,3 +71,21 @@ func TestRoundFiltersOnCurrentRho(t *testing.T) {
 		t.Errorf("awards = %+v, want tiny 1 GPU by auction, sweep 13 as leftovers", res.Awards)
 	}
 }
+
+// The filter's estimate does not depend on reported placement slowdowns:
+// an app cannot get into more rounds by overstating them.
+func TestCurrentRhoIgnoresSlowdowns(t *testing.T) {
+	env := Env{ClusterGPUs: 64, Lease: 600}
+	mk := func(sens Sensitivity) App {
+		return App{ID: "a", Elapsed: 1000, NAvg: 4, Sens: sens, Jobs: []Job{
+			{ID: "a/0", IterTime: 8, ItersLeft: 500, ItersTotal: 900, Demand: 8, Gang: 8},
+			{ID: "a/1", IterTime: 8, ItersLeft: 900, ItersTotal: 900, Demand: 8, Gang: 8}}}
+	}
+	truthful, liar := mk(Sensitivity{1, 1.2, 1.4}), mk(Sensitivity{1, 1.4, 1.8})
+	if a, b := truthful.CurrentRho(env), liar.CurrentRho(env); a != b {
+		t.Errorf("CurrentRho: truthful %v, overstating %v; want equal", a, b)
+	}
+	if a, b := truthful.RhoWait(env), liar.RhoWait(env); !(b > a) {
+		t.Errorf("RhoWait: truthful %v, overstating %v; want the overstated one larger (it is the bid's ρ_old)", a, b)
+	}
+}

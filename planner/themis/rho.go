@@ -128,6 +128,9 @@ type App struct {
 	// apps, and performance-curve stopping where each job's ItersLeft is its
 	// forecast termination).
 	Halving *Halving
+	// FairShare is the app's share of the cluster in GPUs for its current
+	// ρ estimate (CurrentRho); 0 means R_C / N_avg. Round sets it.
+	FairShare float64
 	// Budget is B of Equation 2, the app's total work in GPU-seconds at
 	// the ideal placement; 0 means the sum of its jobs' ItersTotal x
 	// IterTime plus the later phases' work.

@@ -102,11 +102,22 @@ func Round(in RoundInput) (RoundResult, error) {
 	}
 	// Round-by-round filtering (section 3.3.2): worst current ρ first
 	// (App.CurrentRho; ρ_old for a bid from an outside agent).
+	// Every active app's max-min fair share of the cluster (unless the
+	// caller set them).
+	shares := fairShares(in.Apps, in.Env.ClusterGPUs)
+	shareOf := make(map[string]float64, len(in.Apps))
+	for i := range in.Apps {
+		shareOf[in.Apps[i].ID] = shares[i]
+	}
 	now := make(map[string]float64, len(eligible))
 	for _, b := range eligible {
 		now[b.Val.App] = b.Val.Rho0
 		if b.App != nil {
-			now[b.Val.App] = b.App.CurrentRho(in.Env)
+			a := *b.App
+			if a.FairShare <= 0 {
+				a.FairShare = shareOf[a.ID]
+			}
+			now[b.Val.App] = a.CurrentRho(in.Env)
 		}
 	}
 	sort.SliceStable(eligible, func(i, j int) bool {

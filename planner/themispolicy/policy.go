@@ -9,7 +9,8 @@
 // The jobs that share core.Job.App are one app (a job without one is an app
 // of its own). Each core job is a gang of exactly its GPUs; its work is
 // counted in gang-seconds (themis.JobApp's convention: iter_time_serial =
-// GPUs, iter_left = Remaining, iter_total = Remaining + Attained/GPUs). A
+// GPUs, iter_left = Remaining, iter_total = Work, or Remaining +
+// Attained/GPUs when the job's whole work is not known). A
 // job with LaterPhases > 0 belongs to a successive-halving sweep: the app's
 // later phases are modelled by themis.Halving, each later phase's jobs doing
 // twice the work of the previous phase's on twice the GPUs (Workload 2), up
@@ -37,9 +38,11 @@
 // A job whose lease expired and whose app wins a gang that is exactly its
 // GPUs keeps running (its lease renewed, no checkpoint); one whose app wins
 // a gang elsewhere moves (preempted and granted in the same decision); one
-// whose app wins nothing is preempted. When no job is queued, expired
-// leases are renewed for a whole lease without a round: nobody else wants
-// the GPUs, and running jobs are not resized.
+// whose app wins nothing is preempted. Expired leases go to auction even
+// when no job is queued: the best-placed GPUs then change hands, which is
+// how apps that all want the one big machine (Figure 18) take turns on it,
+// and how an app on spread GPUs gets a machine freed by another. (Renewing
+// them silently instead left the first winner on that machine for good.)
 //
 // # Reservation for the worst-off app
 //
@@ -229,10 +232,7 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 			p.marks[a] = p.cont.Mark(t)
 		}
 	}
-	if queued == 0 {
-		for _, j := range expiredJobs {
-			p.leases[j.Key] = now.Add(lease)
-		}
+	if queued == 0 && len(expiredJobs) == 0 {
 		return nil, nil
 	}
 	isExpired := make(map[core.JobKey]bool, len(expiredJobs))
@@ -254,7 +254,9 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 			apps = append(apps, app)
 		}
 	}
-	// Reservation for the worst-off app (see the package doc).
+	// Reservation for the worst-off app (see the package doc), by the
+	// apps' current ρ with their max-min fair shares, as the round's filter.
+	themis.SetFairShares(apps, env.ClusterGPUs)
 	f := p.Fairness
 	if w, need := worst(apps, env); w != "" {
 		// Reserve when the gang does not fit the offer at all; once
@@ -392,7 +394,12 @@ func (p *Policy) app(id string, js []*core.Job, t float64, free *core.FreeGPUs, 
 			continue
 		}
 		sk, cr = max(sk, j.Skew), max(cr, j.CrossRack, j.Skew)
-		tot := j.Remaining + max(0, j.Attained)/g
+		// The job's total work: known, or else what it has left plus what it
+		// has run (which overstates the total of a job that ran spread).
+		tot := j.Work
+		if !(tot >= j.Remaining) {
+			tot = j.Remaining + max(0, j.Attained)/g
+		}
 		if tot <= 0 {
 			continue
 		}

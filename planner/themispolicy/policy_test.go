@@ -209,3 +209,30 @@ func TestStayKeepsIdleOwnGPUs(t *testing.T) {
 		}
 	}
 }
+
+// Expired leases are auctioned even when no job is queued, so two apps
+// that both want the one 4-GPU machine take turns on it.
+func TestExpiredLeasesRotateTheBigMachine(t *testing.T) {
+	p := New(0.8, 600, nil)
+	nodes := []core.Node{node("n0", "r0", 4), node("n1", "r0", 2), node("n2", "r0", 2)}
+	a := core.Job{Key: core.JobKey{Namespace: "sim", ID: "a"}, App: "A", GPUs: 4, Work: 3600, Remaining: 3600, Skew: 1.2, CrossRack: 1.3}
+	b := core.Job{Key: core.JobKey{Namespace: "sim", ID: "b"}, App: "B", GPUs: 4, Work: 3600, Remaining: 3600, Skew: 1.2, CrossRack: 1.3, Seq: 1}
+	machine, spread := "n0-0+n0-1+n0-2+n0-3", "n1-0+n1-1+n2-0+n2-1"
+	// t=0: equal ρ, A first by ID: A bids alone and wins the machine, B
+	// gets the rest as leftovers.
+	s := decide(t, p, nodes, []core.Job{a, b}, nil, 0)
+	if fmt.Sprint(s.grants) != fmt.Sprint([]string{"a=" + machine, "b=" + spread}) {
+		t.Fatalf("t=0: %+v, want a on the machine, b spread", s)
+	}
+	// t=600: both leases end with nothing queued. B ran 1.2x slower, so it
+	// is further from its finish: it bids and takes the machine; A moves to
+	// the spread GPUs.
+	a.Phase, b.Phase = core.Granted, core.Granted
+	a.Remaining, a.Attained, a.Executed = 3000, 2400, 600
+	b.Remaining, b.Attained, b.Executed = 3100, 2400, 600
+	held := []core.Grant{{Job: a.Key, Node: "n0", GPUs: strings.Split(machine, "+")}, {Job: b.Key, GPUs: strings.Split(spread, "+")}}
+	s = decide(t, p, nodes, []core.Job{a, b}, held, 600)
+	if len(s.preempts) != 2 || fmt.Sprint(s.grants) != fmt.Sprint([]string{"b=" + machine, "a=" + spread}) {
+		t.Fatalf("t=600: %+v, want both moved: b on the machine, a spread", s)
+	}
+}

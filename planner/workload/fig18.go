@@ -14,10 +14,15 @@ const FormatThemisFig18 = "themis-fig18"
 // experiment (section 6.3, Figure 18): "8 identical apps with equivalent
 // placement preferences", run on cluster.Preset("themis-fig18") (one 8-GPU
 // machine, the rest 2-GPU machines, 64 GPUs). The paper gives neither the
-// apps' jobs nor their durations; here each app arrives at 0 and has jobs
-// sequential jobs of one phase (all submitted at once), each an 8-GPU gang
-// of VGG16 (the most placement-sensitive model class: 1.2x across machines)
-// running dur seconds at full speed. Apps are "app-0001".. "app-0008", jobs
+// apps' jobs nor their durations, only that "the most preferred allocation
+// in this cluster is the 8 GPU machine". Here each app arrives at 0 with
+// jobs jobs, all submitted at once, each an 8-GPU gang of VGG16 (the most
+// placement-sensitive model class: 1.2x across machines) running dur
+// seconds at full speed. The themis sim default is one job of 4 hours per
+// app: each app then wants one 8-GPU gang, the cluster holds all eight at
+// once, and what they compete for is the 8-GPU machine, as in the paper.
+// With several jobs per app, each app wants several gangs at once and the
+// apps also compete for GPUs. Apps are "app-0001".. "app-0008", jobs
 // "<app>-j<k>".
 func ThemisFig18(jobs int, dur float64) (*trace.Trace, error) {
 	if jobs < 1 || !(dur > 0) {
