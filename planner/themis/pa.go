@@ -146,9 +146,9 @@ func tables(w []int) [][]float64 {
 // side of the previous block's seed a block's seed looks at.
 const (
 	block     = 64
-	mid       = 16
+	mid       = 32
 	leaf      = 8
-	seedWidth = 8
+	seedWidth = 16
 )
 
 // step is one app's knapsack step: cur[c] = max(prev[c], max over the
@@ -214,12 +214,21 @@ func step(prev, cur []float64, ks []int, gs []float64) {
 						for l0 := m0; l0 < m1; {
 							l1 := min((l0|(leaf-1))+1, m1)
 							if prev[l1-1-k]+g > cur[l0] {
-								d := cur[l0:l1]
-								s := prev[l0-k:]
-								s = s[:len(d)]
-								for x := range d {
-									if v := s[x] + g; v > d[x] {
-										d[x] = v
+								if l1-l0 == leaf {
+									d, s := (*[leaf]float64)(cur[l0:l1]), (*[leaf]float64)(prev[l0-k:l1-k])
+									for x := range leaf {
+										if v := s[x] + g; v > d[x] {
+											d[x] = v
+										}
+									}
+								} else {
+									d := cur[l0:l1]
+									s := prev[l0-k:]
+									s = s[:len(d)]
+									for x := range d {
+										if v := s[x] + g; v > d[x] {
+											d[x] = v
+										}
 									}
 								}
 							}
