@@ -101,13 +101,16 @@ func (a *App) bidEntry(k int, c Class, tid, rho0 float64) float64 {
 // makespan is the smallest candidate (a run time of some task on some
 // g <= min(demand, p) GPUs) at which the tasks fit: fits(T) holds when
 // each task can finish by T on between its gang and min(demand, p) GPUs
-// and those GPUs add up to at most p. fits only turns from false to true
-// as T grows, so that is the smallest candidate at or above T* = the
-// smallest run time on any number of GPUs up to the demand at which they
-// fit. fits at p implies fits at p+1 (more counts allowed, more GPUs to
-// share), so T* never rises with p: the sweep keeps it as an index into
-// the sorted run times and walks it down, each step one fits test, and
-// then steps up to the first run time reachable on at most p GPUs.
+// and those GPUs add up to at most p, that is when total(T), the sum of
+// each task's fewest GPUs up to its demand, is at most p. fits only turns
+// from false to true as T grows, so the makespan is the smallest candidate
+// at or above T* = the smallest run time on any count up to the demand with
+// total(T*) <= p. T* never rises with p: the sweep keeps it as an index
+// into the sorted run times and walks it down, computing total once per
+// run time, then steps up to the first run time reachable on at most p
+// GPUs. (That is T* itself: if T* is a task's run time on g > p GPUs only,
+// the task still finishes within T* on min(demand, p) = p GPUs since the
+// tasks fit, and no sooner than on g, so T* is its run time on p too.)
 type phaseSweep struct {
 	ts      []task
 	s       Sensitivity
@@ -121,6 +124,7 @@ type phaseSweep struct {
 	// runs for vals[i]. at is T*'s index at lastP.
 	vals   []float64
 	fewest []int
+	totals []int // total(i), -1 until asked
 	at     int
 	lastP  int
 	last   float64
@@ -173,23 +177,9 @@ func (e *phaseSweep) split(p int) float64 {
 	if e.vals == nil {
 		e.setup()
 	}
-	fits := func(T float64) bool {
-		sum := 0
-		for _, g := range e.groups {
-			n := needSorted(g.t, T, p, e.s, e.c)
-			if n < 0 {
-				return false
-			}
-			sum += n * g.n
-			if sum > p {
-				return false
-			}
-		}
-		return true
-	}
 	// vals[e.at] fits at the last p, so at this one.
 	i := e.at
-	for i > 0 && fits(e.vals[i-1]) {
+	for i > 0 && e.total(i-1) <= p {
 		i--
 	}
 	e.at = i
@@ -197,6 +187,28 @@ func (e *phaseSweep) split(p int) float64 {
 		i++
 	}
 	return e.vals[i]
+}
+
+// total is how many GPUs the tasks need to finish within vals[i], each on
+// the fewest GPUs between its gang and its demand that do it (math.MaxInt
+// if one cannot). fits(T) at p is total <= p: a task's fewest GPUs up to
+// min(demand, p) are its fewest up to its demand when those are at most p,
+// and none otherwise.
+func (e *phaseSweep) total(i int) int {
+	if e.totals[i] >= 0 {
+		return e.totals[i]
+	}
+	sum := 0
+	for _, g := range e.groups {
+		n := needSorted(g.t, e.vals[i], math.MaxInt, e.s, e.c)
+		if n < 0 {
+			sum = math.MaxInt
+			break
+		}
+		sum += n * g.n
+	}
+	e.totals[i] = sum
+	return sum
 }
 
 func (e *phaseSweep) setup() {
@@ -217,7 +229,11 @@ func (e *phaseSweep) setup() {
 		v float64
 		g int
 	}
-	var runs []run
+	n := 0
+	for _, gr := range e.groups {
+		n += max(0, gr.t.demand-gr.t.gang+1)
+	}
+	runs := make([]run, 0, n)
 	for _, gr := range e.groups {
 		t := gr.t
 		for g := t.gang; g <= t.demand; g++ {
@@ -236,6 +252,10 @@ func (e *phaseSweep) setup() {
 		}
 		e.vals = append(e.vals, r.v)
 		e.fewest = append(e.fewest, r.g)
+	}
+	e.totals = make([]int, len(e.vals))
+	for i := range e.totals {
+		e.totals[i] = -1
 	}
 	// The largest run time fits whenever the gangs do.
 	e.at = len(e.vals) - 1
