@@ -535,31 +535,71 @@ func keys(js []*core.Job) []core.JobKey {
 	return out
 }
 
-// stay keeps an expired job on its own GPUs instead of moving it to the
-// gang the round gave it elsewhere, when its own GPUs are all left idle by
-// the round and placed at least as well: the move would cost a checkpoint
-// and a restore for nothing (the auction picks concrete GPUs without
-// knowing which ones a job already runs on). The job's lease is the
-// award's, already set; the gang it was given goes back to the idle GPUs.
-// It returns the grants left and the idle GPUs.
+// stay keeps expired jobs on their own GPUs instead of moving them to the
+// gangs the round gave them elsewhere: the auction picks concrete GPUs
+// without knowing which ones a job already runs on, and a move costs a
+// checkpoint and a restore. Two cases, both leaving every placement class
+// as the round decided:
+//
+//   - Idle: the job's own GPUs are all left idle by the round and placed at
+//     least as well as its new gang; it keeps them and the new gang goes
+//     back to the idle GPUs.
+//   - Swap: the job's own GPUs are exactly another grant's gang, of the same
+//     placement class as the job's new gang; the two trade gangs, so the job
+//     stays and the other job starts (or moves) as it would have, at the
+//     same class.
+//
+// A job kept so has the lease of its award, already set. stay returns the
+// grants left and the idle GPUs.
 func stay(out []core.Grant, idle []string, isExpired, kept map[core.JobKey]bool, grantOf map[core.JobKey]core.Grant, free *core.FreeGPUs) ([]core.Grant, []string) {
-	if len(idle) == 0 {
-		return out, idle
+	key := func(gpus []string) string {
+		s := append([]string(nil), gpus...)
+		sort.Strings(s)
+		return strings.Join(s, ",")
+	}
+	// Swaps first: they free no GPUs.
+	at := make(map[string]int, len(out))
+	for i, g := range out {
+		at[key(g.GPUs)] = i
+	}
+	drop := make([]bool, len(out))
+	for i := range out {
+		g := out[i]
+		own := grantOf[g.Job].GPUs
+		if !isExpired[g.Job] || len(own) != len(g.GPUs) {
+			continue
+		}
+		j, ok := at[key(own)]
+		if !ok || j == i || drop[j] || classOf(free, own) != classOf(free, g.GPUs) {
+			continue
+		}
+		out[j].GPUs, out[j].Node = g.GPUs, g.Node
+		at[key(g.GPUs)] = j
+		delete(at, key(own))
+		drop[i] = true
+		kept[g.Job] = true
 	}
 	isIdle := make(map[string]bool, len(idle))
 	for _, id := range idle {
 		isIdle[id] = true
 	}
 	changed := false
-	kept2 := out[:0]
-	for _, g := range out {
+	left := out[:0]
+	for i, g := range out {
+		if drop[i] {
+			continue
+		}
 		own := grantOf[g.Job].GPUs
+		if isExpired[g.Job] && sameSet(own, g.GPUs) {
+			kept[g.Job] = true // swapped back onto its own GPUs
+			continue
+		}
 		ok := isExpired[g.Job] && len(own) == len(g.GPUs) && classOf(free, own) <= classOf(free, g.GPUs)
 		for _, id := range own {
 			ok = ok && isIdle[id]
 		}
 		if !ok {
-			kept2 = append(kept2, g)
+			left = append(left, g)
 			continue
 		}
 		for _, id := range own {
@@ -572,14 +612,14 @@ func stay(out []core.Grant, idle []string, isExpired, kept map[core.JobKey]bool,
 		changed = true
 	}
 	if !changed {
-		return kept2, idle
+		return left, idle
 	}
-	var left []string
+	idle = idle[:0:0]
 	for id := range isIdle {
-		left = append(left, id)
+		idle = append(idle, id)
 	}
-	sort.Strings(left)
-	return kept2, left
+	sort.Strings(idle)
+	return left, idle
 }
 
 // repack moves each granted gang that spans machines onto one machine when

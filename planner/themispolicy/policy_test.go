@@ -150,9 +150,10 @@ func TestKnobs(t *testing.T) {
 }
 
 // stay keeps an expired job on its own GPUs when the round left them idle
-// and gave it a gang placed no better elsewhere; it does not when the move
-// improves placement or its GPUs went to someone else.
-func TestStayKeepsIdleOwnGPUs(t *testing.T) {
+// or gave them to a gang of the same class it can trade with, and gave it
+// a gang placed no better elsewhere; it does not when the move improves
+// placement or its GPUs are not free to keep.
+func TestStayKeepsOwnGPUs(t *testing.T) {
 	nodes := []core.Node{node("n0", "r0", 4), node("n1", "r0", 4), node("n2", "r0", 2), node("n3", "r0", 2)}
 	key := func(id string) core.JobKey { return core.JobKey{Namespace: "sim", ID: id} }
 	gpus := func(s string) []string { return strings.Split(s, "+") }
@@ -172,6 +173,7 @@ func TestStayKeepsIdleOwnGPUs(t *testing.T) {
 		idle     []string
 		wantKept []string
 		wantIdle int
+		wantZ    string // z's GPUs after a swap
 	}{
 		{
 			name:     "a's machine left idle: a stays, n0 goes back",
@@ -190,6 +192,16 @@ func TestStayKeepsIdleOwnGPUs(t *testing.T) {
 			out:  []core.Grant{{Job: key("s"), Node: "n0", GPUs: gpus("n0-0+n0-1+n0-2+n0-3")}},
 			idle: gpus("n2-0+n2-1+n3-0+n3-1"),
 		},
+		{
+			name:     "a's machine went to z: they swap, a stays",
+			out:      []core.Grant{{Job: key("a"), Node: "n0", GPUs: gpus("n0-0+n0-1+n0-2+n0-3")}, {Job: key("z"), Node: "n1", GPUs: gpus("n1-0+n1-1+n1-2+n1-3")}},
+			wantKept: []string{"a"},
+			wantZ:    "n0-0+n0-1+n0-2+n0-3",
+		},
+		{
+			name: "s's spread GPUs went to z, s got a machine: no swap",
+			out:  []core.Grant{{Job: key("s"), Node: "n0", GPUs: gpus("n0-0+n0-1+n0-2+n0-3")}, {Job: key("z"), GPUs: gpus("n2-0+n2-1+n3-0+n3-1")}},
+		},
 	} {
 		kept := map[core.JobKey]bool{}
 		out, idle := stay(append([]core.Grant(nil), tc.out...), tc.idle, isExpired, kept, grantOf, free)
@@ -200,7 +212,11 @@ func TestStayKeepsIdleOwnGPUs(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(tc.wantKept) {
 			t.Errorf("%s: kept %v, want %v", tc.name, got, tc.wantKept)
 		}
-		if len(tc.wantKept) > 0 {
+		if tc.wantZ != "" {
+			if len(out) != 1 || out[0].Job != key("z") || strings.Join(out[0].GPUs, "+") != tc.wantZ || out[0].Node != "n0" {
+				t.Errorf("%s: grants %v, want z alone on %s", tc.name, out, tc.wantZ)
+			}
+		} else if len(tc.wantKept) > 0 {
 			if len(out) != 0 || len(idle) != tc.wantIdle || idle[0] != "n0-0" {
 				t.Errorf("%s: grants %v, idle %v; want none and n0's GPUs idle", tc.name, out, idle)
 			}
