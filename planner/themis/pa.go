@@ -67,22 +67,15 @@ func PartialAllocation(gains [][]float64, capacity int) PAResult {
 	// F[i][c] is constant for c >= the sum of the largest counts of apps
 	// 0..i-1 (every allocation fits), and so is B[i][c] for c >= that sum
 	// over apps i..n-1: each table stops at that sum or at capacity, and
-	// f(tab, c) reads it beyond. The tables lie end to end in one slice.
+	// at(tab, c) reads it beyond. The F tables lie end to end in one slice;
+	// the B tables are only needed one at a time, for Without.
 	fw := make([]int, n+1) // F[i] has fw[i]+1 entries
-	bw := make([]int, n+1) // B[i] has bw[i]+1 entries
 	for i := 0; i < n; i++ {
 		fw[i+1] = min(capacity, fw[i]+top(i))
 	}
-	for i := n - 1; i >= 0; i-- {
-		bw[i] = min(capacity, bw[i+1]+top(i))
-	}
 	fwd := tables(fw)
-	bwd := tables(bw)
 	for i := 0; i < n; i++ {
 		step(fwd[i], fwd[i+1], ks[start[i]:start[i+1]], gs[start[i]:start[i+1]])
-	}
-	for i := n - 1; i >= 0; i-- {
-		step(bwd[i+1], bwd[i], ks[start[i]:start[i+1]], gs[start[i]:start[i+1]])
 	}
 	at := func(tab []float64, c int) float64 { return tab[min(c, len(tab)-1)] }
 
@@ -102,8 +95,10 @@ func PartialAllocation(gains [][]float64, capacity int) PAResult {
 		r.Alloc[i] = bk
 		c -= bk
 	}
-	for i := 0; i < n; i++ {
-		pre, suf := fwd[i], bwd[i+1]
+	// B[i+1] in suf, B[i] made in next.
+	suf, next := make([]float64, 1, capacity+1), make([]float64, 0, capacity+1)
+	for i := n - 1; i >= 0; i-- {
+		pre := fwd[i]
 		// max_c pre[c] + suf[capacity-c]: both tables never fall as c
 		// grows, so counts where either is past its end add nothing.
 		lo, hi := max(0, capacity-(len(suf)-1)), min(capacity, len(pre)-1)
@@ -122,6 +117,9 @@ func PartialAllocation(gains [][]float64, capacity int) PAResult {
 		// The others' gain in G_pf is at most their best without i, so
 		// c_i <= 1 up to rounding.
 		r.C[i] = math.Min(1, math.Exp(r.Objective-gi-r.Without[i]))
+		next = next[:min(capacity, len(suf)-1+top(i))+1]
+		step(suf, next, ks[start[i]:start[i+1]], gs[start[i]:start[i+1]])
+		suf, next = next, suf
 	}
 	return r
 }
