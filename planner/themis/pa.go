@@ -96,7 +96,8 @@ func PartialAllocation(gains [][]float64, capacity int) PAResult {
 		c -= bk
 	}
 	// B[i+1] in suf, B[i] made in next.
-	suf, next := make([]float64, 1, capacity+1), make([]float64, 0, capacity+1)
+	most := fw[n] // B[0]'s width is F[n]'s
+	suf, next := make([]float64, 1, most+1), make([]float64, 0, most+1)
 	for i := n - 1; i >= 0; i-- {
 		pre := fwd[i]
 		// max_c pre[c] + suf[capacity-c]: both tables never fall as c
