@@ -175,15 +175,17 @@ func BenchmarkAuction4096x200(b *testing.B) { benchAuctionAt(b, 200, 4096, 16) }
 
 // BenchmarkBid is one agent's valuation table, made afresh (no cache), for
 // the apps of the auction benchmarks: the bar is 1 ms per table (the paper
-// measured 29 ms median, 334 ms p95, section 6.2.3). Reported per table,
-// with the slowest app's time.
+// measured 29 ms median, 334 ms p95, section 6.2.3). ns/op is the mean over
+// the apps; slowest-app-ms is the median time of the slowest app's table
+// (medians, so that a scheduling stall of the machine is not counted as an
+// app's cost).
 func BenchmarkBid(b *testing.B) {
 	for _, bc := range []struct{ gpus, scale int }{{256, 1}, {4096, 16}} {
 		b.Run(fmt.Sprintf("gpus=%d", bc.gpus), func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			env := Env{ClusterGPUs: bc.gpus, Lease: DefaultLease}
 			apps := scaledApps(rng, 200, bc.gpus, bc.scale)
-			var slowest time.Duration
+			times := make([][]time.Duration, len(apps))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				a := &apps[i%len(apps)]
@@ -191,9 +193,17 @@ func BenchmarkBid(b *testing.B) {
 				if _, err := Bid(a, env); err != nil {
 					b.Fatal(err)
 				}
-				slowest = max(slowest, time.Since(t0))
+				times[i%len(apps)] = append(times[i%len(apps)], time.Since(t0))
 			}
-			b.ReportMetric(float64(slowest.Microseconds())/1000, "max-ms")
+			b.StopTimer()
+			var slowest time.Duration
+			for _, ts := range times {
+				if len(ts) > 0 {
+					slices.Sort(ts)
+					slowest = max(slowest, ts[len(ts)/2])
+				}
+			}
+			b.ReportMetric(float64(slowest.Microseconds())/1000, "slowest-app-ms")
 		})
 	}
 }

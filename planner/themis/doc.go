@@ -97,10 +97,10 @@
 // 0.4 ms and BenchmarkAuction4096x200 (200 bidders, 4,096 GPUs, demands up
 // to 256 GPUs) 35 to 45 ms, against the paper's 354 ms median with Gurobi
 // (section 6.2.3). BenchmarkBid makes an agent's table in about 0.01 ms on
-// average for those apps on 256 GPUs and 0.1 ms on 4,096 (the slowest app,
-// with six jobs of up to 128 GPUs, about 0.35 ms; the single slowest call
-// the benchmark reports is the VM's scheduling stalls, several ms even on
-// 256 GPUs; the paper measured 29 ms median): Bid follows each phase's
+// average for those apps on 256 GPUs and 0.1 ms on 4,096; its
+// slowest-app-ms, the median time of the slowest app's table (six jobs of
+// up to 128 GPUs), is about 0.4 ms (the paper measured 29 ms median, 334 ms
+// p95): Bid follows each phase's
 // makespan as the count grows instead of recomputing it per entry. Then
 //
 //	c_i = prod_{j!=i} 1/ρ_j(G_pf) / prod_{j!=i} 1/ρ_j(G_pf^-i)
