@@ -50,10 +50,13 @@
 // no offer while other apps keep winning the GPUs that free up a few at a
 // time, and then it never runs. So when the app with the worst current ρ
 // has a queued gang larger than the whole offer, the round is not run: the
-// free GPUs stay free, and expired leases end (their jobs are preempted)
-// instead of being auctioned, until the offer holds the gang as well placed
-// as the empty cluster could (on one machine, else in one rack), at most
-// one lease later. That round then runs with f = 1: the reserved-for app bids
+// free GPUs stay free, and expired leases on the target machines end (their
+// jobs are preempted) instead of being auctioned, until the offer holds the
+// gang as well placed as the empty cluster could (on one machine, else in
+// one rack), at most one lease later. The target is the machine (or rack)
+// that could hold the gang with the most GPUs available when the
+// reservation starts (target); expired leases elsewhere are renewed, since
+// preempting them would only leave their GPUs idle. That round then runs with f = 1: the reserved-for app bids
 // alone (the auction's winner takes what it values most, c_i = 1) and the
 // rest goes to the others as leftovers. This is our addition: the paper's
 // round-by-round filtering raises a losing app's ρ but does not say how a
@@ -104,8 +107,10 @@ type Policy struct {
 	// reserving is the app the free GPUs are held for (see the package
 	// doc), "" when none.
 	reserving string
-	rounds    uint64
-	lastErr   error
+	// target is the machines the reservation gathers GPUs on (nil: all).
+	target  map[string]bool
+	rounds  uint64
+	lastErr error
 }
 
 // New returns a policy with f, lease (seconds) and the liars.
@@ -262,22 +267,33 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 		// Reserve when the gang does not fit the offer at all; once
 		// reserving, until the offer holds it as well placed as the empty
 		// cluster could.
+		all := themis.OfferFromNodes(free.FreeNodes(grants...), nil)
 		hold := need > offer.GPUs()
 		if !hold && p.reserving == w {
-			hold = bestClass(need, offer) > bestClass(need, themis.OfferFromNodes(free.FreeNodes(grants...), nil))
+			hold = bestClass(need, offer) > bestClass(need, all)
 		}
 		if hold {
-			p.reserving = w
-			for _, j := range expiredJobs {
-				delete(p.leases, j.Key)
+			if p.reserving != w {
+				p.reserving, p.target = w, target(need, all, offer)
 			}
-			return nil, keys(expiredJobs)
+			// Expired leases end on the target machines; elsewhere they
+			// are renewed, since no round runs while reserving.
+			var stop []core.JobKey
+			for _, j := range expiredJobs {
+				if p.target == nil || onMachines(free, grantOf[j.Key].GPUs, p.target) {
+					stop = append(stop, j.Key)
+					delete(p.leases, j.Key)
+				} else {
+					p.leases[j.Key] = now.Add(lease)
+				}
+			}
+			return nil, stop
 		}
 		if p.reserving == w {
 			f = 1 // the app reserved for bids alone
 		}
 	}
-	p.reserving = ""
+	p.reserving, p.target = "", nil
 	p.rounds++
 	res, err := themis.Round(themis.RoundInput{Apps: apps, Offer: offer, Env: env, Fairness: f,
 		Seed: p.seed*0x9e3779b97f4a7c15 + p.rounds})
@@ -666,6 +682,66 @@ func repack(grants []core.Grant, idle []string, free *core.FreeGPUs) {
 
 // bestClass is the best placement class an offer can hold a gang of g GPUs
 // in.
+// target is where a reservation for a gang of need GPUs gathers them: the
+// machine (when the gang fits one) or the rack (when it fits one) with the
+// most GPUs available now (free or under expired leases), ties to the
+// smallest, then by ID; nil (anywhere) when the gang needs several racks.
+// all is every GPU of the cluster, avail those available now.
+func target(need int, all, avail themis.Offer) map[string]bool {
+	now := map[string]int{}
+	for _, m := range avail.Machines {
+		now[m.ID] += len(m.Free)
+	}
+	type group struct {
+		id         string
+		size, have int
+		machines   []string
+	}
+	var machines, racks []*group
+	byRack := map[string]*group{}
+	for _, m := range all.Machines {
+		machines = append(machines, &group{id: m.ID, size: len(m.Free), have: now[m.ID], machines: []string{m.ID}})
+		r := byRack[m.Rack]
+		if r == nil {
+			r = &group{id: m.Rack}
+			byRack[m.Rack] = r
+			racks = append(racks, r)
+		}
+		r.size += len(m.Free)
+		r.have += now[m.ID]
+		r.machines = append(r.machines, m.ID)
+	}
+	for _, gs := range [][]*group{machines, racks} {
+		var best *group
+		for _, g := range gs {
+			if g.size < need {
+				continue
+			}
+			if best == nil || g.have > best.have || (g.have == best.have && (g.size < best.size || (g.size == best.size && g.id < best.id))) {
+				best = g
+			}
+		}
+		if best != nil {
+			out := map[string]bool{}
+			for _, m := range best.machines {
+				out[m] = true
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// onMachines reports whether any of the GPUs is on one of the machines.
+func onMachines(free *core.FreeGPUs, gpus []string, machines map[string]bool) bool {
+	for _, id := range gpus {
+		if n, ok := free.Locate(id); ok && machines[n.ID] {
+			return true
+		}
+	}
+	return false
+}
+
 func bestClass(g int, o themis.Offer) themis.Class {
 	racks := map[string]int{}
 	c := themis.CrossRack

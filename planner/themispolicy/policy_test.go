@@ -2,11 +2,13 @@ package themispolicy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/themis"
 )
 
 func node(name, rack string, gpus int) core.Node {
@@ -250,5 +252,41 @@ func TestExpiredLeasesRotateTheBigMachine(t *testing.T) {
 	s = decide(t, p, nodes, []core.Job{a, b}, held, 600)
 	if len(s.preempts) != 2 || fmt.Sprint(s.grants) != fmt.Sprint([]string{"b=" + machine, "a=" + spread}) {
 		t.Fatalf("t=600: %+v, want both moved: b on the machine, a spread", s)
+	}
+}
+
+// A reservation gathers GPUs on the machine or rack that has the most of
+// them available now.
+func TestReservationTarget(t *testing.T) {
+	machine := func(id, rack string, n int) themis.Machine {
+		m := themis.Machine{ID: id, Rack: rack}
+		for i := range n {
+			m.Free = append(m.Free, fmt.Sprintf("%s-%d", id, i))
+		}
+		return m
+	}
+	all := themis.Offer{Machines: []themis.Machine{machine("m0", "r0", 8), machine("m1", "r0", 8), machine("m2", "r1", 4), machine("m3", "r1", 4)}}
+	avail := themis.Offer{Machines: []themis.Machine{machine("m0", "r0", 2), machine("m1", "r0", 5), machine("m2", "r1", 4)}}
+	tie := themis.Offer{Machines: []themis.Machine{machine("m0", "r0", 5), machine("m1", "r0", 5)}}
+	for _, tc := range []struct {
+		need  int
+		avail themis.Offer
+		want  string
+	}{
+		{4, avail, "[m1]"},     // m1 has 5 available, m2 only 4
+		{8, avail, "[m1]"},     // only the 8-GPU machines hold it
+		{8, tie, "[m0]"},       // equal: the first by ID
+		{12, avail, "[m0 m1]"}, // no machine holds 12; rack r0 does
+		{20, avail, "[]"},      // no rack does: anywhere
+	} {
+		got := target(tc.need, all, tc.avail)
+		var ms []string
+		for m := range got {
+			ms = append(ms, m)
+		}
+		slices.Sort(ms)
+		if fmt.Sprint(ms) != tc.want {
+			t.Errorf("need %d: target %v, want %s", tc.need, ms, tc.want)
+		}
 	}
 }
