@@ -56,8 +56,10 @@
 // is finite (log 1/ρ is defined for every bidder), grows while the app
 // waits (section 3.3.2's losing apps rise in later rounds), and is worse
 // than any allocation the app can use. An app with nothing queued has
-// ρ_old = ρ with what it holds; it does not bid. ρ_old is also the
-// "current ρ" that round-by-round filtering sorts on.
+// ρ_old = ρ with what it holds; it does not bid. The "current ρ" that
+// round-by-round filtering sorts on is another estimate, App.CurrentRho: ρ
+// with the app's max-min fair share at the ideal placement (filter.go says
+// why ρ_old does not serve).
 //
 // Running jobs are not resized: new GPUs go to queued jobs. Later phases
 // of a multi-job app run on all its GPUs, held and new; GPUs of separate
@@ -180,7 +182,7 @@
 // Round takes the active apps, the free GPUs, R_C and the lease
 // (DefaultLease: 10 minutes), the fairness knob f (DefaultFairness: 0.8),
 // and a seed. The apps that can use some GPUs of the offer are sorted by
-// current ρ, worst first (ties by ID), and the ceil((1-f) x n) worst of
+// current ρ (App.CurrentRho), worst first (ties by ID), and the ceil((1-f) x n) worst of
 // them, at least one, bid: the paper filters the 1-f fraction of all active
 // apps, which would let apps that cannot use the offer crowd out ones that
 // can. The winners hold c_i x lease. The GPUs left then go to the other

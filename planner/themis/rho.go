@@ -573,8 +573,8 @@ func (a *App) minGPUs() int {
 }
 
 // RhoWait is ρ_old, the value of winning nothing this round (row 0 of
-// Table 2), which is also the app's current ρ estimate that round-by-round
-// filtering sorts on. An app with no queued job just runs on: RhoWait is
+// Table 2); round-by-round filtering sorts on CurrentRho instead. An app
+// with no queued job just runs on: RhoWait is
 // Rho(0). An app with queued jobs that wins nothing waits at least one lease
 // and, pessimistically, then gets the fewest GPUs it can run on at the worst
 // placement:

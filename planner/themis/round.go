@@ -40,7 +40,8 @@ type RoundResult struct {
 	// Awards are the auction's winners, in participant order, then the
 	// leftover grants in the order they were drawn.
 	Awards []Award
-	// Rho is every app's current ρ estimate (ρ_old, App.RhoWait).
+	// Rho is every app's ρ_old (App.RhoWait), the value of winning
+	// nothing; the filter sorts on App.CurrentRho.
 	Rho map[string]float64
 	// Auction is the participants' auction.
 	Auction AuctionResult
