@@ -1,9 +1,6 @@
 package themis
 
-import (
-	"math"
-	"sort"
-)
+import "sort"
 
 // CurrentRho is the app's current ρ estimate, the one round-by-round
 // filtering sorts on (section 3.3.2: "the 1-f fraction of total active apps
@@ -44,27 +41,20 @@ import (
 // app with nothing queued is at its ρ with what it holds (Rho(0)), as in
 // RhoWait.
 func (a *App) CurrentRho(env Env) float64 {
-	tid := a.IdealTime(env.ClusterGPUs)
-	m := a.minGPUs()
-	switch {
-	case m == 0:
-		return a.SharedTime(0, SameMachine) / tid
-	case m > env.ClusterGPUs:
-		return math.Inf(1)
-	}
-	demand, held := 0, 0
-	for i := range a.Jobs {
-		if a.Jobs[i].Held == 0 {
-			demand += a.Jobs[i].Demand
+	return a.rhoAfterLease(env, SameMachine, func(m int) int {
+		demand, held := 0, 0
+		for i := range a.Jobs {
+			if a.Jobs[i].Held == 0 {
+				demand += a.Jobs[i].Demand
+			}
+			held += a.Jobs[i].Held
 		}
-		held += a.Jobs[i].Held
-	}
-	share := a.FairShare
-	if share <= 0 {
-		share = float64(env.ClusterGPUs) / max(1, a.NAvg)
-	}
-	k := max(m, min(int(share)-held, demand, env.ClusterGPUs))
-	return (a.SharedTime(k, SameMachine) + env.Lease) / tid
+		share := a.FairShare
+		if share <= 0 {
+			share = float64(env.ClusterGPUs) / max(1, a.NAvg)
+		}
+		return max(m, min(int(share)-held, demand, env.ClusterGPUs))
+	})
 }
 
 // demandNow is the most GPUs the app's current jobs can use at once: held

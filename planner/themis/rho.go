@@ -586,15 +586,23 @@ func (a *App) minGPUs() int {
 // log(1/ρ) is defined for every bidder, and exceeds ρ of every allocation
 // the app can use, so winning GPUs always helps.
 func (a *App) RhoWait(env Env) float64 {
+	return a.rhoAfterLease(env, CrossRack, func(m int) int { return m })
+}
+
+// rhoAfterLease is ρ if the app waits one more lease and then runs on
+// count(m) new GPUs of class c, m being its largest queued gang: Rho(0)
+// with nothing queued, +Inf for a gang the cluster cannot hold (it never
+// runs).
+func (a *App) rhoAfterLease(env Env, c Class, count func(m int) int) float64 {
 	tid := a.IdealTime(env.ClusterGPUs)
 	m := a.minGPUs()
 	switch {
 	case m == 0:
 		return a.SharedTime(0, SameMachine) / tid
 	case m > env.ClusterGPUs:
-		return math.Inf(1) // a gang the cluster cannot hold never runs
+		return math.Inf(1)
 	}
-	return (a.SharedTime(m, CrossRack) + env.Lease) / tid
+	return (a.SharedTime(count(m), c) + env.Lease) / tid
 }
 
 // Contention tracks N, the number of active apps, over time, so that each
