@@ -518,3 +518,36 @@ func TestKnobsWith(t *testing.T) {
 		t.Error("With(novalue): no error")
 	}
 }
+
+// tiresias.promote_every batches promotion checks on multiples of the
+// interval; demotions of running jobs stay exact.
+func TestTiresiasPromoteEvery(t *testing.T) {
+	now := time.Unix(1000, 0)
+	waiting := &Job{Key: JobKey{"default", "w"}, GPUs: 1, Phase: Queued, Executed: 100, Waited: 50} // due in 2 x 100 - 50 = 150 s
+	running := &Job{Key: JobKey{"default", "r"}, GPUs: 1, Phase: Granted, Executed: 10}             // demoted in 90 s
+	for _, tc := range []struct {
+		every string
+		jobs  []*Job
+		want  int64
+	}{
+		{"", []*Job{waiting}, 1150},
+		{"60s", []*Job{waiting}, 1200},
+		{"1m", []*Job{waiting, running}, 1090},
+		{"7", []*Job{waiting}, 1155},
+	} {
+		settings := []string{"tiresias.queues=100", "tiresias.promote_knob=2"}
+		if tc.every != "" {
+			settings = append(settings, "tiresias.promote_every="+tc.every)
+		}
+		p := policy(t, "tiresias-las", settings...).(*Tiresias)
+		if got := p.NextChange(now, tc.jobs); got.Unix() != tc.want {
+			t.Errorf("promote_every=%s: next change at %d, want %d", tc.every, got.Unix(), tc.want)
+		}
+	}
+	for _, bad := range []string{"-1", "0", "1,2", "soon"} {
+		k, _ := ParseKnobs([]string{"tiresias.promote_every=" + bad})
+		if _, err := NewPolicy("tiresias-las", k); err == nil {
+			t.Errorf("promote_every=%s: no error", bad)
+		}
+	}
+}

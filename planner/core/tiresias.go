@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -17,7 +18,11 @@ import (
 //
 // Knobs (--set): tiresias.queues (thresholds, default 3200s: K = 2 as in
 // the paper's evaluation), tiresias.promote_knob (default inf: no
-// promotion), tiresias.pack_limit (default 1.0: consolidate any job that
+// promotion), tiresias.promote_every (default: promote each job exactly
+// when due; a positive duration or seconds checks promotions only at
+// multiples of it,
+// so that thousands of waiting jobs do not each need a decision of their
+// own), tiresias.pack_limit (default 1.0: consolidate any job that
 // slows down when spread), tiresias.gittins_dist (2D-Gittins: file of job
 // GPU-time samples; the simulator loads it; without it the distribution is
 // learned from finished jobs).
@@ -25,7 +30,10 @@ type Tiresias struct {
 	gittins     bool
 	Thresholds  []float64
 	PromoteKnob float64
-	PackLimit   float64
+	// PromoteEvery, when positive, checks promotions only at multiples of
+	// this many seconds (of the clock), instead of at each job's due time.
+	PromoteEvery float64
+	PackLimit    float64
 	// DistPath is the job-size sample file for 2D-Gittins ("" = learn).
 	DistPath string
 	index    GittinsIndex
@@ -54,6 +62,14 @@ func NewTiresias(gittins bool, k Knobs) (*Tiresias, error) {
 	if t.PromoteKnob, err = k.Float("tiresias.promote_knob", math.Inf(1)); err != nil {
 		return nil, err
 	}
+	every, err := k.Seconds("tiresias.promote_every", []float64{0})
+	if err != nil {
+		return nil, err
+	}
+	if len(every) != 1 {
+		return nil, fmt.Errorf("tiresias.promote_every = %q: want one duration", k.String("tiresias.promote_every", ""))
+	}
+	t.PromoteEvery = every[0]
 	if t.PackLimit, err = k.Float("tiresias.pack_limit", 1.0); err != nil {
 		return nil, err
 	}
@@ -153,7 +169,7 @@ func (t *Tiresias) Promote(_ time.Time, jobs []*Job) []JobKey {
 // NextChange implements RecheckAfter: the next time a running job crosses
 // its queue's threshold, or a waiting job becomes due for promotion.
 func (t *Tiresias) NextChange(now time.Time, jobs []*Job) time.Time {
-	next := math.Inf(1)
+	next, promo := math.Inf(1), math.Inf(1)
 	for _, j := range jobs {
 		switch j.Phase {
 		case Granted:
@@ -163,10 +179,17 @@ func (t *Tiresias) NextChange(now time.Time, jobs []*Job) time.Time {
 			}
 		case Queued:
 			if !math.IsInf(t.PromoteKnob, 1) && t.Level(j) > 0 {
-				next = math.Min(next, t.PromoteKnob*j.Executed-j.Waited)
+				promo = math.Min(promo, t.PromoteKnob*j.Executed-j.Waited)
 			}
 		}
 	}
+	if !math.IsInf(promo, 1) && t.PromoteEvery > 0 {
+		// The first multiple of PromoteEvery (on the clock) at or after
+		// the earliest due time: every job due by then is promoted at once.
+		at := float64(now.UnixNano())/1e9 + math.Max(promo, 1e-3)
+		promo = math.Ceil(at/t.PromoteEvery)*t.PromoteEvery - float64(now.UnixNano())/1e9
+	}
+	next = math.Min(next, promo)
 	if math.IsInf(next, 1) {
 		return time.Time{}
 	}
