@@ -56,9 +56,10 @@
 // one rack), at most one lease later. The target is the machine (or rack)
 // that could hold the gang with the most GPUs available when the
 // reservation starts (target); expired leases elsewhere are renewed, since
-// preempting them would only leave their GPUs idle. That round then runs with f = 1: the reserved-for app bids
-// alone (the auction's winner takes what it values most, c_i = 1) and the
-// rest goes to the others as leftovers. This is our addition: the paper's
+// preempting them would only leave their GPUs idle. That round then runs
+// with f = 1: the reserved-for app bids alone (the auction's winner takes
+// what it values most, c_i = 1) and the rest goes to the others as
+// leftovers. This is our addition: the paper's
 // round-by-round filtering raises a losing app's ρ but does not say how a
 // gang larger than any offer gets its GPUs.
 //
@@ -372,7 +373,6 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 			assigned[j.Key] = true
 			// An expired job given a gang elsewhere moves (checkpoint,
 			// restore elsewhere) unless stay keeps it in place below.
-
 			out = append(out, core.Grant{Job: j.Key, Node: nodeOf(free, g.gpus), GPUs: g.gpus})
 			p.leases[j.Key] = now.Add(d)
 		}
@@ -511,15 +511,6 @@ func sameSet(a, b []string) bool {
 	return true
 }
 
-func contains(ks []core.JobKey, k core.JobKey) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
 // worst is the app with the worst current ρ (themis.App.CurrentRho) among those
 // with a queued job the cluster can hold, and the GPUs its largest queued
 // gang needs; "" when no app waits.
@@ -541,14 +532,6 @@ func worst(apps []themis.App, env themis.Env) (string, int) {
 		}
 	}
 	return id, need
-}
-
-func keys(js []*core.Job) []core.JobKey {
-	out := make([]core.JobKey, len(js))
-	for i, j := range js {
-		out[i] = j.Key
-	}
-	return out
 }
 
 // stay keeps expired jobs on their own GPUs instead of moving them to the
