@@ -124,8 +124,6 @@ func fifoCompare(a, b *Job) int {
 	return cmp.Compare(a.Key.ID, b.Key.ID)
 }
 
-func fifoLess(a, b *Job) bool { return fifoCompare(a, b) < 0 }
-
 // Names lists the policies NewPolicy knows.
 func Names() []string {
 	return []string{"fifo", "fifo-skip", "srtf", "srsf", "las", "gandiva", "tiresias-las", "tiresias-gittins", "fitgpp", "lrtp", "rand", "optimus", "app-las", "app-srtf", "app-srsf"}

@@ -170,7 +170,6 @@ func (*Policy) Consolidate(*core.Job) bool { return false }
 func (p *Policy) Seed(s int64)             { p.seed = uint64(s) }
 func (p *Policy) Err() error               { return p.lastErr }
 func secs(t time.Time) float64             { return float64(t.UnixNano()) / 1e9 }
-func fromSecs(s float64) time.Time         { return time.Unix(0, int64(math.Round(s*1e9))).UTC() }
 func appOf(j *core.Job) string {
 	if j.App != "" {
 		return j.App
