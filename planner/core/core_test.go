@@ -64,6 +64,47 @@ func TestPlaceConsolidates(t *testing.T) {
 	}
 }
 
+// A consolidated gang that one rack can hold only on more nodes than the
+// empty cluster needs takes the fewest nodes across racks: 12 GPUs go to
+// two 8-GPU nodes of two racks, not three 4-GPU nodes of one, and not
+// nowhere (it used to wait for a rack that could never hold it so).
+func TestPlaceConsolidatesAcrossRacks(t *testing.T) {
+	var nodes []Node
+	for i, r := range []string{"r0", "r0", "r0"} {
+		n := Node{ID: fmt.Sprintf("small%d", i), Rack: r, Schedulable: true}
+		for g := range 4 {
+			n.GPUs = append(n.GPUs, GPU{ID: fmt.Sprintf("small%d-%d", i, g), Index: g, Healthy: true})
+		}
+		nodes = append(nodes, n)
+	}
+	for _, r := range []string{"r1", "r2"} {
+		n := node8("big-" + r)
+		n.Rack = r
+		nodes = append(nodes, n)
+	}
+	f := NewFreeGPUs(nodes, nil)
+	g, ok := f.Place(JobKey{"default", "j"}, 12, true)
+	if !ok {
+		t.Fatal("12 GPUs consolidated: no placement on an empty cluster of 3x4 (one rack) and 2x8 (two racks)")
+	}
+	perNode := map[string]int{}
+	for _, id := range g.GPUs {
+		n, _ := f.Locate(id)
+		perNode[n.ID]++
+	}
+	if len(perNode) != 2 || perNode["id-big-r1"] == 0 || perNode["id-big-r2"] == 0 {
+		t.Errorf("12 GPUs on %v, want the two 8-GPU nodes", perNode)
+	}
+	// Spread placement (no consolidation) still prefers one rack.
+	f = NewFreeGPUs(nodes, nil)
+	g, _ = f.Place(JobKey{"default", "k"}, 12, false)
+	for _, id := range g.GPUs {
+		if n, _ := f.Locate(id); n.Rack != "r0" {
+			t.Fatalf("12 GPUs spread: %v, want rack r0's three nodes", g.GPUs)
+		}
+	}
+}
+
 func TestPlacePrefersBestFitNode(t *testing.T) {
 	// n0 has a free pair only; n1 is empty. A 2-GPU job takes n0's pair and
 	// keeps n1 whole for an 8-GPU job.

@@ -45,7 +45,14 @@ func (f *FreeGPUs) PlaceJob(j *Job, consolidate bool) (g Grant, ok bool) {
 		return Grant{}, false
 	}
 	if consolidate && len(nodes) > f.x.MinNodes(k) {
-		return Grant{}, false
+		// The rack that holds the gang needs more nodes than the empty
+		// cluster would: take the fewest nodes across racks instead, if
+		// that is few enough. (Waiting for a rack to free up could wait
+		// forever: on 4-GPU nodes in one rack and 8-GPU nodes in others, a
+		// 12-GPU gang only ever fits two 8-GPU nodes of two racks.)
+		if nodes = f.fewestNodes(k); len(nodes) > f.x.MinNodes(k) {
+			return Grant{}, false
+		}
 	}
 	g = Grant{Job: job}
 	need := k
@@ -111,6 +118,19 @@ func (f *FreeGPUs) spanNodes(k int) []int {
 	}
 	best, _ = f.greedy(all, k)
 	return best
+}
+
+// fewestNodes is the fewest nodes of any racks that hold k free GPUs, most
+// free first (nil when fewer than k are free).
+func (f *FreeGPUs) fewestNodes(k int) []int {
+	var all []int
+	for i, n := range f.count {
+		if n > 0 {
+			all = append(all, i)
+		}
+	}
+	nodes, _ := f.greedy(all, k)
+	return nodes
 }
 
 // greedy takes nodes with the most free GPUs first until k are covered; it

@@ -92,7 +92,11 @@ func (c *checked) Observe(gpuSeconds float64) {
 func runChecked(t *testing.T, cfg Config, limit int) (r *Result, c *checked) {
 	t.Helper()
 	c = &checked{Policy: cfg.Policy, capacity: cfg.Cluster.TotalGPUs(), limit: limit}
-	cfg.Policy = c
+	if a, ok := cfg.Policy.(core.Allocator); ok {
+		cfg.Policy = &checkedAllocator{c, a}
+	} else {
+		cfg.Policy = c
+	}
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -244,15 +248,34 @@ func checkResult(t *testing.T, what string, tr *trace.Trace, r *Result) {
 	if len(r.Jobs) != len(tr.Jobs) {
 		t.Fatalf("%s: %d job results for %d jobs", what, len(r.Jobs), len(tr.Jobs))
 	}
+	// A sweep's later phases never start after a phase with a job larger
+	// than the cluster (it never finishes).
+	blocked := map[string]int{} // app -> first phase that cannot finish
+	for _, tj := range tr.Jobs {
+		if tj.Phase > 0 && tj.GPUs > r.TotalGPUs {
+			if b, ok := blocked[tj.App]; !ok || tj.Phase < b {
+				blocked[tj.App] = tj.Phase
+			}
+		}
+	}
 	held := 0.0
 	for i, j := range r.Jobs {
 		tj := tr.Jobs[i]
-		if j.ID != tj.ID || j.GPUs != tj.GPUs || j.Submit != tj.Submit || j.Duration != tj.Duration {
+		// A later phase of a sweep is submitted when its app's previous
+		// phase has finished (apps.go), not at its trace time.
+		submitOK := j.Submit == tj.Submit || (tj.Phase > 1 && j.Submit >= tj.Submit)
+		if j.ID != tj.ID || j.GPUs != tj.GPUs || !submitOK || j.Duration != tj.Duration {
 			t.Fatalf("%s: result %d is %+v for trace job %+v", what, i, j, tj)
 		}
 		if j.GPUs > r.TotalGPUs {
 			if j.Started || j.Finished {
 				t.Errorf("%s: %s needs %d GPUs of %d but started=%v finished=%v", what, j.ID, j.GPUs, r.TotalGPUs, j.Started, j.Finished)
+			}
+			continue
+		}
+		if b, ok := blocked[tj.App]; ok && tj.Phase > b {
+			if j.Started {
+				t.Errorf("%s: %s of phase %d started after phase %d, which cannot finish", what, j.ID, tj.Phase, b)
 			}
 			continue
 		}

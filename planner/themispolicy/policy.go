@@ -405,8 +405,8 @@ func (p *Policy) app(id string, js []*core.Job, t float64, free *core.FreeGPUs, 
 	var med []float64
 	for _, j := range js {
 		g := float64(j.GPUs)
-		if j.GPUs < 1 || j.Remaining < 0 {
-			continue
+		if j.GPUs < 1 || j.Remaining < 0 || j.GPUs > free.Capacity() {
+			continue // unknown work, or a gang the cluster can never hold
 		}
 		sk, cr = max(sk, j.Skew), max(cr, j.CrossRack, j.Skew)
 		// The job's total work: known, or else what it has left plus what it
@@ -415,10 +415,11 @@ func (p *Policy) app(id string, js []*core.Job, t float64, free *core.FreeGPUs, 
 		if !(tot >= j.Remaining) {
 			tot = j.Remaining + max(0, j.Attained)/g
 		}
-		if tot <= 0 {
-			continue
-		}
-		jb := themis.Job{ID: j.Key.String(), IterTime: g, ItersLeft: j.Remaining, ItersTotal: tot, Demand: j.GPUs, Gang: j.GPUs}
+		// A job with no work left (a zero-length job, or one finishing
+		// now) still needs its gang to start and end: a millisecond.
+		left := max(j.Remaining, 1e-3)
+		tot = max(tot, left)
+		jb := themis.Job{ID: j.Key.String(), IterTime: g, ItersLeft: left, ItersTotal: tot, Demand: j.GPUs, Gang: j.GPUs}
 		if j.Phase == core.Granted && !isExpired[j.Key] {
 			jb.Held, jb.HeldClass = j.GPUs, classOf(free, grantOf[j.Key].GPUs)
 		}
