@@ -69,15 +69,7 @@ func BenchmarkAuction(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			env := Env{ClusterGPUs: bc.gpus, Lease: DefaultLease}
-			apps := benchApps(rng, bc.apps, bc.gpus, bc.dense)
-			bidders := make([]Bidder, len(apps))
-			for i := range apps {
-				v, err := Bid(&apps[i], env)
-				if err != nil {
-					b.Fatal(err)
-				}
-				bidders[i] = Bidder{&apps[i], v}
-			}
+			bidders := benchBidders(b, benchApps(rng, bc.apps, bc.gpus, bc.dense), env)
 			o := benchCluster(bc.gpus)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -132,13 +124,8 @@ func scaledApps(rng *rand.Rand, n, gpus, scale int) []App {
 	return apps
 }
 
-// benchAuctionAt times Auction for n bidders on a cluster of gpus GPUs, all
-// offered, with demands scaled by scale. It reports the median and p95 of
-// single auctions besides the mean (ns/op).
-func benchAuctionAt(b *testing.B, n, gpus, scale int) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	env := Env{ClusterGPUs: gpus, Lease: DefaultLease}
-	apps := scaledApps(rng, n, gpus, scale)
+// benchBidders makes every app's bid.
+func benchBidders(b *testing.B, apps []App, env Env) []Bidder {
 	bidders := make([]Bidder, len(apps))
 	for i := range apps {
 		v, err := Bid(&apps[i], env)
@@ -147,6 +134,16 @@ func benchAuctionAt(b *testing.B, n, gpus, scale int) {
 		}
 		bidders[i] = Bidder{&apps[i], v}
 	}
+	return bidders
+}
+
+// benchAuctionAt times Auction for n bidders on a cluster of gpus GPUs, all
+// offered, with demands scaled by scale. It reports the median and p95 of
+// single auctions besides the mean (ns/op).
+func benchAuctionAt(b *testing.B, n, gpus, scale int) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	env := Env{ClusterGPUs: gpus, Lease: DefaultLease}
+	bidders := benchBidders(b, scaledApps(rng, n, gpus, scale), env)
 	o := benchCluster(gpus)
 	times := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
