@@ -20,22 +20,7 @@ import (
 // test, the same answer.
 func (a *App) bidTable(rho []float64, kmax int, tid, rho0 float64) {
 	s := a.sens()
-	cur0 := 0.0
-	held, running, heldClass := 0, 0, SameMachine
-	var queued []task
-	for i := range a.Jobs {
-		j := &a.Jobs[i]
-		if j.Held > 0 {
-			cur0 = max(cur0, taskTime(task{j.work(), j.Demand, j.gang()}, j.Held, s, j.HeldClass))
-			held += j.Held
-			running++
-			if j.Held > 1 {
-				heldClass = max(heldClass, j.HeldClass)
-			}
-			continue
-		}
-		queued = append(queued, task{j.work(), j.Demand, j.gang()})
-	}
+	cur0, held, heldClass, queued := a.currentPhase(s)
 	if len(queued) == 0 {
 		// Nothing to run on new GPUs (Bid does not get here).
 		for k := 1; k <= kmax; k++ {
@@ -44,9 +29,6 @@ func (a *App) bidTable(rho []float64, kmax int, tid, rho0 float64) {
 			}
 		}
 		return
-	}
-	if running > 1 {
-		heldClass = max(heldClass, SameRack)
 	}
 	var now [NumClasses]*phaseSweep
 	for c := range Class(NumClasses) {

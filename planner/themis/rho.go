@@ -495,17 +495,12 @@ func unionClass(held Class, heldGPUs int, c Class, k int) Class {
 	return max(c, held, SameRack)
 }
 
-// sharedTime is T_sh for k new GPUs of class c, the allocation held until
-// the app completes (section 4.3.1): the elapsed time, then the current
-// phase (running jobs on the GPUs they hold, queued jobs on the k new ones),
-// then every later phase on all the app's GPUs (Equation 2: T_sh is the sum
-// of the phases' T_sh(i), each the finish of its slowest job). split, when
-// asked for, is how the k GPUs are shared among the queued jobs at the start.
-func (a *App) sharedTime(k int, c Class, withSplit bool) (float64, []int) {
-	s := a.sens()
-	cur := 0.0
-	held, running, heldClass := 0, 0, SameMachine
-	var queued []task
+// currentPhase splits the app's current jobs: cur is when the running ones
+// finish on the GPUs they hold, held their GPUs and heldClass how spread
+// those are (separate running gangs are taken to share a rack), queued the
+// jobs waiting for new GPUs.
+func (a *App) currentPhase(s Sensitivity) (cur float64, held int, heldClass Class, queued []task) {
+	running := 0
 	for i := range a.Jobs {
 		j := &a.Jobs[i]
 		if j.Held > 0 {
@@ -519,6 +514,21 @@ func (a *App) sharedTime(k int, c Class, withSplit bool) (float64, []int) {
 		}
 		queued = append(queued, task{j.work(), j.Demand, j.gang()})
 	}
+	if running > 1 {
+		heldClass = max(heldClass, SameRack)
+	}
+	return cur, held, heldClass, queued
+}
+
+// sharedTime is T_sh for k new GPUs of class c, the allocation held until
+// the app completes (section 4.3.1): the elapsed time, then the current
+// phase (running jobs on the GPUs they hold, queued jobs on the k new ones),
+// then every later phase on all the app's GPUs (Equation 2: T_sh is the sum
+// of the phases' T_sh(i), each the finish of its slowest job). split, when
+// asked for, is how the k GPUs are shared among the queued jobs at the start.
+func (a *App) sharedTime(k int, c Class, withSplit bool) (float64, []int) {
+	s := a.sens()
+	cur, held, heldClass, queued := a.currentPhase(s)
 	var split []int
 	switch {
 	case len(queued) > 0:
@@ -527,9 +537,6 @@ func (a *App) sharedTime(k int, c Class, withSplit bool) (float64, []int) {
 		split = sp
 	case k > 0:
 		return math.Inf(1), nil // nothing to run on new GPUs
-	}
-	if running > 1 {
-		heldClass = max(heldClass, SameRack) // separate gangs, taken to share a rack
 	}
 	p := held + k
 	uc := unionClass(heldClass, held, c, k)
