@@ -94,17 +94,22 @@ var presets = map[string]func() (*Cluster, error){
 		if err != nil {
 			return nil, err
 		}
-		for i := range c.Nodes {
-			gpus := c.Nodes[i].GPUs
-			for j := range gpus {
-				gpus[j].Path = ThemisSlotPath(len(gpus), j)
-			}
-		}
+		setSlotPaths(c)
 		return c, nil
 	},
 	"themis-footnote": func() (*Cluster, error) {
 		return Themis("themis-footnote", ThemisFootnote8GPUNodes, ThemisFootnote4GPUNodes, ThemisFootnote1GPUNodes)
 	},
+}
+
+// setSlotPaths gives every GPU its slot as its path (ThemisSlotPath).
+func setSlotPaths(c *Cluster) {
+	for i := range c.Nodes {
+		gpus := c.Nodes[i].GPUs
+		for j := range gpus {
+			gpus[j].Path = ThemisSlotPath(len(gpus), j)
+		}
+	}
 }
 
 // Themis builds a cluster in the Themis paper's shape (section 6.1): n8
@@ -130,12 +135,7 @@ func Themis(name string, n8, n4, n1 int) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := range c.Nodes {
-		gpus := c.Nodes[i].GPUs
-		for j := range gpus {
-			gpus[j].Path = ThemisSlotPath(len(gpus), j)
-		}
-	}
+	setSlotPaths(c)
 	return c, nil
 }
 
