@@ -98,14 +98,9 @@ type PolicyComparison struct {
 // the same names), GPU time, and GPU time relative to the reference's
 // (policy / reference).
 type FairnessMetrics struct {
-	Apps              int `json:"apps"`
-	AppsFinished      int `json:"apps_finished"`
-	MaxRho            Num `json:"max_rho"`
-	MedianRho         Num `json:"median_rho"`
-	FracRhoLE1        Num `json:"frac_rho_le_1"`
-	AvgPlacementScore Num `json:"avg_placement_score"`
-	GPUTime           Num `json:"gpu_time_s"`
-	GPUTimeRatio      Num `json:"gpu_time_ratio"`
+	AppFairness
+	GPUTime      Num `json:"gpu_time_s"`
+	GPUTimeRatio Num `json:"gpu_time_ratio"`
 }
 
 // ClassMetrics are FitGpp's metrics of one run (see Summary), and the
@@ -239,8 +234,7 @@ func policyRow(r sim.Result, b Binning) PolicyComparison {
 			Preemptions: Num(s.Preemptions),
 		},
 	}
-	p.Fairness = FairnessMetrics{Apps: s.Apps, AppsFinished: s.AppsFinished, MaxRho: s.MaxRho, MedianRho: s.MedianRho,
-		FracRhoLE1: s.FracRhoLE1, AvgPlacementScore: s.AvgPlacementScore, GPUTime: s.GPUTime}
+	p.Fairness = FairnessMetrics{AppFairness: s.AppFairness, GPUTime: s.GPUTime}
 	for _, j := range r.Jobs {
 		if j.Class == "te" {
 			p.Classes = &ClassMetrics{ClassSummary: s.ClassSummary}

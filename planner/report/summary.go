@@ -43,22 +43,8 @@ type Summary struct {
 	// start, over all restarts.
 	ClassSummary
 
-	// Finish-time fairness (the Themis paper, section 3.2; sim.AppResult):
-	// apps are the jobs sharing a trace App (a job without one is an app of
-	// its own); rho = (app finish - app arrival) / T_id with T_id = the
-	// app's GPU-seconds / min(total GPUs, its demand) x N_avg, N_avg the
-	// number of active apps averaged over its lifetime. An app that did not
-	// finish has rho = +Inf (max_rho is then null). frac_rho_le_1 is the
-	// share of apps with rho <= 1. avg_placement_score is the mean over the
-	// jobs that ran of each job's placement slowdown averaged over its
-	// running time (1: every job always ran on one machine; higher is
-	// worse).
-	Apps              int `json:"apps"`
-	AppsFinished      int `json:"apps_finished"`
-	MaxRho            Num `json:"max_rho"`
-	MedianRho         Num `json:"median_rho"`
-	FracRhoLE1        Num `json:"frac_rho_le_1"`
-	AvgPlacementScore Num `json:"avg_placement_score"`
+	// Finish-time fairness over apps (the Themis paper).
+	AppFairness
 
 	// Virtual clusters (themis sim --vc-config): the mode, each VC's
 	// queueing in the shared and in its private cluster, the VCs that wait
@@ -72,6 +58,25 @@ type Summary struct {
 	// Wall is how long the simulator ran: the one field that differs
 	// between runs of identical input.
 	Wall Num `json:"wall_s"`
+}
+
+// AppFairness is a run's finish-time fairness (the Themis paper, section
+// 3.2; sim.AppResult): apps are the jobs sharing a trace App (a job without
+// one is an app of its own); rho = (app finish - app arrival) / T_id with T_id = the
+// app's GPU-seconds / min(total GPUs, its demand) x N_avg, N_avg the
+// number of active apps averaged over its lifetime. An app that did not
+// finish has rho = +Inf (max_rho is then null). frac_rho_le_1 is the
+// share of apps with rho <= 1. avg_placement_score is the mean over the
+// jobs that ran of each job's placement slowdown averaged over its
+// running time (1: every job always ran on one machine; higher is
+// worse).
+type AppFairness struct {
+	Apps              int `json:"apps"`
+	AppsFinished      int `json:"apps_finished"`
+	MaxRho            Num `json:"max_rho"`
+	MedianRho         Num `json:"median_rho"`
+	FracRhoLE1        Num `json:"frac_rho_le_1"`
+	AvgPlacementScore Num `json:"avg_placement_score"`
 }
 
 // ClassSummary is FitGpp's metrics of a run (see Summary).

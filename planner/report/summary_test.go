@@ -64,7 +64,7 @@ func TestSummarize(t *testing.T) {
 				ClassSummary: ClassSummary{TEMedianSlowdown: 1, TEP95Slowdown: Num(20.0 / 15),
 					BEMedianSlowdown: 1.5, BEP95Slowdown: Num(100.0 / 55),
 					PreemptedJobs: 1, MedianRestart: 20, P95Restart: 30},
-				MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan,
+				AppFairness: AppFairness{MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan},
 			},
 		},
 		{
@@ -77,7 +77,7 @@ func TestSummarize(t *testing.T) {
 				Makespan: 0, GPUTime: 0, Utilization: nan,
 				ClassSummary: ClassSummary{TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
 					MedianRestart: nan, P95Restart: nan},
-				MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan,
+				AppFairness: AppFairness{MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan},
 			},
 		},
 		{
@@ -94,7 +94,7 @@ func TestSummarize(t *testing.T) {
 				Makespan: 10, GPUTime: 14, Utilization: 0.7,
 				ClassSummary: ClassSummary{TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
 					MedianRestart: nan, P95Restart: nan},
-				MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan,
+				AppFairness: AppFairness{MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan},
 			},
 		},
 		{
@@ -107,7 +107,7 @@ func TestSummarize(t *testing.T) {
 				Makespan: 10, GPUTime: 0, Utilization: nan,
 				ClassSummary: ClassSummary{TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
 					MedianRestart: nan, P95Restart: nan},
-				MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan,
+				AppFairness: AppFairness{MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan},
 			},
 		},
 	}
