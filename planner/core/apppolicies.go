@@ -2,7 +2,6 @@ package core
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"time"
 )
@@ -95,14 +94,20 @@ func appOf(j *Job) string {
 	return "\x00" + j.Key.Namespace + "\x00" + j.Key.ID
 }
 
-// Rank orders jobs by their app's metric, then their own, then FIFO.
+// Rank orders jobs by their app's metric, then their own, then FIFO. The
+// apps are ordered by metric (ties by name, so that an app's jobs stay
+// together) and each job ranks at its app's place as its level in the
+// core's ranking (rankKeys), with its own metric as the key.
 func (p *AppRanked) Rank(now time.Time, jobs []*Job) {
 	if p.seen != nil {
 		p.account(now, jobs)
 	}
+	r := newRankKeys(jobs) // puts jobs in FIFO order: index them after
 	stats := map[string]*appStat{}
-	for _, j := range jobs {
+	apps := make([]string, len(r.jobs))
+	for i, j := range r.jobs {
 		a := appOf(j)
+		apps[i] = a
 		s := stats[a]
 		if s == nil {
 			s = &appStat{gone: p.gone[a]}
@@ -117,36 +122,28 @@ func (p *AppRanked) Rank(now time.Time, jobs []*Job) {
 		s.phaseWork += j.Attained + rem*g
 		s.laterPhases = max(s.laterPhases, j.LaterPhases)
 	}
-	keys := make(map[*Job][2]float64, len(jobs))
-	for _, j := range jobs {
-		keys[j] = [2]float64{p.app(stats[appOf(j)]), p.job(j)}
+	type appKey struct {
+		name string
+		key  uint64
 	}
-	slices.SortStableFunc(jobs, func(a, b *Job) int {
-		ka, kb := keys[a], keys[b]
-		if c := cmpKey(ka[0], kb[0]); c != 0 {
+	order := make([]appKey, 0, len(stats))
+	for a, s := range stats {
+		order = append(order, appKey{a, orderBits(p.app(s))})
+	}
+	slices.SortFunc(order, func(x, y appKey) int {
+		if c := cmp.Compare(x.key, y.key); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(appOf(a), appOf(b)); c != 0 {
-			return c // an app's jobs stay together on ties between apps
-		}
-		if c := cmpKey(ka[1], kb[1]); c != 0 {
-			return c
-		}
-		return fifoCompare(a, b)
+		return cmp.Compare(x.name, y.name)
 	})
-}
-
-// cmpKey orders keys ascending, NaN last.
-func cmpKey(a, b float64) int {
-	switch an, bn := math.IsNaN(a), math.IsNaN(b); {
-	case an && bn:
-		return 0
-	case an:
-		return 1
-	case bn:
-		return -1
+	place := make(map[string]int, len(order))
+	for i, a := range order {
+		place[a.name] = i
 	}
-	return cmp.Compare(a, b)
+	for i, j := range r.jobs {
+		r.level[i], r.key[i] = place[apps[i]], p.job(j)
+	}
+	r.sort()
 }
 
 // account keeps app-las's service of jobs that left: a job seen at the
