@@ -103,19 +103,21 @@ func Round(in RoundInput) (RoundResult, error) {
 	}
 	// Round-by-round filtering (section 3.3.2): worst current ρ first
 	// (App.CurrentRho; ρ_old for a bid from an outside agent).
-	// Every active app's max-min fair share of the cluster (unless the
-	// caller set them).
-	shares := fairShares(in.Apps, in.Env.ClusterGPUs)
-	shareOf := make(map[string]float64, len(in.Apps))
-	for i := range in.Apps {
-		shareOf[in.Apps[i].ID] = shares[i]
-	}
+	// Each app's share is its max-min fair share of the cluster among all
+	// active apps, computed here when the caller did not set it.
+	var shareOf map[string]float64
 	now := make(map[string]float64, len(eligible))
 	for _, b := range eligible {
 		now[b.Val.App] = b.Val.Rho0
 		if b.App != nil {
 			a := *b.App
 			if a.FairShare <= 0 {
+				if shareOf == nil {
+					shareOf = make(map[string]float64, len(in.Apps))
+					for i, sh := range fairShares(in.Apps, in.Env.ClusterGPUs) {
+						shareOf[in.Apps[i].ID] = sh
+					}
+				}
 				a.FairShare = shareOf[a.ID]
 			}
 			now[b.Val.App] = a.CurrentRho(in.Env)
