@@ -2,6 +2,7 @@ package themis
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -176,8 +177,10 @@ func (p *pool) class(b bundle) Class {
 // nothing. One machine: the machine with the fewest free GPUs that holds k
 // (best fit keeps emptier machines whole for larger gangs). One rack: the
 // rack with the fewest free GPUs that holds k, its fullest machines first
-// (as few machines as possible). Across racks: a rack if one holds k, else
-// the fullest racks first, each from its fullest machines.
+// (as few machines as possible) until one machine holds the rest, which
+// then comes from the machine with the fewest free GPUs that holds it.
+// Across racks: a rack if one holds k, else the fullest racks first, each
+// taken the same way.
 func (p *pool) place(k int, c Class) (bundle, bool) {
 	if k <= 0 || k > p.free {
 		return bundle{}, false
@@ -221,10 +224,19 @@ func (p *pool) place(k int, c Class) (bundle, bool) {
 			}
 		}
 		sort.SliceStable(ms, func(a, b int) bool { return p.machines[ms[a]].n > p.machines[ms[b]].n })
-		for _, i := range ms {
-			if b.n == k {
-				break
+		for len(ms) > 0 && b.n < k {
+			// The fullest machine, or the one with the fewest free GPUs
+			// that holds the rest (best fit: as few machines, and the
+			// fuller machines stay whole).
+			at := 0
+			for x := len(ms) - 1; x >= 0; x-- {
+				if p.machines[ms[x]].n >= k-b.n {
+					at = x
+					break
+				}
 			}
+			i := ms[at]
+			ms = slices.Delete(ms, at, at+1)
 			g := p.takeFrom(i, min(k-b.n, p.machines[i].n))
 			b.parts = append(b.parts, part{i, g})
 			b.n += len(g)
