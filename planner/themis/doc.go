@@ -190,4 +190,14 @@
 // allocation it values most among what is left (random serial dictatorship:
 // random, and it keeps gangs whole), for the whole lease. Apps that bid do
 // not get leftovers (they would otherwise gain by losing the auction).
+//
+// Incumbents first (our addition): before the draw, every app that did not
+// bid keeps the gangs its expired jobs ran on (Job.Own) that the auction
+// left whole, and then draws with a new bid in which those jobs run. The
+// draw would otherwise hand a running job's GPUs to another app that is no
+// worse off (neither is among the worst 1-f), which costs a checkpoint and
+// a restore and buys no fairness. The auction is not changed by it: it
+// takes any GPU of the offer, and an app that waits reaches it once its ρ
+// is among the worst. Own does not enter bids, and it is the arbiter's
+// record of where a job ran, not something an app reports.
 package themis

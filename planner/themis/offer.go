@@ -248,6 +248,42 @@ func (p *pool) place(k int, c Class) (bundle, bool) {
 	return b, true
 }
 
+// takeExact takes exactly the given GPUs, when every one is still free,
+// as one bundle; otherwise it takes nothing.
+func (p *pool) takeExact(gpus []string) (bundle, bool) {
+	for i, g := range gpus {
+		w, ok := p.where[g]
+		if !ok || !p.machines[w[0]].left[w[1]] || slices.Contains(gpus[:i], g) {
+			return bundle{}, false
+		}
+	}
+	b := p.takeFree(gpus)
+	return b, b.n > 0
+}
+
+// takeFree takes those of the given GPUs that are free, as one bundle.
+func (p *pool) takeFree(gpus []string) bundle {
+	var b bundle
+	for _, g := range gpus {
+		w, ok := p.where[g]
+		if !ok || !p.machines[w[0]].left[w[1]] {
+			continue
+		}
+		m := &p.machines[w[0]]
+		m.left[w[1]] = false
+		m.n--
+		p.rackFree[m.rack]--
+		p.free--
+		if k := len(b.parts) - 1; k >= 0 && b.parts[k].machine == w[0] {
+			b.parts[k].gpus = append(b.parts[k].gpus, g)
+		} else {
+			b.parts = append(b.parts, part{machine: w[0], gpus: []string{g}})
+		}
+		b.n++
+	}
+	return b
+}
+
 // placeAtBest places k GPUs at class c, or at the next worse class that
 // the pool allows.
 func (p *pool) placeAtBest(k int, c Class) (bundle, bool) {

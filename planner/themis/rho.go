@@ -89,6 +89,11 @@ type Job struct {
 	// GPUs go to queued jobs. HeldClass is how those GPUs are spread.
 	Held      int
 	HeldClass Class
+	// Own, for a queued job whose lease just ended, is the gang it ran on
+	// (GPUs of the offer). An app that does not bid keeps such a gang, if
+	// the auction left it whole, before the leftovers are drawn (Round).
+	// Bids do not depend on it.
+	Own []string
 }
 
 func (j *Job) gang() int { return max(j.Gang, 1) }

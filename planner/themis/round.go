@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 )
 
@@ -38,7 +39,9 @@ type RoundResult struct {
 	// Participants are the apps that bid, worst ρ first.
 	Participants []string
 	// Awards are the auction's winners, in participant order, then the
-	// leftover grants in the order they were drawn.
+	// gangs that non-bidders keep (Job.Own), in Apps order, then the
+	// leftover grants in the order they were drawn. An app that kept gangs
+	// may also have a drawn award.
 	Awards []Award
 	// Rho is every app's ρ_old (App.RhoWait), the value of winning
 	// nothing; the filter sorts on App.CurrentRho.
@@ -53,11 +56,13 @@ type RoundResult struct {
 // is given), the 1-f fraction of the apps that can use the offer with the
 // worst current ρ take part in the partial allocation auction (at least one
 // app), each winner holds its GPUs for c_i of the lease, and the GPUs the
-// auction leaves go to the apps that did not take part, in a random order
-// drawn from Seed: each in turn takes the allocation it values most among
-// what is left, for the whole lease (random serial dictatorship). Apps that
-// cannot use any GPU of the offer (nothing queued, or gangs too large for
-// it) neither bid nor get leftovers.
+// auction leaves go to the apps that did not take part: first each keeps
+// the gangs its jobs ran on (Job.Own) that are still whole, then, in a
+// random order drawn from Seed, each in turn takes the allocation it values
+// most among what is left, for the whole lease (random serial
+// dictatorship). Apps that cannot use any GPU of the offer (nothing queued,
+// or gangs too large for it) neither bid nor draw leftovers, but keep
+// their own gangs.
 func Round(in RoundInput) (RoundResult, error) {
 	if err := in.Env.validate(); err != nil {
 		return RoundResult{}, err
@@ -144,14 +149,65 @@ func Round(in RoundInput) (RoundResult, error) {
 			res.Awards = append(res.Awards, a)
 		}
 	}
+	// Incumbents: every app that did not bid, one that cannot use the
+	// offer too, keeps the gangs its expired jobs ran on (Job.Own) that the
+	// auction left whole, for the whole lease; it then draws leftovers with
+	// a new bid in which those jobs run.
+	drawers := slices.Clone(rest)
+	at := make(map[string]int, len(drawers))
+	for i, b := range drawers {
+		at[b.Val.App] = i
+	}
+	for _, b := range bidders {
+		if b.App == nil || slices.Contains(res.Participants, b.Val.App) {
+			continue
+		}
+		a := Award{App: b.Val.App, Rho0: b.Val.Rho0, C: 1, Lease: in.Env.Lease}
+		mod := *b.App
+		mod.Jobs = slices.Clone(b.App.Jobs)
+		queued := 0
+		for k := range mod.Jobs {
+			j := &mod.Jobs[k]
+			if keepable(j) {
+				if bu, ok := p.takeExact(j.Own); ok {
+					c := p.class(bu)
+					a.GPUs += bu.n
+					a.Class = max(a.Class, c)
+					a.Jobs = append(a.Jobs, JobGrant{Job: j.ID, GPUs: bu.gpus()})
+					j.Held, j.HeldClass, j.Own = bu.n, c, nil
+				}
+			}
+			if j.Held == 0 {
+				queued++
+			}
+		}
+		if a.GPUs == 0 {
+			continue
+		}
+		a.Placed = a.Class
+		a.Rho = b.Val.Rho(a.GPUs, a.Placed)
+		res.Awards = append(res.Awards, a)
+		nb := Bidder{App: &mod, Val: &Valuation{App: mod.ID, Rho0: a.Rho}}
+		if queued > 0 {
+			if v, err := Bid(&mod, env); err == nil {
+				nb.Val = v
+			}
+		}
+		if i, ok := at[nb.Val.App]; ok {
+			drawers[i] = nb
+		} else {
+			at[nb.Val.App] = len(drawers)
+			drawers = append(drawers, nb)
+		}
+	}
 	// Leftover allocation: at random to the apps that did not bid.
 	rng := rand.New(rand.NewPCG(in.Seed, in.Seed^0x9e3779b97f4a7c15))
-	order := rng.Perm(len(rest))
+	order := rng.Perm(len(drawers))
 	for _, i := range order {
 		if p.free == 0 {
 			break
 		}
-		b := rest[i]
+		b := drawers[i]
 		gains, classes := offerGains(b.Val, p.caps())
 		k := 0
 		for j := 1; j < len(gains); j++ {
@@ -169,6 +225,12 @@ func Round(in RoundInput) (RoundResult, error) {
 	}
 	res.Idle = p.remaining()
 	return res, nil
+}
+
+// keepable reports whether a job can keep its Own gang: it is queued and
+// the gang is a size it runs on.
+func keepable(j *Job) bool {
+	return j.Held == 0 && len(j.Own) >= j.gang() && len(j.Own) <= j.Demand
 }
 
 // usable reports whether a gains table has an allocation worth taking.

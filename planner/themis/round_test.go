@@ -103,6 +103,56 @@ func TestRoundFilterLeaseLeftover(t *testing.T) {
 	}
 }
 
+// TestRoundIncumbentKeepsItsGang: a job whose lease ended keeps the gang
+// it ran on when its app does not bid and the auction leaves the gang
+// whole, whatever the leftover draw; its app's other queued job still
+// draws from what is left.
+func TestRoundIncumbentKeepsItsGang(t *testing.T) {
+	env := Env{ClusterGPUs: 14, Lease: DefaultLease}
+	o := offerOf([]int{4, 4, 4, 2})
+	newcomer := gangApp("new", 4, DefaultSensitivity, 5000) // worst ρ: bids
+	old := gangApp("old", 4, DefaultSensitivity, 10)
+	old.Jobs[0].Own = o.Machines[2].Free
+	old.Jobs = append(old.Jobs, Job{ID: "old/k", IterTime: 1, ItersLeft: 100, ItersTotal: 100, Demand: 2, Gang: 2})
+	other := gangApp("other", 4, DefaultSensitivity, 10)
+	for seed := uint64(0); seed < 20; seed++ {
+		r, err := Round(RoundInput{Apps: []App{newcomer, old, other}, Offer: o, Env: env, Fairness: DefaultFairness, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(r.Participants, []string{"new"}) {
+			t.Fatalf("participants %v, want [new]", r.Participants)
+		}
+		got := map[string][]JobGrant{}
+		for _, a := range r.Awards {
+			if a.App == "old" && a.Auction {
+				t.Fatalf("seed %d: old won in the auction: %+v", seed, a)
+			}
+			got[a.App] = append(got[a.App], a.Jobs...)
+		}
+		want := []JobGrant{{Job: "old/j", GPUs: o.Machines[2].Free}, {Job: "old/k", GPUs: o.Machines[3].Free}}
+		if !reflect.DeepEqual(got["old"], want) {
+			t.Fatalf("seed %d: old got %+v, want its own gang and the 2-GPU machine", seed, got["old"])
+		}
+		if len(got["new"]) != 1 || len(got["other"]) != 1 || len(r.Idle) != 0 {
+			t.Fatalf("seed %d: new %+v, other %+v, idle %v", seed, got["new"], got["other"], r.Idle)
+		}
+	}
+	// A gang the auction took part of is not kept: old draws like the rest.
+	old.Jobs[0].Own = append(slices.Clone(o.Machines[0].Free[:2]), o.Machines[2].Free[:2]...)
+	r, err := Round(RoundInput{Apps: []App{newcomer, old, other}, Offer: offerOf([]int{4, 4}), Env: Env{ClusterGPUs: 8, Lease: DefaultLease}, Fairness: DefaultFairness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range r.Awards {
+		for _, jg := range a.Jobs {
+			if a.App == "old" && jg.Job == "old/j" && reflect.DeepEqual(jg.GPUs, old.Jobs[0].Own) {
+				t.Fatalf("old kept GPUs that were not all offered: %+v", a)
+			}
+		}
+	}
+}
+
 // TestRoundHiddenPayment: three apps bid for four GPUs on one machine;
 // the proportional-fair allocation serves A and B, and the lease each gets
 // is c_i of the round's: A's presence costs C its GPUs, so A holds them for
@@ -147,11 +197,14 @@ func TestRoundHiddenPayment(t *testing.T) {
 	}
 }
 
-// TestRoundProperty runs random rounds and checks: GPUs are offered ones,
-// handed out once, gangs whole; each app gets at most one award; only
-// participants win the auction, only the others get leftovers; winners
-// hold c_i of the lease; and no GPU stays idle that an app without an
-// award could use (work conservation).
+// TestRoundProperty runs random rounds, some queued jobs with the gang
+// their lease ran on (Job.Own, now and then of a size the job cannot use),
+// and checks: GPUs are offered ones, handed out once, gangs whole, each job
+// at most one gang; only participants win the auction, one award each;
+// the others get leftovers: first each whole own gang the auction left (and
+// nothing else in that award), then at most one drawn award; winners hold
+// c_i of the lease; and no GPU stays idle that an app without an award
+// could use (work conservation).
 func TestRoundProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	cache := NewBidCache()
@@ -170,6 +223,23 @@ func TestRoundProperty(t *testing.T) {
 			layout = append(layout, ms)
 		}
 		o := offerOf(layout...)
+		var pile []string
+		for _, m := range o.Machines {
+			pile = append(pile, m.Free...)
+		}
+		rng.Shuffle(len(pile), func(i, j int) { pile[i], pile[j] = pile[j], pile[i] })
+		for i := range apps {
+			for k := range apps[i].Jobs {
+				j := &apps[i].Jobs[k]
+				n := j.gang() + rng.IntN(j.Demand-j.gang()+1)
+				if rng.IntN(8) == 0 {
+					n = j.Demand + 1 // a gang the job cannot run on: not kept
+				}
+				if j.Held == 0 && rng.IntN(2) == 0 && n <= len(pile) {
+					j.Own, pile = pile[:n:n], pile[n:]
+				}
+			}
+		}
 		f := []float64{0, 0.5, 0.8, 1}[rng.IntN(4)]
 		r, err := Round(RoundInput{Apps: apps, Offer: o, Env: env, Fairness: f, Seed: uint64(trial), Cache: cache})
 		if err != nil {
@@ -182,12 +252,36 @@ func TestRoundProperty(t *testing.T) {
 			bs[i] = Bidder{&apps[i], v}
 		}
 		checkAwards(t, where, o, bs, r.Awards, r.Idle)
-		awarded := map[string]bool{}
-		for _, a := range r.Awards {
-			if awarded[a.App] {
-				t.Fatalf("%s: %s awarded twice", where, a.App)
+		jobs := map[string]*Job{}
+		for i := range apps {
+			for k := range apps[i].Jobs {
+				jobs[apps[i].Jobs[k].ID] = &apps[i].Jobs[k]
 			}
-			awarded[a.App] = true
+		}
+		// GPUs the auction took, and every job's gang.
+		byAuction := map[string]bool{}
+		gangOf := map[string][]string{}
+		for _, a := range r.Awards {
+			for _, jg := range a.Jobs {
+				if _, twice := gangOf[jg.Job]; twice {
+					t.Fatalf("%s: job %s got two gangs", where, jg.Job)
+				}
+				gangOf[jg.Job] = jg.GPUs
+				if a.Auction {
+					for _, g := range jg.GPUs {
+						byAuction[g] = true
+					}
+				}
+			}
+			if a.Auction {
+				for _, g := range a.Spare {
+					byAuction[g] = true
+				}
+			}
+		}
+		awarded := map[string]bool{}
+		drawn := map[string]bool{}
+		for _, a := range r.Awards {
 			bid := slices.Contains(r.Participants, a.App)
 			if a.Auction != bid {
 				t.Fatalf("%s: %s auction=%v participant=%v", where, a.App, a.Auction, bid)
@@ -195,8 +289,35 @@ func TestRoundProperty(t *testing.T) {
 			if a.Auction && !near(a.Lease, a.C*env.Lease) || !a.Auction && a.Lease != env.Lease {
 				t.Fatalf("%s: %s lease %v, c %v", where, a.App, a.Lease, a.C)
 			}
-			if !(a.C > 0 && a.C <= 1) || !(a.Rho < a.Rho0) {
+			if !(a.C > 0 && a.C <= 1) {
 				t.Fatalf("%s: %+v", where, a)
+			}
+			own := !a.Auction && len(a.Jobs) > 0 && len(a.Spare) == 0
+			for _, jg := range a.Jobs {
+				own = own && keepable(jobs[jg.Job]) && slices.Equal(jg.GPUs, jobs[jg.Job].Own)
+			}
+			switch {
+			case own && !awarded[a.App]:
+				// The incumbent's own gangs come first and alone.
+			case drawn[a.App] || a.Auction && awarded[a.App]:
+				t.Fatalf("%s: %s awarded twice", where, a.App)
+			default:
+				drawn[a.App] = true
+				if !(a.Rho < a.Rho0) {
+					t.Fatalf("%s: %+v", where, a)
+				}
+			}
+			awarded[a.App] = true
+		}
+		// A non-bidder's job keeps its own gang whenever the auction left
+		// it whole.
+		for id, j := range jobs {
+			app, _, _ := strings.Cut(id, "/")
+			if !keepable(j) || slices.Contains(r.Participants, app) || slices.ContainsFunc(j.Own, func(g string) bool { return byAuction[g] }) {
+				continue
+			}
+			if !slices.Equal(gangOf[id], j.Own) {
+				t.Fatalf("%s: job %s got %v, not its own gang %v that the auction left", where, id, gangOf[id], j.Own)
 			}
 		}
 		idle := newPool(restrict(o, r.Idle))

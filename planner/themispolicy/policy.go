@@ -32,9 +32,11 @@
 //
 // Each decision is a round (section 3.3.2): the offer is the free GPUs plus
 // those of running jobs whose lease has expired, whose jobs are then
-// queued again in their app's bid. Winners hold their GPUs for c_i of the
-// lease (but at least MinLeaseFraction of it), leftover grants for the
-// whole lease (see planner/themis's doc).
+// queued again in their app's bid, each with the GPUs it ran on
+// (themis.Job.Own: an app that does not bid keeps them when the auction
+// leaves them whole). Winners hold their GPUs for c_i of the lease (but at
+// least MinLeaseFraction of it), leftover grants for the whole lease (see
+// planner/themis's doc).
 // A job whose lease expired and whose app wins a gang that is exactly its
 // GPUs keeps running (its lease renewed, no checkpoint); one whose app wins
 // a gang elsewhere moves (preempted and granted in the same decision); one
@@ -420,8 +422,11 @@ func (p *Policy) app(id string, js []*core.Job, t float64, free *core.FreeGPUs, 
 		left := max(j.Remaining, 1e-3)
 		tot = max(tot, left)
 		jb := themis.Job{ID: j.Key.String(), IterTime: g, ItersLeft: left, ItersTotal: tot, Demand: j.GPUs, Gang: j.GPUs}
-		if j.Phase == core.Granted && !isExpired[j.Key] {
+		switch {
+		case j.Phase == core.Granted && !isExpired[j.Key]:
 			jb.Held, jb.HeldClass = j.GPUs, classOf(free, grantOf[j.Key].GPUs)
+		case isExpired[j.Key]:
+			jb.Own = grantOf[j.Key].GPUs
 		}
 		byID[jb.ID] = j
 		a.Jobs = append(a.Jobs, jb)
