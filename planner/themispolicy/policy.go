@@ -50,20 +50,26 @@
 //
 // A large gang (Workload 2's last phases ask for up to 128 GPUs) can fit
 // no offer while other apps keep winning the GPUs that free up a few at a
-// time, and then it never runs. So when the app with the worst current ρ
-// has a queued gang larger than the whole offer, the round is not run: the
-// free GPUs stay free, and expired leases on the target machines end (their
-// jobs are preempted) instead of being auctioned, until the offer holds the
-// gang as well placed as the empty cluster could (on one machine, else in
-// one rack), at most one lease later. The target is the machine (or rack)
-// that could hold the gang with the most GPUs available when the
-// reservation starts (target); expired leases elsewhere are renewed, since
-// preempting them would only leave their GPUs idle. That round then runs
-// with f = 1: the reserved-for app bids alone (the auction's winner takes
-// what it values most, c_i = 1) and the rest goes to the others as
-// leftovers. This is our addition: the paper's
-// round-by-round filtering raises a losing app's ρ but does not say how a
-// gang larger than any offer gets its GPUs.
+// time, and then it never runs; and an offer that holds it only spread
+// gives it to the app spread (ρ_old assumes the worst placement, so any
+// GPUs beat waiting). So when the app with the worst current ρ has a
+// queued gang that the offer cannot hold as well placed as the empty
+// cluster could (on one machine, else in one rack; a gang larger than the
+// whole offer included), the policy reserves for it a target: the machine
+// (else the rack) that will hold the gang soonest, counting the GPUs free
+// or under expired leases now and those of running jobs as their leases
+// end or they finish (target, releases). On the target, free GPUs stay
+// free and expired leases end (their jobs are preempted) instead of being
+// auctioned; the rest of the offer goes to a round among the other apps
+// (the reserved-for app's own expired leases there are renewed). A gang
+// that needs several racks has the whole cluster as its target: no round
+// runs and every expired lease ends. Once the offer holds the gang as well
+// placed as the empty cluster could, at most one lease later, the round
+// runs with f = 1: the reserved-for app bids alone (the auction's winner
+// takes what it values most, c_i = 1) and the rest goes to the others as
+// leftovers. This is our addition: the paper's round-by-round filtering
+// raises a losing app's ρ but does not say how a gang larger than any
+// offer gets its GPUs.
 //
 // Knobs: themis.f (fairness knob f, default 0.8), themis.lease (default
 // 10m; a Go duration or seconds), themis.lie (APP:+X% or APP:-X%; default
@@ -73,6 +79,7 @@ package themispolicy
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -265,37 +272,62 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 	// apps' current ρ with their max-min fair shares, as the round's filter.
 	themis.SetFairShares(apps, env.ClusterGPUs)
 	f := p.Fairness
+	var ended []core.JobKey // leases ended for a reservation
 	if w, need := worst(apps, env); w != "" {
-		// Reserve when the gang does not fit the offer at all; once
-		// reserving, until the offer holds it as well placed as the empty
-		// cluster could.
+		// Reserve until the offer holds the gang as well placed as the
+		// empty cluster could.
 		all := themis.OfferFromNodes(free.FreeNodes(grants...), nil)
-		hold := need > offer.GPUs()
-		if !hold && p.reserving == w {
-			hold = bestClass(need, offer) > bestClass(need, all)
+		hold := need > offer.GPUs() || bestClass(need, offer) > bestClass(need, all)
+		switch {
+		case hold:
+			if p.reserving != w {
+				soon := releases(now, jobs, grantOf, p.leases, isExpired, free)
+				p.reserving, p.target = w, target(need, all, offer, soon)
+			}
+		case p.reserving == w:
+			f = 1 // the app reserved for bids alone
+			p.reserving, p.target = "", nil
+		default:
+			p.reserving, p.target = "", nil
+		}
+		if hold && p.target == nil {
+			// Gathering a gang on the whole cluster: no round runs, free
+			// GPUs stay free, and every expired lease ends.
+			for _, j := range expiredJobs {
+				ended = append(ended, j.Key)
+				delete(p.leases, j.Key)
+			}
+			return nil, ended
 		}
 		if hold {
-			if p.reserving != w {
-				p.reserving, p.target = w, target(need, all, offer)
-			}
-			// Expired leases end on the target machines; elsewhere they
-			// are renewed, since no round runs while reserving.
-			var stop []core.JobKey
+			// Gathering it on target machines: their free GPUs stay free
+			// and their expired leases end; the app's own expired leases
+			// elsewhere are renewed; the rest of the offer goes to a round
+			// among the other apps.
+			var left []*core.Job
+			var extra []core.Grant
 			for _, j := range expiredJobs {
-				if p.target == nil || onMachines(free, grantOf[j.Key].GPUs, p.target) {
-					stop = append(stop, j.Key)
+				switch {
+				case onMachines(free, grantOf[j.Key].GPUs, p.target):
+					ended = append(ended, j.Key)
 					delete(p.leases, j.Key)
-				} else {
+				case appOf(j) == w:
 					p.leases[j.Key] = now.Add(lease)
+				default:
+					left = append(left, j)
+					extra = append(extra, grantOf[j.Key])
 				}
 			}
-			return nil, stop
+			expiredJobs = left
+			offer = without(themis.OfferFromNodes(free.FreeNodes(extra...), nil), p.target)
+			apps = slices.DeleteFunc(apps, func(a themis.App) bool { return a.ID == w })
+			if offer.GPUs() == 0 || len(apps) == 0 {
+				return nil, ended
+			}
 		}
-		if p.reserving == w {
-			f = 1 // the app reserved for bids alone
-		}
+	} else {
+		p.reserving, p.target = "", nil
 	}
-	p.reserving, p.target = "", nil
 	p.rounds++
 	res, err := themis.Round(themis.RoundInput{Apps: apps, Offer: offer, Env: env, Fairness: f,
 		Seed: p.seed*0x9e3779b97f4a7c15 + p.rounds})
@@ -306,10 +338,10 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 		for _, j := range expiredJobs {
 			p.leases[j.Key] = now.Add(lease)
 		}
-		return nil, nil
+		return nil, ended
 	}
 	var out []core.Grant
-	var stop []core.JobKey
+	stop := ended
 	kept := map[core.JobKey]bool{}
 	for _, aw := range res.Awards {
 		d := time.Duration(max(aw.Lease, p.Lease*MinLeaseFraction) * float64(time.Second))
@@ -668,14 +700,14 @@ func repack(grants []core.Grant, idle []string, free *core.FreeGPUs) {
 	}
 }
 
-// bestClass is the best placement class an offer can hold a gang of g GPUs
-// in.
 // target is where a reservation for a gang of need GPUs gathers them: the
-// machine (when the gang fits one) or the rack (when it fits one) with the
-// most GPUs available now (free or under expired leases), ties to the
-// smallest, then by ID; nil (anywhere) when the gang needs several racks.
-// all is every GPU of the cluster, avail those available now.
-func target(need int, all, avail themis.Offer) map[string]bool {
+// machine (when the gang fits one) or the rack (when it fits one) that will
+// hold it soonest, by the GPUs available now (free or under expired
+// leases) and then soon's releases on it; among equals the one with the
+// most GPUs available now, then the smallest, then by ID; nil (anywhere)
+// when the gang needs several racks. all is every GPU of the cluster,
+// avail those available now; soon nil ranks by what is available now.
+func target(need int, all, avail themis.Offer, soon map[string][]release) map[string]bool {
 	now := map[string]int{}
 	for _, m := range avail.Machines {
 		now[m.ID] += len(m.Free)
@@ -684,6 +716,7 @@ func target(need int, all, avail themis.Offer) map[string]bool {
 		id         string
 		size, have int
 		machines   []string
+		at         float64 // when it would hold the gang
 	}
 	var machines, racks []*group
 	byRack := map[string]*group{}
@@ -700,12 +733,29 @@ func target(need int, all, avail themis.Offer) map[string]bool {
 		r.machines = append(r.machines, m.ID)
 	}
 	for _, gs := range [][]*group{machines, racks} {
+		for _, g := range gs {
+			if soon == nil || g.have >= need {
+				continue
+			}
+			var rs []release
+			for _, m := range g.machines {
+				rs = append(rs, soon[m]...)
+			}
+			sort.Slice(rs, func(a, b int) bool { return rs[a].t < rs[b].t })
+			g.at = math.Inf(1)
+			for n, i := g.have, 0; i < len(rs); i++ {
+				if n += rs[i].gpus; n >= need {
+					g.at = rs[i].t
+					break
+				}
+			}
+		}
 		var best *group
 		for _, g := range gs {
 			if g.size < need {
 				continue
 			}
-			if best == nil || g.have > best.have || (g.have == best.have && (g.size < best.size || (g.size == best.size && g.id < best.id))) {
+			if best == nil || g.at < best.at || g.at == best.at && (g.have > best.have || (g.have == best.have && (g.size < best.size || (g.size == best.size && g.id < best.id)))) {
 				best = g
 			}
 		}
@@ -730,6 +780,8 @@ func onMachines(free *core.FreeGPUs, gpus []string, machines map[string]bool) bo
 	return false
 }
 
+// bestClass is the best placement class an offer can hold a gang of g GPUs
+// in.
 func bestClass(g int, o themis.Offer) themis.Class {
 	racks := map[string]int{}
 	c := themis.CrossRack
@@ -743,4 +795,45 @@ func bestClass(g int, o themis.Offer) themis.Class {
 		}
 	}
 	return c
+}
+
+// without is the offer less the given machines.
+func without(o themis.Offer, machines map[string]bool) themis.Offer {
+	var out themis.Offer
+	for _, m := range o.Machines {
+		if !machines[m.ID] {
+			out.Machines = append(out.Machines, m)
+		}
+	}
+	return out
+}
+
+// release is GPUs of a machine that a running job gives back at t: when its
+// lease ends or, sooner, when it finishes.
+type release struct {
+	t    float64
+	gpus int
+}
+
+// releases lists, per machine, when the running jobs whose leases have not
+// expired give their GPUs back.
+func releases(now time.Time, jobs []*core.Job, grantOf map[core.JobKey]core.Grant, leases map[core.JobKey]time.Time, isExpired map[core.JobKey]bool, free *core.FreeGPUs) map[string][]release {
+	out := map[string][]release{}
+	for _, j := range jobs {
+		e, ok := leases[j.Key]
+		if j.Phase != core.Granted || isExpired[j.Key] || !ok {
+			continue
+		}
+		t := min(e.Sub(now).Seconds(), max(j.Remaining, 0))
+		on := map[string]int{}
+		for _, g := range grantOf[j.Key].GPUs {
+			if n, ok := free.Locate(g); ok {
+				on[n.ID]++
+			}
+		}
+		for n, k := range on {
+			out[n] = append(out[n], release{t, k})
+		}
+	}
+	return out
 }
