@@ -53,12 +53,15 @@
 // time, and then it never runs; and an offer that holds it only spread
 // gives it to the app spread (ρ_old assumes the worst placement, so any
 // GPUs beat waiting). So when the app with the worst current ρ has a
-// queued gang that the offer cannot hold as well placed as the empty
-// cluster could (on one machine, else in one rack; a gang larger than the
-// whole offer included), the policy reserves for it a target: the machine
-// (else the rack) that will hold the gang soonest, counting the GPUs free
-// or under expired leases now and those of running jobs as their leases
-// end or they finish (target, releases). On the target, free GPUs stay
+// queued gang larger than the whole offer, or one that the offer holds only
+// worse placed than the empty cluster could (on one machine, else in one
+// rack) and that, by the app's own bid, would finish sooner waiting for the
+// target than running so placed now, the policy reserves for it a target:
+// the machine (else the rack) that will hold the gang soonest, counting
+// the GPUs free or under expired leases now and those of running jobs as
+// their leases end or they finish (target, releases). (The bid decides the
+// wait: a reservation made for placement that the app does not want would
+// delay the worst-off app for other apps' sake.) On the target, free GPUs stay
 // free and expired leases end (their jobs are preempted) instead of being
 // auctioned; the rest of the offer goes to a round among the other apps
 // (the reserved-for app's own expired leases there are renewed). A gang
@@ -277,12 +280,24 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 		// Reserve until the offer holds the gang as well placed as the
 		// empty cluster could.
 		all := themis.OfferFromNodes(free.FreeNodes(grants...), nil)
-		hold := need > offer.GPUs() || bestClass(need, offer) > bestClass(need, all)
+		hold := need > offer.GPUs() || p.reserving == w && bestClass(need, offer) > bestClass(need, all)
+		var tgt map[string]bool
+		if !hold && p.reserving != w && bestClass(need, offer) > bestClass(need, all) {
+			// The offer holds the gang, but worse placed than the empty
+			// cluster could: reserve if the app, by its own bid, finishes
+			// sooner waiting for the target than running so now.
+			var at float64
+			tgt, at = target(need, all, offer, releases(now, jobs, grantOf, p.leases, isExpired, free))
+			a := &apps[slices.IndexFunc(apps, func(a themis.App) bool { return a.ID == w })]
+			hold = a.SharedTime(need, bestClass(need, offer)) > a.SharedTime(need, bestClass(need, all))+at
+		}
 		switch {
 		case hold:
 			if p.reserving != w {
-				soon := releases(now, jobs, grantOf, p.leases, isExpired, free)
-				p.reserving, p.target = w, target(need, all, offer, soon)
+				if tgt == nil {
+					tgt, _ = target(need, all, offer, releases(now, jobs, grantOf, p.leases, isExpired, free))
+				}
+				p.reserving, p.target = w, tgt
 			}
 		case p.reserving == w:
 			f = 1 // the app reserved for bids alone
@@ -706,8 +721,9 @@ func repack(grants []core.Grant, idle []string, free *core.FreeGPUs) {
 // leases) and then soon's releases on it; among equals the one with the
 // most GPUs available now, then the smallest, then by ID; nil (anywhere)
 // when the gang needs several racks. all is every GPU of the cluster,
-// avail those available now; soon nil ranks by what is available now.
-func target(need int, all, avail themis.Offer, soon map[string][]release) map[string]bool {
+// avail those available now; soon nil ranks by what is available now. at
+// is how many seconds from now the target holds the gang, by soon.
+func target(need int, all, avail themis.Offer, soon map[string][]release) (map[string]bool, float64) {
 	now := map[string]int{}
 	for _, m := range avail.Machines {
 		now[m.ID] += len(m.Free)
@@ -764,10 +780,10 @@ func target(need int, all, avail themis.Offer, soon map[string][]release) map[st
 			for _, m := range best.machines {
 				out[m] = true
 			}
-			return out
+			return out, best.at
 		}
 	}
-	return nil
+	return nil, 0
 }
 
 // onMachines reports whether any of the GPUs is on one of the machines.

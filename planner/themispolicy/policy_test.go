@@ -285,7 +285,7 @@ func TestReservationTarget(t *testing.T) {
 		{8, avail, soon, "[m0]"},    // m0 holds 8 in 30 s, m1 in 500 s
 		{4, avail, soon, "[m1]"},    // held now by m1 and m2: the most available
 	} {
-		got := target(tc.need, all, tc.avail, tc.soon)
+		got, _ := target(tc.need, all, tc.avail, tc.soon)
 		var ms []string
 		for m := range got {
 			ms = append(ms, m)
@@ -323,5 +323,19 @@ func TestReservationWaitsForPlacement(t *testing.T) {
 	s := decide(t, p, nodes, []core.Job{x, w}, held, 600)
 	if fmt.Sprint(s.grants) != "[w=n0-0+n0-1+n0-2+n0-3 x=n1-0+n1-1+n2-0+n2-1]" || fmt.Sprint(s.preempts) != "[x]" {
 		t.Fatalf("t=600: %+v, want w on n0 and x moved", s)
+	}
+}
+
+// A gang that would lose less running spread now than waiting for the
+// machine that holds it whole does not wait: a 10-minute job, 1.2x slower
+// spread (2 minutes lost), against x's lease that ends in 10 minutes.
+func TestReservationNotWorthWaiting(t *testing.T) {
+	p := New(0.8, 600, nil)
+	nodes := []core.Node{node("n0", "r0", 4), node("n1", "r0", 2), node("n2", "r0", 2)}
+	x := core.Job{Key: core.JobKey{Namespace: "sim", ID: "x"}, App: "X", GPUs: 4, Work: 7200, Remaining: 7000, Skew: 1.2, CrossRack: 1.3, Phase: core.Granted}
+	w := core.Job{Key: core.JobKey{Namespace: "sim", ID: "w"}, App: "W", GPUs: 4, Work: 600, Remaining: 600, Skew: 1.2, CrossRack: 1.3, Seq: 1}
+	held := []core.Grant{{Job: x.Key, Node: "n0", GPUs: []string{"n0-0", "n0-1", "n0-2", "n0-3"}}}
+	if s := decide(t, p, nodes, []core.Job{x, w}, held, 0); fmt.Sprint(s.grants) != "[w=n1-0+n1-1+n2-0+n2-1]" || len(s.preempts) != 0 {
+		t.Fatalf("t=0: %+v, want w spread at once", s)
 	}
 }
