@@ -8,6 +8,7 @@ import (
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/trace"
+	"github.com/themis-nomad/themis/planner/workload"
 )
 
 // sharedTrace finds a trace in ../shared/traces beside the repository.
@@ -49,6 +50,29 @@ func BenchmarkPhilly(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		pol, _ := core.NewPolicy("tiresias-las", core.Knobs{})
 		if _, err := Run(Config{Trace: tr, Cluster: cl, Policy: pol, Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkThemisW2 simulates the Themis paper's Workload 2 (built from
+// philly.csv, 31,659 jobs) under themis on the themis preset (256 GPUs);
+// ns/op is one run.
+func BenchmarkThemisW2(b *testing.B) {
+	tr, err := workload.ThemisW2(sharedTrace(b, "philly.csv"), workload.DefaultThemisConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl, err := cluster.Preset("themis")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ckpt, restore, err := Costs(core.Knobs{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		if _, err := Run(Config{Trace: tr, Cluster: cl, Policy: themisPolicy(b), Seed: 1, CheckpointCost: ckpt, RestoreCost: restore}); err != nil {
 			b.Fatal(err)
 		}
 	}
