@@ -160,8 +160,8 @@ func FromKnobs(k core.Knobs) (*Policy, error) {
 		for _, part := range strings.Split(k.String("themis.lie", ""), ",") {
 			app, pct, ok := strings.Cut(strings.TrimSpace(part), ":")
 			x, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(pct), "+"), "%"), 64)
-			if !ok || app == "" || err != nil || x <= -100 {
-				return nil, fmt.Errorf("themis.lie = %q: want APP:+X%% or APP:-X%% (X < 100 when negative)", part)
+			if !ok || app == "" || err != nil || !(x > -100) || math.IsInf(x, 0) {
+				return nil, fmt.Errorf("themis.lie = %q: want APP:+X%% or APP:-X%% (a finite X, below 100 when negative)", part)
 			}
 			lie[app] = 1 + x/100
 		}
