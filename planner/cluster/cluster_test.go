@@ -471,3 +471,31 @@ func TestThemisPresetLevels(t *testing.T) {
 		t.Errorf("two 4-GPU machines: %v, %v", c, err)
 	}
 }
+
+// FuzzParseSpec: a compact spec either fails (ErrNotSpec for text that is
+// not one) or builds a cluster of exactly racks x nodes x GPUs, at most
+// MaxGPUs, that checkCluster accepts, named after the spec.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{"n8g8", "r4n16g8", "r0n1g1", "n1g0", "r99999999999n9g9", "r1048577n1g1", "n2g4x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		c, err := ParseSpec(spec)
+		if err != nil {
+			if c != nil {
+				t.Fatalf("%q: cluster and error %v", spec, err)
+			}
+			return
+		}
+		if c.Name != spec || len(c.Nodes) == 0 || c.TotalGPUs() > MaxGPUs {
+			t.Fatalf("%q: cluster %q of %d nodes, %d GPUs", spec, c.Name, len(c.Nodes), c.TotalGPUs())
+		}
+		per := len(c.Nodes[0].GPUs)
+		for _, n := range c.Nodes {
+			if len(n.GPUs) != per {
+				t.Fatalf("%q: nodes of %d and %d GPUs", spec, per, len(n.GPUs))
+			}
+		}
+		checkCluster(t, c)
+	})
+}

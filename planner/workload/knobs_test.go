@@ -96,3 +96,48 @@ func TestFitGppFromKnobsGenerates(t *testing.T) {
 	tr := mustFitGpp(t, cfg)
 	checkJobs(t, cfg, tr)
 }
+
+// FuzzFitGppFromKnobs: any knob values either fail with an error naming
+// the knob, or give a config that generates a workload (50 jobs of it).
+func FuzzFitGppFromKnobs(f *testing.F) {
+	f.Add("2^19", "0.5", "0.9", "poisson", "84", "20", "64", "4", "1")
+	f.Add("10", "nan", "-1", "fifo", "0", "inf", "1e400", "2^41", "0")
+	f.Fuzz(func(t *testing.T, jobs, te, load, arrivals, nodes, cpus, mem, gpus, teGPUs string) {
+		get := knobs(KnobJobs, jobs, KnobTEFraction, te, KnobLoad, load, KnobArrivals, arrivals,
+			KnobNodes, nodes, KnobNodeCPUs, cpus, KnobNodeMemoryGB, mem, KnobNodeGPUs, gpus, KnobTEGPUs, teGPUs)
+		cfg, err := FitGppFromKnobs(get)
+		if err != nil {
+			if !strings.Contains(err.Error(), "workload") {
+				t.Fatalf("error names no knob: %v", err)
+			}
+			return
+		}
+		cfg.Jobs = min(cfg.Jobs, 50)
+		cfg.Cluster.Nodes = min(cfg.Cluster.Nodes, 64)
+		if _, err := FitGpp(cfg); err != nil {
+			t.Fatalf("accepted knobs do not generate: %v (%+v)", err, cfg)
+		}
+	})
+}
+
+// FuzzThemisFromKnobs: any knob values either fail with an error naming
+// the knob, or give a config that Validate accepts.
+func FuzzThemisFromKnobs(f *testing.F) {
+	f.Add("1", "0", "0", "14d", "busiest", "2", "60", "10", "100", "0.1", "0.1,0.6,0.3", "64", "1000")
+	f.Add("x", "-1", "2^41", "nan", "1e400d", "0", "-60", "0", "1", "1", "1,0", "3", "0")
+	f.Fuzz(func(t *testing.T, seed, apps, maxJobs, window, start, maxGPUs, gap, minSweep, maxApp, single, mix, maxSweep, iters string) {
+		get := knobs(KnobSeed, seed, KnobApps, apps, KnobMaxJobs, maxJobs, KnobWindow, window, KnobWindowStart, start,
+			KnobMaxJobGPUs, maxGPUs, KnobAppGap, gap, KnobMinSweepJobs, minSweep, KnobMaxAppJobs, maxApp,
+			KnobSingleFraction, single, KnobModelMix, mix, KnobMaxSweep, maxSweep, KnobPhaseIterations, iters)
+		cfg, err := ThemisFromKnobs(get)
+		if err != nil {
+			if !strings.Contains(err.Error(), "workload") {
+				t.Fatalf("error names no knob: %v", err)
+			}
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("accepted knobs give an invalid config: %v", err)
+		}
+	})
+}
