@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -303,9 +304,9 @@ func loadJobs(o simOptions, knobs core.Knobs) (*trace.Trace, error) {
 		}
 		// workload.arrival_scale compresses (< 1) or stretches the apps'
 		// arrival times, to vary the contention; every job keeps its app.
-		x, err := strconv.ParseFloat(knobs.String(knobArrivalScale, ""), 64)
-		if err != nil || !(x > 0) {
-			return nil, fmt.Errorf("%s = %q: want a positive number", knobArrivalScale, knobs.String(knobArrivalScale, ""))
+		x, err := arrivalScale(knobs.String(knobArrivalScale, ""))
+		if err != nil {
+			return nil, err
 		}
 		for i := range out.Jobs {
 			out.Jobs[i].Submit *= x
@@ -349,6 +350,15 @@ func loadJobs(o simOptions, knobs core.Knobs) (*trace.Trace, error) {
 
 // knobArrivalScale multiplies the Themis workloads' arrival times.
 const knobArrivalScale = "workload.arrival_scale"
+
+// arrivalScale reads workload.arrival_scale: a positive finite number.
+func arrivalScale(v string) (float64, error) {
+	x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(x > 0) || math.IsInf(x, 0) {
+		return 0, fmt.Errorf("%s = %q: want a positive finite number", knobArrivalScale, v)
+	}
+	return x, nil
+}
 
 // defaultPhilly finds shared/traces/philly.csv beside the repository (or
 // the working folder), for the Themis workloads.

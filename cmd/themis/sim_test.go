@@ -108,9 +108,32 @@ func TestSimThemis(t *testing.T) {
 			}
 		})
 	}
-	bad := simOptions{workload: "themis-fig18", cluster: "themis-fig18", policy: "themis", out: t.TempDir(), quiet: true,
-		sets: stringList{"themis.lie=nobody"}}
-	if err := (&simCommand{ui: cli.NewMockUi()}).run(bad); err == nil || !strings.Contains(err.Error(), "themis.lie") {
-		t.Errorf("err %v, want one naming themis.lie", err)
+	for _, tc := range []struct{ set, want string }{
+		{"themis.lie=nobody", "themis.lie"},
+		{"themis.lie=app-0001:inf%", "themis.lie"},
+		{"workload.fig18_jobs=99999999", "want 1 to 65536 jobs"},
+		{"workload.fig18_duration=-1h", "positive finite duration"},
+	} {
+		bad := simOptions{workload: "themis-fig18", cluster: "themis-fig18", policy: "themis", out: t.TempDir(), quiet: true,
+			sets: stringList{tc.set}}
+		if err := (&simCommand{ui: cli.NewMockUi()}).run(bad); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want one saying %q", tc.set, err, tc.want)
+		}
+	}
+}
+
+func TestArrivalScale(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64 // 0: an error
+	}{{"0.25", 0.25}, {" 4 ", 4}, {"0", 0}, {"-1", 0}, {"inf", 0}, {"NaN", 0}, {"x", 0}, {"1e400", 0}} {
+		x, err := arrivalScale(tc.in)
+		if tc.want == 0 {
+			if err == nil || !strings.Contains(err.Error(), "workload.arrival_scale") {
+				t.Errorf("%q: %v, %v; want an error naming the knob", tc.in, x, err)
+			}
+		} else if err != nil || x != tc.want {
+			t.Errorf("%q: %v, %v; want %v", tc.in, x, err, tc.want)
+		}
 	}
 }

@@ -97,6 +97,16 @@ func Run(cfg Config) (*Result, error) {
 			gpuNode[g.ID] = i
 		}
 	}
+	for _, tj := range cfg.Trace.Jobs {
+		// A trace read from a file is checked by its parser; a generated or
+		// transformed one is checked here.
+		switch {
+		case !(tj.Submit >= 0) || math.IsInf(tj.Submit, 0):
+			return nil, fmt.Errorf("sim: job %q: submit time %v s: want a finite number >= 0", tj.ID, tj.Submit)
+		case !(tj.Duration >= 0) || math.IsInf(tj.Duration, 0):
+			return nil, fmt.Errorf("sim: job %q: duration %v s: want a finite number >= 0", tj.ID, tj.Duration)
+		}
+	}
 	jobs := make([]*job, len(cfg.Trace.Jobs))
 	lastPhase := map[string]int{}
 	for _, tj := range cfg.Trace.Jobs {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/themis-nomad/themis/planner/cluster"
@@ -243,6 +244,26 @@ func TestZeroDurationJobs(t *testing.T) {
 	}
 	if math.Abs(r.Makespan-195) > tol {
 		t.Errorf("makespan %v, want 195 (5 to 200)", r.Makespan)
+	}
+}
+
+// TestRunRejectsBadTimes: a generated or transformed trace with a job
+// whose submit time or duration is not a finite number >= 0 is an error
+// naming the job, not a simulation that never ends.
+func TestRunRejectsBadTimes(t *testing.T) {
+	cl := mustCluster(t)(cluster.Uniform("n1g8", 1, 1, 8))
+	for _, tc := range []struct {
+		submit, dur float64
+		want        string
+	}{
+		{math.NaN(), 1, "submit time"}, {math.Inf(1), 1, "submit time"}, {-1, 1, "submit time"},
+		{0, math.NaN(), "duration"}, {0, math.Inf(1), "duration"}, {0, -5, "duration"},
+	} {
+		tr := &trace.Trace{Jobs: []trace.Job{{ID: "ok", GPUs: 1, Duration: 10}, {ID: "bad", GPUs: 1, Submit: tc.submit, Duration: tc.dur}}}
+		_, err := Run(Config{Trace: tr, Cluster: cl, Policy: newPolicy(t, "fifo")})
+		if err == nil || !strings.Contains(err.Error(), `"bad"`) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("submit %v, duration %v: err %v, want one naming job bad's %s", tc.submit, tc.dur, err, tc.want)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/themis-nomad/themis/planner/trace"
@@ -25,8 +26,8 @@ const FormatThemisFig18 = "themis-fig18"
 // apps also compete for GPUs. Apps are "app-0001".. "app-0008", jobs
 // "<app>-j<k>".
 func ThemisFig18(jobs int, dur float64) (*trace.Trace, error) {
-	if jobs < 1 || !(dur > 0) {
-		return nil, fmt.Errorf("themis fig18 workload: %d jobs of %v s: want at least 1 job of a positive duration", jobs, dur)
+	if jobs < 1 || jobs > MaxThemisAppJobs || !(dur > 0) || math.IsInf(dur, 0) {
+		return nil, fmt.Errorf("themis fig18 workload: %d jobs of %v s: want 1 to %d jobs per app of a positive finite duration", jobs, dur, MaxThemisAppJobs)
 	}
 	var out []trace.Job
 	for a := 1; a <= 8; a++ {
