@@ -420,3 +420,30 @@ func TestPromotionLivelock(t *testing.T) {
 		}
 	}
 }
+
+func TestCosts(t *testing.T) {
+	for _, tc := range []struct {
+		sets          []string
+		ckpt, restore float64
+		wantErr       bool
+	}{
+		{nil, 10, 20, false},
+		{[]string{"sim.checkpoint_s=0", "sim.restore_s=5.5"}, 0, 5.5, false},
+		{[]string{"sim.checkpoint_s=-1"}, 0, 0, true},
+		{[]string{"sim.restore_s=inf"}, 0, 0, true},
+		{[]string{"sim.checkpoint_s=nan"}, 0, 0, true},
+		{[]string{"sim.checkpoint_s=x"}, 0, 0, true},
+	} {
+		k, err := core.ParseKnobs(tc.sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, r, err := Costs(k)
+		switch {
+		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), "sim.")):
+			t.Errorf("%v: %v, %v, %v; want an error naming the knob", tc.sets, c, r, err)
+		case !tc.wantErr && (err != nil || c != tc.ckpt || r != tc.restore):
+			t.Errorf("%v: %v, %v, %v; want %v, %v", tc.sets, c, r, err, tc.ckpt, tc.restore)
+		}
+	}
+}

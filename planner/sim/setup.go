@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/themis-nomad/themis/planner/core"
@@ -20,8 +21,8 @@ func Costs(k core.Knobs) (checkpoint, restore float64, err error) {
 	if restore, err = k.Float("sim.restore_s", 20); err != nil {
 		return 0, 0, err
 	}
-	if checkpoint < 0 || restore < 0 {
-		return 0, 0, fmt.Errorf("sim.checkpoint_s and sim.restore_s must not be negative")
+	if checkpoint < 0 || restore < 0 || math.IsInf(checkpoint+restore, 0) {
+		return 0, 0, fmt.Errorf("sim.checkpoint_s = %v, sim.restore_s = %v: want finite numbers of seconds >= 0", checkpoint, restore)
 	}
 	return checkpoint, restore, nil
 }
