@@ -298,15 +298,23 @@ func TestReservationTarget(t *testing.T) {
 	}
 }
 
+// reservationScene is a 4-GPU machine n0 that x holds under a lease that
+// ends at t=600, two free 2-GPU machines, and w, a queued 4-GPU gang of
+// work seconds that runs 1.2x slower spread.
+func reservationScene(work float64) (p *Policy, nodes []core.Node, x, w core.Job, held []core.Grant) {
+	p = New(0.8, 600, nil)
+	nodes = []core.Node{node("n0", "r0", 4), node("n1", "r0", 2), node("n2", "r0", 2)}
+	x = core.Job{Key: core.JobKey{Namespace: "sim", ID: "x"}, App: "X", GPUs: 4, Work: 7200, Remaining: 7000, Skew: 1.2, CrossRack: 1.3, Phase: core.Granted}
+	w = core.Job{Key: core.JobKey{Namespace: "sim", ID: "w"}, App: "W", GPUs: 4, Work: work, Remaining: work, Skew: 1.2, CrossRack: 1.3, Seq: 1}
+	held = []core.Grant{{Job: x.Key, Node: "n0", GPUs: []string{"n0-0", "n0-1", "n0-2", "n0-3"}}}
+	return p, nodes, x, w, held
+}
+
 // A gang that the free GPUs hold only spread waits for the machine that
-// holds it whole: the reservation also starts when the offer could place
-// the worst-off app's gang, but worse than the empty cluster could.
+// holds it whole when its app, by its bid, finishes sooner so: an hour's
+// job loses 12 minutes spread, against 10 minutes until x's lease ends.
 func TestReservationWaitsForPlacement(t *testing.T) {
-	p := New(0.8, 600, nil)
-	nodes := []core.Node{node("n0", "r0", 4), node("n1", "r0", 2), node("n2", "r0", 2)}
-	x := core.Job{Key: core.JobKey{Namespace: "sim", ID: "x"}, App: "X", GPUs: 4, Work: 7200, Remaining: 7000, Skew: 1.2, CrossRack: 1.3, Phase: core.Granted}
-	w := core.Job{Key: core.JobKey{Namespace: "sim", ID: "w"}, App: "W", GPUs: 4, Work: 3600, Remaining: 3600, Skew: 1.2, CrossRack: 1.3, Seq: 1}
-	held := []core.Grant{{Job: x.Key, Node: "n0", GPUs: []string{"n0-0", "n0-1", "n0-2", "n0-3"}}}
+	p, nodes, x, w, held := reservationScene(3600)
 	// t=0: four GPUs are free, on two machines; n0 would hold the gang
 	// whole. Nothing is granted, nothing stopped (x's lease runs).
 	if s := decide(t, p, nodes, []core.Job{x, w}, held, 0); len(s.grants) != 0 || len(s.preempts) != 0 {
@@ -327,15 +335,10 @@ func TestReservationWaitsForPlacement(t *testing.T) {
 	}
 }
 
-// A gang that would lose less running spread now than waiting for the
-// machine that holds it whole does not wait: a 10-minute job, 1.2x slower
-// spread (2 minutes lost), against x's lease that ends in 10 minutes.
+// A gang that loses less running spread now than waiting for the machine
+// that holds it whole does not wait: a 10-minute job loses 2 minutes.
 func TestReservationNotWorthWaiting(t *testing.T) {
-	p := New(0.8, 600, nil)
-	nodes := []core.Node{node("n0", "r0", 4), node("n1", "r0", 2), node("n2", "r0", 2)}
-	x := core.Job{Key: core.JobKey{Namespace: "sim", ID: "x"}, App: "X", GPUs: 4, Work: 7200, Remaining: 7000, Skew: 1.2, CrossRack: 1.3, Phase: core.Granted}
-	w := core.Job{Key: core.JobKey{Namespace: "sim", ID: "w"}, App: "W", GPUs: 4, Work: 600, Remaining: 600, Skew: 1.2, CrossRack: 1.3, Seq: 1}
-	held := []core.Grant{{Job: x.Key, Node: "n0", GPUs: []string{"n0-0", "n0-1", "n0-2", "n0-3"}}}
+	p, nodes, x, w, held := reservationScene(600)
 	if s := decide(t, p, nodes, []core.Job{x, w}, held, 0); fmt.Sprint(s.grants) != "[w=n1-0+n1-1+n2-0+n2-1]" || len(s.preempts) != 0 {
 		t.Fatalf("t=0: %+v, want w spread at once", s)
 	}
