@@ -285,15 +285,7 @@ func needSorted(t task, T float64, p int, s Sensitivity, c Class) int {
 // the GPUs' free times as a sorted list of distinct times with counts
 // instead of one entry per GPU: the same multiset, the same schedule.
 func listScheduleTime(ts []task, p int, s Sensitivity, c Class) float64 {
-	order := make([]int, len(ts))
-	for i := range order {
-		order[i] = i
-	}
-	dur := make([]float64, len(ts))
-	for i, t := range ts {
-		dur[i] = taskTime(t, t.gang, s, c)
-	}
-	sort.SliceStable(order, func(a, b int) bool { return dur[order[a]] > dur[order[b]] })
+	order, dur := longestFirst(ts, s, c)
 	type slot struct {
 		t float64
 		n int

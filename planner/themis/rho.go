@@ -452,18 +452,25 @@ func need(t task, T float64, p int, s Sensitivity, c Class) int {
 	return -1
 }
 
-// listSchedule runs tasks one gang each in longest-first order, each on the
-// gang of GPUs that free up first.
-func listSchedule(ts []task, p int, s Sensitivity, c Class, withSplit bool) (float64, []int) {
-	order := make([]int, len(ts))
+// longestFirst is the tasks' indices by their run time on their gangs at
+// class c, longest first (ties in task order), and those run times.
+func longestFirst(ts []task, s Sensitivity, c Class) (order []int, dur []float64) {
+	order = make([]int, len(ts))
 	for i := range order {
 		order[i] = i
 	}
-	dur := make([]float64, len(ts))
+	dur = make([]float64, len(ts))
 	for i, t := range ts {
 		dur[i] = taskTime(t, t.gang, s, c)
 	}
 	sort.SliceStable(order, func(a, b int) bool { return dur[order[a]] > dur[order[b]] })
+	return order, dur
+}
+
+// listSchedule runs tasks one gang each in longest-first order, each on the
+// gang of GPUs that free up first.
+func listSchedule(ts []task, p int, s Sensitivity, c Class, withSplit bool) (float64, []int) {
+	order, dur := longestFirst(ts, s, c)
 	free := make([]float64, p) // when each GPU frees up, kept sorted
 	var split []int
 	if withSplit {
