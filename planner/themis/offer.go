@@ -257,18 +257,9 @@ func (p *pool) takeExact(gpus []string) (bundle, bool) {
 			return bundle{}, false
 		}
 	}
-	b := p.takeFree(gpus)
-	return b, b.n > 0
-}
-
-// takeFree takes those of the given GPUs that are free, as one bundle.
-func (p *pool) takeFree(gpus []string) bundle {
 	var b bundle
 	for _, g := range gpus {
-		w, ok := p.where[g]
-		if !ok || !p.machines[w[0]].left[w[1]] {
-			continue
-		}
+		w := p.where[g]
 		m := &p.machines[w[0]]
 		m.left[w[1]] = false
 		m.n--
@@ -281,7 +272,7 @@ func (p *pool) takeFree(gpus []string) bundle {
 		}
 		b.n++
 	}
-	return b
+	return b, b.n > 0
 }
 
 // placeAtBest places k GPUs at class c, or at the next worse class that

@@ -280,21 +280,24 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 		// Reserve until the offer holds the gang as well placed as the
 		// empty cluster could.
 		all := themis.OfferFromNodes(free.FreeNodes(grants...), nil)
-		hold := need > offer.GPUs() || p.reserving == w && bestClass(need, offer) > bestClass(need, all)
+		cls, ideal := bestClass(need, offer), bestClass(need, all)
+		hold := need > offer.GPUs() || p.reserving == w && cls > ideal
 		var tgt map[string]bool
-		if !hold && p.reserving != w && bestClass(need, offer) > bestClass(need, all) {
+		targeted := false
+		if !hold && p.reserving != w && cls > ideal {
 			// The offer holds the gang, but worse placed than the empty
 			// cluster could: reserve if the app, by its own bid, finishes
 			// sooner waiting for the target than running so now.
 			var at float64
 			tgt, at = target(need, all, offer, releases(now, jobs, grantOf, p.leases, isExpired, free))
+			targeted = true
 			a := &apps[slices.IndexFunc(apps, func(a themis.App) bool { return a.ID == w })]
-			hold = a.SharedTime(need, bestClass(need, offer)) > a.SharedTime(need, bestClass(need, all))+at
+			hold = a.SharedTime(need, cls) > a.SharedTime(need, ideal)+at
 		}
 		switch {
 		case hold:
 			if p.reserving != w {
-				if tgt == nil {
+				if !targeted {
 					tgt, _ = target(need, all, offer, releases(now, jobs, grantOf, p.leases, isExpired, free))
 				}
 				p.reserving, p.target = w, tgt
