@@ -158,8 +158,12 @@ func Round(in RoundInput) (RoundResult, error) {
 	for i, b := range drawers {
 		at[b.Val.App] = i
 	}
+	bid := make(map[string]bool, len(part))
+	for _, b := range part {
+		bid[b.Val.App] = true
+	}
 	for _, b := range bidders {
-		if b.App == nil || slices.Contains(res.Participants, b.Val.App) {
+		if b.App == nil || bid[b.Val.App] || !slices.ContainsFunc(b.App.Jobs, func(j Job) bool { return keepable(&j) }) {
 			continue
 		}
 		a := Award{App: b.Val.App, Rho0: b.Val.Rho0, C: 1, Lease: in.Env.Lease}
