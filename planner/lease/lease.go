@@ -7,6 +7,10 @@
 //	themis/leases/gpus/<gpu-id>          one key per leased GPU   -> GPULease
 //	themis/leases/jobs/<namespace>/<job> one key per granted job  -> JobLease
 //
+// A lease being taken back (preemption) carries a Revoke record in its job
+// key until the job's allocation is terminal; its GPU keys stay until then,
+// so no GPU is leased to the next job while the victim still runs on it.
+//
 // A grant writes all of a job's keys in one Consul transaction with
 // check-and-set index 0 on every GPU key, so two grants can never hold the same
 // GPU: the second transaction fails as a whole. A release deletes the same keys
@@ -88,6 +92,23 @@ type JobLease struct {
 	// stopped in between) and is pinned again; a job at a later index
 	// without this lease in its meta was resubmitted, and the lease is stale.
 	SubmitIndex uint64 `json:"submit_index"`
+	// Revoke is set while the planner takes the GPUs back (preemption): the
+	// job's allocation is being stopped gracefully and the GPU keys stay
+	// until Nomad reports it terminal. Nil for a lease in force.
+	Revoke *Revoke `json:"revoke,omitempty"`
+}
+
+// Revoke records a lease being taken back. The task driver reads it when
+// Nomad stops the task, to tell the workload why and by when (the notice
+// file); operators see it in Consul's UI and `themis status`.
+type Revoke struct {
+	// Reason says why, e.g. "preempted for default/te-job by fitgpp".
+	Reason string `json:"reason"`
+	// Since is when the planner decided to revoke.
+	Since time.Time `json:"since"`
+	// Deadline is Since plus the job's grace period: the workload must have
+	// checkpointed and exited by then, or it is killed.
+	Deadline time.Time `json:"deadline"`
 }
 
 // GPULeases expands a job lease into its per-GPU leases.
