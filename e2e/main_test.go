@@ -13,17 +13,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-hclog"
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/e2e/devstack"
-	"github.com/themis-nomad/themis/planner"
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
-	"github.com/themis-nomad/themis/planner/nomad"
 )
 
 // env is the stack shared by every test in the package.
@@ -34,6 +30,10 @@ var env struct {
 	helloBin string
 	nomadBin string
 	root     string
+	themis   string // the themis binary (cmd/themis)
+	log      hclog.Logger
+	ctx      context.Context
+	planner  *runningPlanner
 }
 
 func TestMain(m *testing.M) {
@@ -65,10 +65,12 @@ func runMain(m *testing.M) int {
 	}()
 	plugins := filepath.Join(work, "plugins")
 	env.helloBin = filepath.Join(work, "bin", "hello")
+	env.themis = filepath.Join(work, "bin", "themis")
 	for out, pkg := range map[string]string{
 		filepath.Join(plugins, "themis-device"): "./cmd/themis-device",
 		filepath.Join(plugins, "themis-driver"): "./cmd/themis-driver",
 		env.helloBin:                            "./examples/hello",
+		env.themis:                              "./cmd/themis",
 	} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir = root
@@ -105,18 +107,11 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	p := planner.New(planner.Config{
-		Nomad:  nomad.NewClient(env.nomad, "", log.Named("nomad")),
-		Store:  consul.NewStore(env.consul),
-		Policy: core.FIFO{},
-		Resync: 5 * time.Second,
-		Log:    log.Named("planner"),
-	})
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	env.log = log
+	env.ctx = ctx
+	startPlanner(plannerSetup{policy: core.FIFO{}})
 	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stopPlanner(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: planner:", err)
 		code = 1
 	}

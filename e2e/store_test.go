@@ -83,16 +83,16 @@ func TestLeaseTransactions(t *testing.T) {
 	if len(ls) != 2 || ls[core.JobKey{Namespace: "default", ID: "a"}].LeaseID != "A" || ls[core.JobKey{Namespace: "default", ID: "c"}].GPUs[1] != "g3" {
 		t.Fatalf("leases %+v", ls)
 	}
-	if err := s.Release(ctx, a); err != nil {
+	if err := s.Release(ctx, a, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := keys(t, c); len(got) != 3 || !strings.Contains(strings.Join(got, " "), "g3") {
 		t.Fatalf("after releasing a, keys %v", got)
 	}
-	if err := s.Release(ctx, a); err != nil {
+	if err := s.Release(ctx, a, nil); err != nil {
 		t.Fatalf("releasing twice is a no-op, got %v", err)
 	}
-	if err := s.Release(ctx, c2); err != nil {
+	if err := s.Release(ctx, c2, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := keys(t, c); len(got) != 0 {

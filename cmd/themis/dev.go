@@ -37,9 +37,10 @@ Options:
 }
 
 type devOptions struct {
-	nomadBin, consulBin, pluginDir, templates, topology, node, dataDir, logLevel string
-	consulPort, nomadPort                                                        int
-	keep, agentLogs                                                              bool
+	nomadBin, consulBin, pluginDir, templates, topology, node, dataDir, logLevel, policy string
+	knobs                                                                                stringList
+	consulPort, nomadPort                                                                int
+	keep, agentLogs                                                                      bool
 }
 
 func devFlags(o *devOptions) *flag.FlagSet {
@@ -56,6 +57,8 @@ func devFlags(o *devOptions) *flag.FlagSet {
 	fs.BoolVar(&o.keep, "keep", false, "keep the data folder at exit")
 	fs.BoolVar(&o.agentLogs, "agent-logs", false, "also print the agents' logs (they always go to the data folder)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "planner log level")
+	fs.StringVar(&o.policy, "policy", "fitgpp", "the planner's queue policy: "+strings.Join(livePolicies, ", "))
+	fs.Var(&o.knobs, "set", "policy knob key=value (repeatable), as `themis planner -set`")
 	return fs
 }
 
@@ -124,8 +127,10 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
   Ctrl-C stops everything.
 `, time.Since(start).Seconds(), stack.NomadAddr(), stack.ConsulAddr(), stack.DataDir()))
 	err = runPlanner(ctx, plannerOptions{
-		nomadAddr: stack.NomadAddr(), consulAddr: stack.ConsulAddr(), policy: "fifo",
+		nomadAddr: stack.NomadAddr(), consulAddr: stack.ConsulAddr(), policy: o.policy, knobs: o.knobs,
 		pendingPool: nomad.DefaultPendingPool, resync: 30 * time.Second, logLevel: o.logLevel, id: "themis-dev",
+		// examples/agents/nomad-dev.hcl.tmpl raises client.max_kill_timeout to 30m.
+		maxKillTimeout: 30 * time.Minute, restoreGuard: 10 * time.Second,
 	}, log.Named("planner"))
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/sim"
 )
 
 type plannerCommand struct{ ui cli.Ui }
@@ -43,7 +45,8 @@ Options:
 
 type plannerOptions struct {
 	nomadAddr, consulAddr, policy, pendingPool, logLevel, id string
-	resync                                                   time.Duration
+	resync, maxKillTimeout, restoreGuard                     time.Duration
+	knobs                                                    stringList
 }
 
 func plannerFlags(o *plannerOptions) *flag.FlagSet {
@@ -51,7 +54,12 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("planner", flag.ContinueOnError)
 	fs.StringVar(&o.nomadAddr, "nomad-addr", "", "Nomad HTTP address (default $NOMAD_ADDR or http://127.0.0.1:4646)")
 	fs.StringVar(&o.consulAddr, "consul-addr", "", "Consul HTTP address (default $CONSUL_HTTP_ADDR or 127.0.0.1:8500)")
-	fs.StringVar(&o.policy, "policy", "fifo", "queue policy: fifo, fifo-skip or gandiva (non-preemptive)")
+	fs.StringVar(&o.policy, "policy", "fifo", "queue policy: "+strings.Join(livePolicies, ", "))
+	fs.Var(&o.knobs, "set", "policy knob key=value, as in `themis sim --set` (repeatable), e.g. fitgpp.max_preemptions=2")
+	fs.DurationVar(&o.maxKillTimeout, "max-kill-timeout", 30*time.Second,
+		"the Nomad clients' client.max_kill_timeout: jobs asking for a longer grace_period are rejected (Nomad would cut it)")
+	fs.DurationVar(&o.restoreGuard, "restore-guard", 10*time.Second,
+		"a job resumed after a preemption runs this long before it may be preempted again")
 	fs.StringVar(&o.pendingPool, "pending-pool", nomad.DefaultPendingPool, "node pool in which themis jobs wait for a grant")
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "full reconcile period, on top of Nomad events")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
@@ -76,22 +84,39 @@ func (c *plannerCommand) Run(args []string) int {
 	return 0
 }
 
-// policyByName returns the queue policy for a -policy value. The live
-// planner cannot preempt yet (the driver's checkpoint protocol comes first),
-// so only non-preemptive policies run live; the simulator runs all.
-func policyByName(name string) (core.Policy, error) {
-	p, err := core.NewPolicy(name, core.Knobs{})
-	if err != nil {
-		return nil, fmt.Errorf("-policy: %w", err)
+// livePolicies are the policies the live planner runs: the non-preemptive
+// ones, and the preemptive ones whose ranking needs nothing a live job does
+// not tell (srtf, srsf, optimus and lrtp's ranking need remaining times;
+// lrtp runs, preempting in queue order as every remaining time is unknown;
+// the app-level policies and themis need apps, which come with Themis live).
+var livePolicies = []string{"fifo", "fifo-skip", "gandiva", "las", "tiresias-las", "tiresias-gittins", "fitgpp", "lrtp", "rand"}
+
+// policyByName returns the queue policy for a -policy value, built by the
+// same code as the simulator's (sim.NewPolicy, sim.PreparePolicy).
+func policyByName(name string, settings []string) (core.Policy, error) {
+	if !slices.Contains(livePolicies, name) {
+		return nil, fmt.Errorf("-policy %q: not a live policy; live policies: %s (the simulator runs all of %s)",
+			name, strings.Join(livePolicies, ", "), strings.Join(sim.PolicyNames(), ", "))
 	}
-	if _, makesRoom := p.(core.Preemptor); p.Preemptive() || makesRoom {
-		return nil, fmt.Errorf("-policy %q preempts jobs, which the live planner does not do yet; live policies: fifo, fifo-skip, gandiva", name)
+	knobs, err := core.ParseKnobs(settings)
+	if err != nil {
+		return nil, fmt.Errorf("-set: %w", err)
+	}
+	p, err := sim.NewPolicy(name, knobs)
+	if err != nil {
+		return nil, fmt.Errorf("-policy %s: %w", name, err)
+	}
+	if err := knobs.Unused(core.KnobNamespaces...); err != nil {
+		return nil, fmt.Errorf("-set: %w", err)
+	}
+	if err := sim.PreparePolicy(p); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
 func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
-	policy, err := policyByName(o.policy)
+	policy, err := policyByName(o.policy, o.knobs)
 	if err != nil {
 		return err
 	}
@@ -131,6 +156,7 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 		p := planner.New(planner.Config{
 			Nomad: nomad.NewClient(nc, o.pendingPool, log.Named("nomad")), Store: store,
 			Policy: policy, Resync: o.resync, Log: log,
+			MaxKillTimeout: o.maxKillTimeout, RestoreGuard: o.restoreGuard,
 		})
 		err = p.Run(lctx)
 		release()

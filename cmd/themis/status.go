@@ -56,10 +56,14 @@ func (c *statusCommand) Run(args []string) int {
 	}
 	sort.Slice(sts, func(i, j int) bool { return sts[i].Since.Before(sts[j].Since) })
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "JOB\tSTATE\tSINCE\tNODE\tGPUS\tREASON")
+	fmt.Fprintln(w, "JOB\tSTATE\tSINCE\tNODE\tGPUS\tPREEMPTED\tREASON")
 	for _, st := range sts {
-		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", st.Namespace, st.JobID, st.State,
-			st.Since.Local().Format(time.TimeOnly), dash(st.Node), dash(strings.Join(st.GPUs, ",")), dash(st.Reason))
+		reason := st.Reason
+		if !st.Deadline.IsZero() {
+			reason += "; checkpointing until " + st.Deadline.Local().Format(time.TimeOnly)
+		}
+		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\n", st.Namespace, st.JobID, st.State,
+			st.Since.Local().Format(time.TimeOnly), dash(st.Node), dash(strings.Join(st.GPUs, ",")), st.Preemptions, dash(reason))
 	}
 	w.Flush()
 	return 0

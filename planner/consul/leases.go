@@ -63,8 +63,10 @@ func (s *Store) Grant(ctx context.Context, l lease.JobLease) error {
 }
 
 // Release deletes a job lease and those GPU keys that still belong to it, in
-// one transaction, check-and-set on the indexes it read.
-func (s *Store) Release(ctx context.Context, l lease.JobLease) error {
+// one transaction, check-and-set on the indexes it read. When rec is not nil
+// the same transaction writes the job's record (check-and-set on the index
+// it was read at), so the service a lease gave is counted exactly once.
+func (s *Store) Release(ctx context.Context, l lease.JobLease, rec *JobRecord) error {
 	kv := s.api.KV()
 	q := (&api.QueryOptions{}).WithContext(ctx)
 	var ops api.TxnOps
@@ -73,7 +75,10 @@ func (s *Store) Release(ctx context.Context, l lease.JobLease) error {
 		return fmt.Errorf("release %s: %w", l.JobID, err)
 	}
 	if jp != nil {
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: jp.Key, Index: jp.ModifyIndex}})
+		var cur lease.JobLease
+		if json.Unmarshal(jp.Value, &cur) == nil && cur.LeaseID == l.LeaseID {
+			ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: jp.Key, Index: jp.ModifyIndex}})
+		}
 	}
 	for _, g := range l.GPUs {
 		p, _, err := kv.Get(lease.GPUKey(g), q)
@@ -92,38 +97,74 @@ func (s *Store) Release(ctx context.Context, l lease.JobLease) error {
 	if len(ops) == 0 {
 		return nil
 	}
+	if rec != nil {
+		op, err := recordOp(*rec)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, op)
+	}
 	return s.txn(ctx, "release", l, ops)
 }
 
-func (s *Store) txn(ctx context.Context, what string, l lease.JobLease, ops api.TxnOps) error {
-	ok, resp, _, err := s.api.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
+// Revoke marks a job's lease as being taken back, check-and-set on the lease
+// key, so the mark is written once: it returns the lease as it stands after
+// the call (with the earlier mark if another planner was first). The GPU
+// keys stay: the GPUs are the victim's until its allocation is terminal.
+func (s *Store) Revoke(ctx context.Context, l lease.JobLease, r lease.Revoke) (lease.JobLease, error) {
+	key := lease.JobKey(l.Namespace, l.JobID)
+	p, _, err := s.api.KV().Get(key, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return fmt.Errorf("%s lease %s for %s/%s: %w", what, l.LeaseID, l.Namespace, l.JobID, err)
+		return l, fmt.Errorf("revoke %s: %w", key, err)
 	}
-	if !ok {
-		msg := "transaction rolled back"
-		if resp != nil && len(resp.Errors) > 0 {
-			msg = resp.Errors[0].What
-			if idx := resp.Errors[0].OpIndex; idx < len(ops) && ops[idx].KV != nil {
-				msg = fmt.Sprintf("%s: %s", ops[idx].KV.Key, msg)
-			}
-		}
-		return fmt.Errorf("%s lease %s for %s/%s: %s", what, l.LeaseID, l.Namespace, l.JobID, msg)
+	if p == nil {
+		return l, fmt.Errorf("revoke lease %s of %s/%s: the lease is gone", l.LeaseID, l.Namespace, l.JobID)
 	}
-	return nil
+	var cur lease.JobLease
+	if err := json.Unmarshal(p.Value, &cur); err != nil {
+		return l, fmt.Errorf("decode %s: %w", key, err)
+	}
+	if cur.LeaseID != l.LeaseID {
+		return l, fmt.Errorf("revoke lease %s of %s/%s: the job now holds lease %s", l.LeaseID, l.Namespace, l.JobID, cur.LeaseID)
+	}
+	if cur.Revoke != nil {
+		return cur, nil
+	}
+	cur.Revoke = &r
+	v, err := json.Marshal(cur)
+	if err != nil {
+		return l, err
+	}
+	ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: v, Index: p.ModifyIndex}}}
+	if err := s.txn(ctx, "revoke", l, ops); err != nil {
+		return l, err
+	}
+	return cur, nil
+}
+
+func (s *Store) txn(ctx context.Context, what string, l lease.JobLease, ops api.TxnOps) error {
+	_, err := s.txnOps(ctx, fmt.Sprintf("%s lease %s for %s/%s", what, l.LeaseID, l.Namespace, l.JobID), ops)
+	return err
 }
 
 // JobStatus is what the planner last decided about a job, for operators
 // (Consul UI under themis/status/) and `themis status`.
 type JobStatus struct {
-	Namespace string    `json:"namespace"`
-	JobID     string    `json:"job_id"`
-	State     string    `json:"state"` // queued, granted, rejected, finished
-	Reason    string    `json:"reason,omitempty"`
-	Node      string    `json:"node,omitempty"`
-	GPUs      []string  `json:"gpus,omitempty"`
-	LeaseID   string    `json:"lease_id,omitempty"`
-	Since     time.Time `json:"since"`
+	Namespace string `json:"namespace"`
+	JobID     string `json:"job_id"`
+	// State is queued, granted, revoking (being preempted: checkpointing
+	// until Deadline), suspended (preempted, queued again with its
+	// checkpoint), rejected or finished.
+	State   string   `json:"state"`
+	Reason  string   `json:"reason,omitempty"`
+	Node    string   `json:"node,omitempty"`
+	GPUs    []string `json:"gpus,omitempty"`
+	LeaseID string   `json:"lease_id,omitempty"`
+	// Deadline is when a revoking job's grace period ends.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Preemptions counts the times the job was preempted.
+	Preemptions int       `json:"preemptions,omitempty"`
+	Since       time.Time `json:"since"`
 }
 
 // StatusPrefix is where job status records live.

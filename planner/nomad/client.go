@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +63,9 @@ type Snapshot struct {
 	// Pools maps node ID to the node's pool, for moving a granted job there.
 	Pools map[string]string
 	Jobs  []*Job
+	// Allocs are the allocations of the themis jobs, terminal ones included
+	// until Nomad garbage-collects them.
+	Allocs map[core.JobKey][]Alloc
 }
 
 // Snapshot lists nodes with themis GPUs and jobs with a themis task. Full
@@ -122,6 +126,13 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 			delete(c.jobs, k)
 		}
 	}
+	byKey := make(map[core.JobKey]*Job, len(s.Jobs))
+	for _, j := range s.Jobs {
+		byKey[j.Key] = j
+	}
+	if s.Allocs, err = c.allocations(ctx, byKey); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -131,7 +142,11 @@ var ErrJobChanged = errors.New("job changed since it was read")
 
 // Pin moves a granted job to its node's pool and constrains it to the node
 // and the leased GPUs, check-and-set on the JobModifyIndex the planner saw.
-func (c *Client) Pin(ctx context.Context, j *Job, g core.Grant, pool, leaseID string) error {
+// A suspended job gets its group count back, so Nomad places it again. The
+// task's kill_timeout becomes the stanza's grace period (Nomad caps it at
+// the client's max_kill_timeout), and restarts (how many times the job was
+// preempted) reaches the task as THEMIS_RESTART_COUNT.
+func (c *Client) Pin(ctx context.Context, j *Job, g core.Grant, pool, leaseID string, restarts int) error {
 	job, err := c.fresh(ctx, j)
 	if err != nil {
 		return err
@@ -145,26 +160,84 @@ func (c *Client) Pin(ctx context.Context, j *Job, g core.Grant, pool, leaseID st
 		job.Meta = map[string]string{}
 	}
 	job.Meta[LeaseMeta] = leaseID
+	job.Meta[RestartCountMeta] = strconv.Itoa(restarts)
+	if job.Meta[SuspendedMeta] != "" {
+		count := 1
+		if n, err := strconv.Atoi(job.Meta[CountMeta]); err == nil && n > 0 {
+			count = n
+		}
+		tg.Count = &count
+		delete(job.Meta, SuspendedMeta)
+		delete(job.Meta, CountMeta)
+	}
+	grace := j.Intent.GracePeriod
+	task.KillTimeout = &grace
 	tg.Constraints = append(withoutTarget(tg.Constraints, "${node.unique.id}"),
 		&api.Constraint{LTarget: "${node.unique.id}", Operand: "=", RTarget: g.Node})
+	setThemisDevice(task, len(g.GPUs), &api.Constraint{
+		LTarget: "${device.ids}", Operand: "set_contains_any", RTarget: strings.Join(g.GPUs, ","),
+	})
+	return c.register(ctx, job, j)
+}
+
+// Suspend takes a pinned job's GPUs back: it re-registers the job unpinned,
+// in the pending pool, with its group count at 0, check-and-set on the
+// JobModifyIndex the planner saw. Nomad then stops the allocation through
+// the driver's StopTask with the task's kill_timeout (the grace period), so
+// the workload checkpoints; the job shows as dead until the next pin, and
+// SuspendedMeta records which lease was taken back.
+//
+// Why count 0: re-registering unpinned into the empty pool leaves the
+// allocation running (Nomad backs out a destructive update it cannot
+// place), and `nomad alloc stop` of a batch task that exits 0 after its
+// checkpoint completes the job for good (see docs/design.md).
+func (c *Client) Suspend(ctx context.Context, j *Job, leaseID string) error {
+	job, err := c.fresh(ctx, j)
+	if err != nil {
+		return err
+	}
+	tg, task := findTask(job, j.Group, j.Task)
+	if task == nil {
+		return fmt.Errorf("suspend %s: task %s/%s disappeared: %w", j.Key, j.Group, j.Task, ErrJobChanged)
+	}
+	if job.Meta == nil {
+		job.Meta = map[string]string{}
+	}
+	if job.Meta[SuspendedMeta] == "" {
+		count := 1
+		if tg.Count != nil {
+			count = *tg.Count
+		}
+		job.Meta[CountMeta] = strconv.Itoa(count)
+	}
+	job.Meta[SuspendedMeta] = leaseID
+	delete(job.Meta, LeaseMeta)
+	zero := 0
+	tg.Count = &zero
+	job.NodePool = &c.pendingPool
+	tg.Constraints = withoutTarget(tg.Constraints, "${node.unique.id}")
+	setThemisDevice(task, j.Intent.GPUs, nil)
+	return c.register(ctx, job, j)
+}
+
+// setThemisDevice replaces the task's themis GPU request with one of count
+// GPUs, constrained by pin when not nil.
+func setThemisDevice(task *api.Task, count int, pin *api.Constraint) {
 	if task.Resources == nil {
 		task.Resources = &api.Resources{}
 	}
-	count := uint64(len(g.GPUs))
+	n := uint64(count)
 	var devices []*api.RequestedDevice
 	for _, d := range task.Resources.Devices {
 		if !isThemisDevice(d.Name) {
 			devices = append(devices, d)
 		}
 	}
-	task.Resources.Devices = append(devices, &api.RequestedDevice{
-		Name:  topology.Vendor + "/" + topology.DeviceType,
-		Count: &count,
-		Constraints: []*api.Constraint{{
-			LTarget: "${device.ids}", Operand: "set_contains_any", RTarget: strings.Join(g.GPUs, ","),
-		}},
-	})
-	return c.register(ctx, job, j)
+	req := &api.RequestedDevice{Name: topology.Vendor + "/" + topology.DeviceType, Count: &n}
+	if pin != nil {
+		req.Constraints = []*api.Constraint{pin}
+	}
+	task.Resources.Devices = append(devices, req)
 }
 
 // Adopt moves a themis job that was submitted outside the pending pool into

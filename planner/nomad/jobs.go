@@ -33,10 +33,15 @@ type Job struct {
 // ModifyIndex is the Nomad index of the job's last user-visible change.
 func (j *Job) ModifyIndex() uint64 { return deref(j.Job.JobModifyIndex) }
 
-// Finished reports whether Nomad considers the job done (dead) or stopped.
+// Finished reports whether the job is done: stopped by the user, or dead in
+// Nomad without being suspended by the planner. A suspended job is dead to
+// Nomad too (its group count is 0), but waits for its next grant.
 func (j *Job) Finished() bool {
-	return (j.Job.Stop != nil && *j.Job.Stop) || deref(j.Job.Status) == "dead"
+	return j.Stopped() || (deref(j.Job.Status) == "dead" && j.SuspendedLease() == "")
 }
+
+// Stopped reports whether the user stopped the job (`nomad job stop`).
+func (j *Job) Stopped() bool { return j.Job.Stop != nil && *j.Job.Stop }
 
 // Pool is the job's node pool.
 func (j *Job) Pool() string { return deref(j.Job.NodePool) }
@@ -46,6 +51,23 @@ const LeaseMeta = "themis.lease"
 
 // PinnedLease is the lease ID recorded in the job, "" when unpinned.
 func (j *Job) PinnedLease() string { return j.Job.Meta[LeaseMeta] }
+
+// Job meta keys the planner writes besides LeaseMeta.
+const (
+	// SuspendedMeta records, on a job the planner suspended (group count
+	// 0), the lease that was taken back. Nomad shows such a job as dead;
+	// this key is how the planner tells it from a finished one.
+	SuspendedMeta = "themis.suspended"
+	// CountMeta keeps a suspended group's count, restored at the next pin.
+	CountMeta = "themis.count"
+	// RestartCountMeta tells the task how many times the job was
+	// preempted and resumed (the driver's THEMIS_RESTART_COUNT).
+	RestartCountMeta = "themis.restart_count"
+)
+
+// SuspendedLease is the lease whose revocation suspended the job, "" when
+// the job is not suspended.
+func (j *Job) SuspendedLease() string { return j.Job.Meta[SuspendedMeta] }
 
 // ErrNotThemis marks a job that has no themis task; the planner ignores it.
 var ErrNotThemis = errors.New("not a themis job")
@@ -81,7 +103,8 @@ func ParseJob(job *api.Job) (*Job, error) {
 	}
 	tj.Group, tj.Task = found[0].group, found[0].task
 	where := fmt.Sprintf("job %q group %q task %q", tj.Key.ID, tj.Group, tj.Task)
-	if group.Count != nil && *group.Count != 1 {
+	suspended := job.Meta[SuspendedMeta] != "" && group.Count != nil && *group.Count == 0
+	if group.Count != nil && *group.Count != 1 && !suspended {
 		tj.Err = fmt.Errorf("%s: group count = %d; a themis job's group runs exactly one instance (count = 1)", where, *group.Count)
 		return tj, nil
 	}

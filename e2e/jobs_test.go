@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// trainJob is a themis job from examples/jobs/hello.nomad.hcl with its
+// stanza and command changed.
+type trainJob struct {
+	gpus  int
+	class string // "be" (default) or "te"
+	grace string // the stanza's grace_period ("" = the example's)
+	// steps of 100 ms for hello; ignored when shell is set.
+	steps int
+	// shell, when set, runs `/bin/sh -c shell` instead of hello.
+	shell string
+}
+
+func (o trainJob) build(t *testing.T, id string) *nomadapi.Job {
+	t.Helper()
+	job := helloJob(t, id, max(o.steps, 1), o.gpus)
+	task := job.TaskGroups[0].Tasks[0]
+	blocks, ok := task.Config["themis"].([]any)
+	if !ok || len(blocks) != 1 {
+		t.Fatalf("unexpected themis block in the parsed example: %#v", task.Config["themis"])
+	}
+	stanza := blocks[0].(map[string]any)
+	if o.class != "" {
+		stanza["class"] = o.class
+	}
+	if o.grace != "" {
+		stanza["grace_period"] = o.grace
+	}
+	if o.shell != "" {
+		task.Config["command"] = "/bin/sh"
+		task.Config["args"] = []any{"-c", o.shell}
+	}
+	return job
+}
+
+// run registers the job (deregistered and purged when the test ends).
+func (o trainJob) run(t *testing.T, id string) {
+	t.Helper()
+	register(t, o.build(t, id))
+}
+
+// waitRunning waits until the job holds a lease and its task has started
+// and printed at least one hello step (or, for a shell job, started).
+func waitRunning(t *testing.T, id string, timeout time.Duration) *nomadapi.AllocationListStub {
+	t.Helper()
+	var running *nomadapi.AllocationListStub
+	eventually(t, timeout, id+" to run", func() (bool, error) {
+		if jobLease(t, id) == nil {
+			return false, fmt.Errorf("no lease")
+		}
+		for _, a := range allocs(t, id) {
+			if a.ClientStatus != "running" {
+				continue
+			}
+			out, err := readStdout(a.ID)
+			if err != nil {
+				return false, err
+			}
+			if stepRE.MatchString(out) || !isHello(a) {
+				running = a
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("not running yet")
+	})
+	return running
+}
+
+func isHello(a *nomadapi.AllocationListStub) bool {
+	// Shell jobs print nothing; hello jobs print steps.
+	out, _ := readStdout(a.ID)
+	return regexp.MustCompile(`hello: visible GPUs`).MatchString(out)
+}
+
+var (
+	stepRE         = regexp.MustCompile(`hello: step (\d+)/`)
+	checkpointedRE = regexp.MustCompile(`hello: checkpointed at step (\d+), exiting`)
+	resumedRE      = regexp.MustCompile(`hello: resumed from step (\d+)`)
+)
+
+// stepOf returns the number the regexp captured in out, or -1.
+func stepOf(re *regexp.Regexp, out string) int {
+	m := re.FindStringSubmatch(out)
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// jobRecord reads the planner's record of a job from Consul.
+func jobRecord(t *testing.T, id string) *consul.JobRecord {
+	t.Helper()
+	p, _, err := env.consul.KV().Get(consul.RecordKey(core.JobKey{Namespace: "default", ID: id}), nil)
+	if err != nil {
+		t.Fatalf("read record of %s: %v", id, err)
+	}
+	if p == nil {
+		return nil
+	}
+	var r consul.JobRecord
+	if err := json.Unmarshal(p.Value, &r); err != nil {
+		t.Fatalf("decode record of %s: %v", id, err)
+	}
+	return &r
+}
+
+// allocInfo reads one allocation in full.
+func allocInfo(t *testing.T, id string) *nomadapi.Allocation {
+	t.Helper()
+	a, _, err := env.nomad.Allocations().Info(id, nil)
+	if err != nil {
+		t.Fatalf("alloc %s: %v", id, err)
+	}
+	return a
+}
+
+// lastStepRE finds the last step hello printed.
+var lastStepRE = regexp.MustCompile(`(?s).*hello: step (\d+)/`)

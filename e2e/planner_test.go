@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/themis-nomad/themis/planner"
+	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/sim"
+)
+
+// The suite runs one planner in this process, as the leader (without the
+// lock: nothing else leads). Tests that need another policy swap it for the
+// length of the test; a test that kills a planner stops this one, runs the
+// themis binary, and starts this one again afterwards.
+
+type plannerSetup struct {
+	policy         core.Policy
+	maxKillTimeout time.Duration
+}
+
+type runningPlanner struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startPlanner(s plannerSetup) {
+	ctx, cancel := context.WithCancel(env.ctx)
+	p := planner.New(planner.Config{
+		Nomad:          nomad.NewClient(env.nomad, "", env.log.Named("nomad")),
+		Store:          consul.NewStore(env.consul),
+		Policy:         s.policy,
+		Resync:         5 * time.Second,
+		MaxKillTimeout: s.maxKillTimeout,
+		RestoreGuard:   5 * time.Second,
+		Log:            env.log.Named("planner").With("policy", s.policy.Name()),
+	})
+	rp := &runningPlanner{cancel: cancel, done: make(chan error, 1)}
+	go func() { rp.done <- p.Run(ctx) }()
+	env.planner = rp
+}
+
+// stopPlanner stops the suite's planner and returns what its loop returned.
+func stopPlanner() error {
+	if env.planner == nil {
+		return nil
+	}
+	env.planner.cancel()
+	err := <-env.planner.done
+	env.planner = nil
+	return err
+}
+
+// usePolicy runs the suite's planner with a policy (built by name and knobs
+// as `themis planner -policy` builds it) for the rest of the test.
+func usePolicy(t *testing.T, name string, settings ...string) {
+	t.Helper()
+	p := mustPolicy(t, name, settings...)
+	if err := stopPlanner(); err != nil {
+		t.Fatalf("stop planner: %v", err)
+	}
+	startPlanner(plannerSetup{policy: p, maxKillTimeout: 30 * time.Minute})
+	t.Cleanup(func() {
+		if err := stopPlanner(); err != nil {
+			t.Errorf("stop planner: %v", err)
+		}
+		startPlanner(plannerSetup{policy: core.FIFO{}})
+	})
+}
+
+// mustPolicy builds a policy by name and knobs.
+func mustPolicy(t *testing.T, name string, settings ...string) core.Policy {
+	t.Helper()
+	knobs, err := core.ParseKnobs(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sim.NewPolicy(name, knobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.PreparePolicy(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

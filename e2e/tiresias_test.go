@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Tiresias-LAS live: a job demoted past its queue's threshold (40 GPU-s:
+// 8 GPUs for 5 s) is preempted for a newer job in the first queue, and
+// resumes from its checkpoint once that one is done.
+func TestTiresiasDemotedJobIsPreemptedAndResumes(t *testing.T) {
+	usePolicy(t, "tiresias-las", "tiresias.queues=40s")
+	old, young := "e2e-tiresias-old", "e2e-tiresias-young"
+	trainJob{gpus: 8, grace: "10s", steps: 3000}.run(t, old)
+	first := waitRunning(t, old, 60*time.Second)
+	// Past the threshold: 8 GPUs x 5 s of service, with a margin.
+	eventually(t, 60*time.Second, old+" to attain 48 GPU-seconds", func() (bool, error) {
+		return stepOf(lastStepRE, taskStdout(t, first.ID)) >= 60, nil
+	})
+	trainJob{gpus: 8, steps: 20}.run(t, young)
+
+	eventually(t, 30*time.Second, old+" to be revoked", func() (bool, error) {
+		l := jobLease(t, old)
+		if l != nil && l.Revoke != nil {
+			if !strings.Contains(l.Revoke.Reason, "tiresias-las") || !strings.Contains(l.Revoke.Reason, young) {
+				t.Errorf("revoke reason %q names neither the policy nor the job it makes room for", l.Revoke.Reason)
+			}
+			return true, nil
+		}
+		return false, nil
+	})
+	waitLeaseOf(t, young, 30*time.Second)
+	ckpt := stepOf(checkpointedRE, taskStdout(t, first.ID))
+	if ckpt < 60 {
+		t.Fatalf("the old job checkpointed at step %d; stdout:\n%s", ckpt, taskStdout(t, first.ID))
+	}
+	waitDead(t, young, 60*time.Second)
+	eventually(t, 60*time.Second, old+" to resume", func() (bool, error) {
+		for _, a := range allocs(t, old) {
+			if a.ID == first.ID {
+				continue
+			}
+			out, err := readStdout(a.ID)
+			if err != nil {
+				return false, err
+			}
+			if n := stepOf(resumedRE, out); n >= 0 {
+				if n != ckpt {
+					t.Fatalf("resumed from step %d, checkpointed at %d", n, ckpt)
+				}
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if r := jobRecord(t, old); r == nil || r.Preemptions != 1 || r.Attained < 40 {
+		t.Errorf("record of %s: %+v, want 1 preemption and at least 40 GPU-s attained", old, r)
+	}
+}

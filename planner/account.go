@@ -1,0 +1,158 @@
+package planner
+
+import (
+	"context"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/nomad"
+)
+
+// Service accounting. What the preemptive policies rank by (attained
+// service, time executed and waited since the last promotion, preemptions,
+// first submit and start) comes from Nomad's allocation times: the task's
+// StartedAt to FinishedAt (or now) under each lease, times the lease's GPUs.
+// Leases that ended are summed into the job's record in Consul by the
+// transaction that releases them, so neither a planner restart nor Nomad's
+// garbage collection of old allocations resets a job's service.
+
+// record returns the job's record, creating it the first time the planner
+// sees the job.
+func (p *Planner) record(ctx context.Context, r *round, j *nomad.Job) (consul.JobRecord, error) {
+	if rec, ok := r.records[j.Key]; ok {
+		return rec, nil
+	}
+	rec := consul.JobRecord{Namespace: j.Key.Namespace, JobID: j.Key.ID, FirstSubmit: j.CoreJob(core.Queued).Submitted.UTC()}
+	rec, err := p.cfg.Store.PutRecord(ctx, rec)
+	if err != nil {
+		return rec, err
+	}
+	r.records[j.Key] = rec
+	return rec, nil
+}
+
+// served adds the service a lease gave (its allocations' run time) to rec.
+func served(rec consul.JobRecord, l lease.JobLease, allocs []nomad.Alloc, now time.Time) consul.JobRecord {
+	run, first := leaseRun(l, allocs, now)
+	rec.Executed += run.Seconds()
+	rec.Attained += run.Seconds() * float64(len(l.GPUs))
+	if rec.FirstStart.IsZero() && !first.IsZero() {
+		rec.FirstStart = first.UTC()
+	}
+	rec.LastLease = l.LeaseID
+	return rec
+}
+
+// leaseRun is how long the job's task ran under lease l (its allocations
+// created since the grant) and when it first started under it.
+func leaseRun(l lease.JobLease, allocs []nomad.Alloc, now time.Time) (run time.Duration, first time.Time) {
+	for _, a := range allocs {
+		if a.Created.Before(l.GrantedAt) {
+			continue
+		}
+		run += a.RanFor(now)
+		if !a.Started.IsZero() && (first.IsZero() || a.Started.Before(first)) {
+			first = a.Started
+		}
+	}
+	return run, first
+}
+
+// account turns a job, its record and (when granted) its current lease into
+// the decision core's job, with its service counters.
+func (p *Planner) account(j *nomad.Job, phase core.Phase, rec consul.JobRecord, l *lease.JobLease, allocs []nomad.Alloc, now time.Time) core.Job {
+	cj := j.CoreJob(phase)
+	cj.Submitted = rec.FirstSubmit
+	cj.Preemptions = rec.Preemptions
+	cj.Remaining = -1 // live jobs do not say how long they run
+	executed, attained, firstStart := rec.Executed, rec.Attained, rec.FirstStart
+	if l != nil {
+		run, first := leaseRun(*l, allocs, now)
+		executed += run.Seconds()
+		attained += run.Seconds() * float64(len(l.GPUs))
+		if firstStart.IsZero() {
+			firstStart = first
+		}
+		if rec.Preemptions > 0 && p.cfg.RestoreGuard > 0 {
+			// A resumed job is not preempted again before it made
+			// progress (or before it started at all).
+			cj.RestoreLeft = max(0, (p.cfg.RestoreGuard - run).Seconds())
+		}
+	}
+	cj.Started, cj.FirstStart = !firstStart.IsZero(), firstStart
+	cj.Attained = attained
+	cj.Executed = max(0, executed-rec.ExecutedAtPromotion)
+	since := rec.FirstSubmit
+	if rec.PromotedAt.After(since) {
+		since = rec.PromotedAt
+	}
+	cj.Waited = max(0, now.Sub(since).Seconds()-cj.Executed)
+	return cj
+}
+
+// promote records a Tiresias starvation promotion: the job's executed and
+// waited counters restart from now.
+func (p *Planner) promote(ctx context.Context, r *round, k core.JobKey) error {
+	rec, ok := r.records[k]
+	if !ok {
+		return nil
+	}
+	executed := rec.Executed
+	if l, ok := r.leases[k]; ok {
+		run, _ := leaseRun(l, r.snap.Allocs[k], r.now)
+		executed += run.Seconds()
+	}
+	rec.PromotedAt, rec.ExecutedAtPromotion = r.now.UTC(), executed
+	rec, err := p.cfg.Store.PutRecord(ctx, rec)
+	if err != nil {
+		return err
+	}
+	r.records[k] = rec
+	p.log.Info("promoted a starving job to the highest-priority queue", "job", k)
+	return nil
+}
+
+// learn tells a policy that learns job sizes (Tiresias-Gittins without a
+// distribution file) the GPU-seconds a finished job received. What it
+// learned lives in the planner's memory only: give tiresias.gittins_dist
+// for a ranking that survives a planner restart.
+func (p *Planner) learn(r *round, k core.JobKey, l lease.JobLease) {
+	lr, ok := p.cfg.Policy.(core.Learner)
+	rec, known := r.records[k]
+	if !ok || !known {
+		return
+	}
+	run, _ := leaseRun(l, r.snap.Allocs[k], r.now)
+	lr.Observe(rec.Attained + run.Seconds()*float64(len(l.GPUs)))
+}
+
+// dropRecord deletes a finished job's record.
+func (p *Planner) dropRecord(ctx context.Context, r *round, k core.JobKey) error {
+	if _, ok := r.records[k]; !ok {
+		return nil
+	}
+	if err := p.cfg.Store.DeleteRecord(ctx, k); err != nil {
+		return err
+	}
+	delete(r.records, k)
+	return nil
+}
+
+// forget deletes the records of jobs that finished or left Nomad and hold no
+// lease (a planner stopped between a release and the record's deletion).
+func (p *Planner) forget(ctx context.Context, r *round) error {
+	for k := range r.records {
+		if _, leased := r.leases[k]; leased {
+			continue
+		}
+		if j := r.jobs[k]; j != nil && !j.Finished() {
+			continue
+		}
+		if err := p.dropRecord(ctx, r, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package consul
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
+)
+
+// RecordPrefix is where the planner keeps what it must remember about a job
+// across preemptions and planner restarts (invariant 5): Nomad forgets a
+// job's history every time it is re-registered, and allocations are
+// garbage-collected.
+const RecordPrefix = lease.Root + "jobs/"
+
+// RecordKey is the key of one job's record.
+func RecordKey(k core.JobKey) string {
+	return RecordPrefix + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.ID)
+}
+
+// JobRecord is a job's scheduling history: what the decision core's service
+// accounting needs (attained service, preemptions, first submit) and could
+// not rebuild from Nomad alone. It is written when the planner first sees the
+// job, when a lease of the job ends, and when Tiresias promotes it; it is
+// deleted when the job finishes or leaves Nomad.
+type JobRecord struct {
+	Namespace string `json:"namespace"`
+	JobID     string `json:"job_id"`
+	// FirstSubmit is when the planner first saw the job queued; it orders
+	// FIFO queues, as the job's own SubmitTime changes with every pin.
+	FirstSubmit time.Time `json:"first_submit"`
+	// FirstStart is when the job first ran (zero: never).
+	FirstStart time.Time `json:"first_start,omitzero"`
+	// Executed is the seconds the job ran under leases that have ended,
+	// and Attained the GPU-seconds (Executed x GPUs of each lease).
+	Executed float64 `json:"executed_s"`
+	Attained float64 `json:"attained_gpu_s"`
+	// Preemptions counts the leases taken back from the job.
+	Preemptions int `json:"preemptions"`
+	// LastLease is the last lease whose service was added, so that a
+	// release replayed after a crash is not counted twice.
+	LastLease string `json:"last_lease,omitempty"`
+	// PromotedAt and ExecutedAtPromotion record Tiresias's last starvation
+	// promotion, which resets the job's executed and waited counters.
+	PromotedAt          time.Time `json:"promoted_at,omitzero"`
+	ExecutedAtPromotion float64   `json:"executed_at_promotion_s,omitempty"`
+
+	// index is the record's ModifyIndex when read (0: not in Consul), for
+	// check-and-set.
+	index uint64
+}
+
+// Index is the Consul ModifyIndex the record was read at (0: new).
+func (r JobRecord) Index() uint64 { return r.index }
+
+// Key is the job the record is about.
+func (r JobRecord) Key() core.JobKey { return core.JobKey{Namespace: r.Namespace, ID: r.JobID} }
+
+// Records lists every job record.
+func (s *Store) Records(ctx context.Context) (map[core.JobKey]JobRecord, error) {
+	pairs, _, err := s.api.KV().List(RecordPrefix, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", RecordPrefix, err)
+	}
+	out := make(map[core.JobKey]JobRecord, len(pairs))
+	for _, p := range pairs {
+		var r JobRecord
+		if err := json.Unmarshal(p.Value, &r); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", p.Key, err)
+		}
+		r.index = p.ModifyIndex
+		out[r.Key()] = r
+	}
+	return out, nil
+}
+
+// PutRecord writes a record, check-and-set on the index it was read at (0
+// creates it). It returns the record with its new index.
+func (s *Store) PutRecord(ctx context.Context, r JobRecord) (JobRecord, error) {
+	op, err := recordOp(r)
+	if err != nil {
+		return r, err
+	}
+	resp, err := s.txnOps(ctx, "write record of "+r.Key().String(), api.TxnOps{op})
+	if err != nil {
+		return r, err
+	}
+	r.index = resp.Results[0].KV.ModifyIndex
+	return r, nil
+}
+
+// DeleteRecord removes a job's record (the job finished or left Nomad).
+func (s *Store) DeleteRecord(ctx context.Context, k core.JobKey) error {
+	if _, err := s.api.KV().Delete(RecordKey(k), (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("delete %s: %w", RecordKey(k), err)
+	}
+	return nil
+}
+
+func recordOp(r JobRecord) (*api.TxnOp, error) {
+	v, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: RecordKey(r.Key()), Value: v, Index: r.index}}, nil
+}
+
+// txnOps runs a transaction and turns a rollback into an error that names the
+// key that failed.
+func (s *Store) txnOps(ctx context.Context, what string, ops api.TxnOps) (*api.TxnResponse, error) {
+	ok, resp, _, err := s.api.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s: %s", what, rollback(resp, ops))
+	}
+	return resp, nil
+}
+
+func rollback(resp *api.TxnResponse, ops api.TxnOps) string {
+	msg := "transaction rolled back"
+	if resp != nil && len(resp.Errors) > 0 {
+		msg = resp.Errors[0].What
+		if idx := resp.Errors[0].OpIndex; idx < len(ops) && ops[idx].KV != nil {
+			msg = fmt.Sprintf("%s: %s", ops[idx].KV.Key, msg)
+		}
+	}
+	return msg
+}
+
+// WithIndex returns r as if read at a Consul ModifyIndex, for stores that
+// stand in for Consul (tests).
+func WithIndex(r JobRecord, index uint64) JobRecord {
+	r.index = index
+	return r
+}

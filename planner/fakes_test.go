@@ -1,0 +1,325 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/nomad"
+)
+
+// In-memory stand-ins for Nomad and Consul with the semantics the planner
+// relies on: check-and-set job registration, count-0 suspension that stops
+// an allocation only when the test lets it finish, all-or-nothing lease
+// transactions. The e2e suite checks the same paths against real agents.
+
+var errCrash = errors.New("planner crashed")
+
+// budget makes every write fail once n writes went through: a planner
+// killed at that point.
+type budget struct{ left int }
+
+func (b *budget) spend() error {
+	if b == nil {
+		return nil
+	}
+	if b.left <= 0 {
+		return errCrash
+	}
+	b.left--
+	return nil
+}
+
+type fakeNomad struct {
+	clock   *time.Time
+	crash   *budget
+	index   uint64
+	jobs    map[core.JobKey]*api.Job
+	allocs  map[core.JobKey][]*fakeAlloc
+	node    core.Node
+	suspend int // effective suspensions (registrations with count 0)
+}
+
+type fakeAlloc struct {
+	nomad.Alloc
+	// stopAt is when a stopping allocation's task has checkpointed and
+	// exited (zero: not stopping).
+	stopAt time.Time
+}
+
+// checkpointTime is how long a suspended task takes to stop.
+const checkpointTime = 3 * time.Second
+
+func newFakeNomad(clock *time.Time, gpus int) *fakeNomad {
+	n := core.Node{ID: "node-1", Name: "dev-node", Schedulable: true}
+	for i := range gpus {
+		n.GPUs = append(n.GPUs, core.GPU{ID: fmt.Sprintf("gpu-%d", i), Index: i, Path: []string{"s" + strconv.Itoa(i/4), "p" + strconv.Itoa(i/2)}, Healthy: true})
+	}
+	return &fakeNomad{clock: clock, jobs: map[core.JobKey]*api.Job{}, allocs: map[core.JobKey][]*fakeAlloc{}, node: n}
+}
+
+// submit registers a themis job as a user would.
+func (f *fakeNomad) submit(id string, gpus int, class, grace string) {
+	f.index++
+	cfg := map[string]any{"command": "train", "themis": []any{map[string]any{"gpus": float64(gpus), "class": class, "grace_period": grace}}}
+	f.jobs[core.JobKey{Namespace: "default", ID: id}] = &api.Job{
+		ID: ptr(id), Namespace: ptr("default"), Status: ptr("pending"), NodePool: ptr(nomad.DefaultPendingPool),
+		JobModifyIndex: ptr(f.index), SubmitTime: ptr(f.clock.UnixNano()), Meta: map[string]string{},
+		TaskGroups: []*api.TaskGroup{{Name: ptr("g"), Count: ptr(1), Tasks: []*api.Task{{Name: "t", Driver: nomad.DriverName, Config: cfg}}}},
+	}
+}
+
+// settle ends the stopping allocations whose checkpoint is done by now.
+func (f *fakeNomad) settle() {
+	for k, as := range f.allocs {
+		for _, a := range as {
+			if !a.stopAt.IsZero() && !a.stopAt.After(*f.clock) && !a.Terminal() {
+				a.ClientStatus, a.Finished = "complete", a.stopAt
+			}
+		}
+		if j := f.jobs[k]; j != nil && *j.TaskGroups[0].Count == 0 {
+			j.Status = ptr("dead")
+		}
+	}
+}
+
+// finish ends a job's running allocation as its task completing would.
+func (f *fakeNomad) finish(id string) {
+	k := core.JobKey{Namespace: "default", ID: id}
+	for _, a := range f.allocs[k] {
+		if !a.Terminal() {
+			a.ClientStatus, a.Finished = "complete", *f.clock
+		}
+	}
+	f.jobs[k].Status = ptr("dead")
+}
+
+func (f *fakeNomad) running(id string) []*fakeAlloc {
+	var out []*fakeAlloc
+	for _, a := range f.allocs[core.JobKey{Namespace: "default", ID: id}] {
+		if !a.Terminal() {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (f *fakeNomad) EnsurePendingPool(context.Context) error { return nil }
+func (f *fakeNomad) PendingPool() string                     { return nomad.DefaultPendingPool }
+func (f *fakeNomad) Watch(ctx context.Context, i uint64, _ func()) (uint64, error) {
+	<-ctx.Done()
+	return i, ctx.Err()
+}
+
+func (f *fakeNomad) Snapshot(context.Context) (*nomad.Snapshot, error) {
+	s := &nomad.Snapshot{Nodes: []core.Node{f.node}, Pools: map[string]string{f.node.ID: "default"}, Allocs: map[core.JobKey][]nomad.Alloc{}}
+	for _, k := range slices.SortedFunc(maps.Keys(f.jobs), compareKeys) {
+		c := *f.jobs[k]
+		c.Meta = maps.Clone(c.Meta)
+		j, err := nomad.ParseJob(&c)
+		if err != nil {
+			return nil, err
+		}
+		s.Jobs = append(s.Jobs, j)
+	}
+	for k, as := range f.allocs {
+		for _, a := range as {
+			s.Allocs[k] = append(s.Allocs[k], a.Alloc)
+		}
+	}
+	return s, nil
+}
+
+func (f *fakeNomad) current(j *nomad.Job) (*api.Job, error) {
+	cur := f.jobs[j.Key]
+	if cur == nil || *cur.JobModifyIndex != j.ModifyIndex() {
+		return nil, nomad.ErrJobChanged
+	}
+	return cur, nil
+}
+
+func (f *fakeNomad) Pin(_ context.Context, j *nomad.Job, g core.Grant, pool, leaseID string, restarts int) error {
+	if err := f.crash.spend(); err != nil {
+		return err
+	}
+	cur, err := f.current(j)
+	if err != nil {
+		return err
+	}
+	f.index++
+	cur.JobModifyIndex, cur.NodePool, cur.Status = ptr(f.index), ptr(pool), ptr("running")
+	cur.Meta[nomad.LeaseMeta], cur.Meta[nomad.RestartCountMeta] = leaseID, strconv.Itoa(restarts)
+	delete(cur.Meta, nomad.SuspendedMeta)
+	cur.TaskGroups[0].Count = ptr(1)
+	f.allocs[j.Key] = append(f.allocs[j.Key], &fakeAlloc{Alloc: nomad.Alloc{
+		ID: fmt.Sprintf("alloc-%d", f.index), NodeID: g.Node, ClientStatus: "running", Created: *f.clock, Started: *f.clock}})
+	return nil
+}
+
+func (f *fakeNomad) Suspend(_ context.Context, j *nomad.Job, leaseID string) error {
+	if err := f.crash.spend(); err != nil {
+		return err
+	}
+	cur, err := f.current(j)
+	if err != nil {
+		return err
+	}
+	f.index++
+	f.suspend++
+	cur.JobModifyIndex, cur.NodePool = ptr(f.index), ptr(nomad.DefaultPendingPool)
+	cur.Meta[nomad.SuspendedMeta] = leaseID
+	delete(cur.Meta, nomad.LeaseMeta)
+	cur.TaskGroups[0].Count = ptr(0)
+	for _, a := range f.allocs[j.Key] {
+		if a.stopAt.IsZero() && !a.Terminal() {
+			a.stopAt = f.clock.Add(checkpointTime)
+		}
+	}
+	return nil
+}
+
+func (f *fakeNomad) Adopt(_ context.Context, j *nomad.Job) error {
+	cur, err := f.current(j)
+	if err != nil {
+		return err
+	}
+	f.index++
+	cur.JobModifyIndex, cur.NodePool = ptr(f.index), ptr(nomad.DefaultPendingPool)
+	return nil
+}
+
+// fakeStore keeps leases and records as Consul's KV would.
+type fakeStore struct {
+	crash    *budget
+	index    uint64
+	leases   map[core.JobKey]lease.JobLease
+	gpus     map[string]string // GPU -> lease ID
+	records  map[core.JobKey]consul.JobRecord
+	recIndex map[core.JobKey]uint64
+	statuses map[core.JobKey]consul.JobStatus
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{leases: map[core.JobKey]lease.JobLease{}, gpus: map[string]string{},
+		records: map[core.JobKey]consul.JobRecord{}, recIndex: map[core.JobKey]uint64{}, statuses: map[core.JobKey]consul.JobStatus{}}
+}
+
+func (s *fakeStore) Leases(context.Context) (map[core.JobKey]lease.JobLease, error) {
+	return maps.Clone(s.leases), nil
+}
+
+func (s *fakeStore) Grant(_ context.Context, l lease.JobLease) error {
+	if err := s.crash.spend(); err != nil {
+		return err
+	}
+	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
+	if _, ok := s.leases[k]; ok {
+		return fmt.Errorf("grant %s: job already leased", k)
+	}
+	for _, g := range l.GPUs {
+		if _, ok := s.gpus[g]; ok {
+			return fmt.Errorf("grant %s: GPU %s already leased", k, g)
+		}
+	}
+	s.leases[k] = l
+	for _, g := range l.GPUs {
+		s.gpus[g] = l.LeaseID
+	}
+	return nil
+}
+
+func (s *fakeStore) Revoke(_ context.Context, l lease.JobLease, r lease.Revoke) (lease.JobLease, error) {
+	if err := s.crash.spend(); err != nil {
+		return l, err
+	}
+	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
+	cur, ok := s.leases[k]
+	if !ok || cur.LeaseID != l.LeaseID {
+		return l, fmt.Errorf("revoke %s: lease gone", k)
+	}
+	if cur.Revoke == nil {
+		cur.Revoke = &r
+		s.leases[k] = cur
+	}
+	return cur, nil
+}
+
+func (s *fakeStore) Release(_ context.Context, l lease.JobLease, rec *consul.JobRecord) error {
+	if err := s.crash.spend(); err != nil {
+		return err
+	}
+	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
+	cur, ok := s.leases[k]
+	if !ok || cur.LeaseID != l.LeaseID {
+		return nil
+	}
+	if rec != nil && s.recIndex[k] != rec.Index() {
+		return fmt.Errorf("release %s: record changed", k)
+	}
+	delete(s.leases, k)
+	for _, g := range l.GPUs {
+		if s.gpus[g] == l.LeaseID {
+			delete(s.gpus, g)
+		}
+	}
+	if rec != nil {
+		s.index++
+		s.records[k], s.recIndex[k] = *rec, s.index
+	}
+	return nil
+}
+
+func (s *fakeStore) Records(context.Context) (map[core.JobKey]consul.JobRecord, error) {
+	out := map[core.JobKey]consul.JobRecord{}
+	for k, r := range s.records {
+		out[k] = consul.WithIndex(r, s.recIndex[k])
+	}
+	return out, nil
+}
+
+func (s *fakeStore) PutRecord(_ context.Context, r consul.JobRecord) (consul.JobRecord, error) {
+	if err := s.crash.spend(); err != nil {
+		return r, err
+	}
+	k := r.Key()
+	if s.recIndex[k] != r.Index() {
+		return r, fmt.Errorf("put record %s: changed", k)
+	}
+	s.index++
+	s.records[k], s.recIndex[k] = r, s.index
+	return consul.WithIndex(r, s.index), nil
+}
+
+func (s *fakeStore) DeleteRecord(_ context.Context, k core.JobKey) error {
+	if err := s.crash.spend(); err != nil {
+		return err
+	}
+	delete(s.records, k)
+	delete(s.recIndex, k)
+	return nil
+}
+
+func (s *fakeStore) Statuses(context.Context) ([]consul.JobStatus, error) {
+	return slices.Collect(maps.Values(s.statuses)), nil
+}
+
+func (s *fakeStore) PutStatus(_ context.Context, st consul.JobStatus) error {
+	s.statuses[core.JobKey{Namespace: st.Namespace, ID: st.JobID}] = st
+	return nil
+}
+
+func (s *fakeStore) DeleteStatus(_ context.Context, k core.JobKey) error {
+	delete(s.statuses, k)
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }

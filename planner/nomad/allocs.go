@@ -1,0 +1,76 @@
+package nomad
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// Alloc is one allocation of a themis job, as the planner needs it: whether
+// it still runs (a revoked lease is released only once its allocation is
+// terminal) and how long its task ran (attained service).
+type Alloc struct {
+	ID     string
+	NodeID string
+	// ClientStatus is Nomad's: pending, running, complete, failed, lost.
+	ClientStatus string
+	Created      time.Time
+	// Started and Finished are the themis task's; zero when it has not
+	// started or not finished.
+	Started, Finished time.Time
+}
+
+// Terminal reports whether the allocation will never run again on its node.
+func (a Alloc) Terminal() bool {
+	switch a.ClientStatus {
+	case api.AllocClientStatusComplete, api.AllocClientStatusFailed, api.AllocClientStatusLost:
+		return true
+	}
+	return false
+}
+
+// RanFor is how long the allocation's task ran up to now (to its finish
+// when it finished).
+func (a Alloc) RanFor(now time.Time) time.Duration {
+	if a.Started.IsZero() {
+		return 0
+	}
+	end := a.Finished
+	if end.IsZero() || a.Finished.Before(a.Started) {
+		if a.Terminal() {
+			return 0
+		}
+		end = now
+	}
+	return max(0, end.Sub(a.Started))
+}
+
+// allocations lists every allocation in one call, keyed by job; the task
+// times are read for the themis jobs given. Jobs purged from Nomad keep
+// their allocations in the list until those are garbage-collected, which
+// is how the planner knows when a purged job's GPUs are really free.
+func (c *Client) allocations(ctx context.Context, jobs map[core.JobKey]*Job) (map[core.JobKey][]Alloc, error) {
+	stubs, _, err := c.api.Allocations().List((&api.QueryOptions{Namespace: "*"}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("list allocations: %w", err)
+	}
+	out := map[core.JobKey][]Alloc{}
+	for _, s := range stubs {
+		key := core.JobKey{Namespace: s.Namespace, ID: s.JobID}
+		if key.Namespace == "" {
+			key.Namespace = "default"
+		}
+		a := Alloc{ID: s.ID, NodeID: s.NodeID, ClientStatus: s.ClientStatus, Created: time.Unix(0, s.CreateTime)}
+		if j := jobs[key]; j != nil {
+			if ts := s.TaskStates[j.Task]; ts != nil {
+				a.Started, a.Finished = ts.StartedAt, ts.FinishedAt
+			}
+		}
+		out[key] = append(out[key], a)
+	}
+	return out, nil
+}

@@ -1,0 +1,163 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/nomad"
+)
+
+// Taking GPUs back (preemption) is a sequence of idempotent steps, each
+// re-derived every round from Consul and Nomad, so that a planner killed at
+// any point is finished by the next one:
+//
+//  1. revoke:  the job's lease gets a Revoke record (reason, deadline =
+//     now + grace period), check-and-set, written once.
+//  2. suspend: the job is re-registered with group count 0 and
+//     themis.suspended = <lease> (check-and-set on its JobModifyIndex);
+//     Nomad stops its allocation through the driver's StopTask, which
+//     signals the workload, waits the grace period (the task's
+//     kill_timeout) and kills it.
+//  3. release: once Nomad reports every allocation of the job terminal,
+//     one Consul transaction deletes the lease's keys and adds the
+//     lease's service and one preemption to the job's record.
+//
+// Until step 3 the lease's GPUs are held: grants on them wait.
+
+// preempt starts taking a lease back (steps 1 and 2).
+func (p *Planner) preempt(ctx context.Context, r *round, g core.Grant, d core.Decision) error {
+	l, ok := r.leases[g.Job]
+	if !ok {
+		return fmt.Errorf("preempt %s: no lease in Consul", g.Job)
+	}
+	j := r.jobs[g.Job]
+	grace := 0 * time.Second
+	if j != nil {
+		grace = j.Intent.GracePeriod
+	}
+	rv := lease.Revoke{
+		Reason: fmt.Sprintf("preempted by %s%s", p.cfg.Policy.Name(), beneficiaries(g, d)),
+		Since:  r.now.UTC(), Deadline: r.now.Add(grace).UTC(),
+	}
+	marked, err := p.cfg.Store.Revoke(ctx, l, rv)
+	if err != nil {
+		return err
+	}
+	r.leases[g.Job] = marked
+	p.hold(r, marked)
+	p.log.Info("revoking", "job", g.Job, "gpus", l.GPUs, "lease", l.LeaseID, "reason", marked.Revoke.Reason,
+		"deadline", marked.Revoke.Deadline)
+	p.advanceRevoke(ctx, r, j, marked)
+	return nil
+}
+
+// beneficiaries names the jobs this round grants the preempted GPUs to.
+func beneficiaries(g core.Grant, d core.Decision) string {
+	var who []string
+	for _, a := range d.Actions {
+		if ga, ok := a.(core.GrantAction); ok && slices.ContainsFunc(ga.Grant.GPUs, func(id string) bool { return slices.Contains(g.GPUs, id) }) {
+			who = append(who, ga.Grant.Job.String())
+		}
+	}
+	if len(who) == 0 {
+		return ""
+	}
+	return " for " + strings.Join(who, ", ")
+}
+
+// advanceRevoke drives a revoking lease one step on (steps 2 and 3). j is
+// nil when the job was purged from Nomad.
+func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l lease.JobLease) {
+	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
+	if j != nil && !j.Stopped() && j.SuspendedLease() != l.LeaseID {
+		err := p.cfg.Nomad.Suspend(ctx, j, l.LeaseID)
+		switch {
+		case errors.Is(err, nomad.ErrJobChanged):
+			// The user changed the job meanwhile: the next round reads
+			// the new version and suspends that.
+		case err != nil:
+			r.fail(err)
+		default:
+			p.log.Info("suspended: Nomad stops the allocation with the job's grace period", "job", k, "lease", l.LeaseID)
+		}
+	}
+	if p.stillRunning(r, k, l) {
+		p.hold(r, l)
+		r.status[k] = consul.JobStatus{State: "revoking", Reason: l.Revoke.Reason, Node: l.NodeName, GPUs: l.GPUs,
+			LeaseID: l.LeaseID, Deadline: l.Revoke.Deadline, Preemptions: r.records[k].Preemptions}
+		return
+	}
+	// Step 3: every allocation is terminal.
+	if j == nil || j.Finished() {
+		if err := p.release(ctx, r, l, nil, "job stopped while being revoked"); err != nil {
+			r.fail(err)
+			p.hold(r, l)
+			return
+		}
+		r.fail(p.dropRecord(ctx, r, k))
+		return
+	}
+	rec, err := p.record(ctx, r, j)
+	if err != nil {
+		r.fail(err)
+		p.hold(r, l)
+		return
+	}
+	if rec.LastLease != l.LeaseID {
+		rec = served(rec, l, r.snap.Allocs[k], r.now)
+		rec.Preemptions++
+	}
+	if err := p.release(ctx, r, l, &rec, "revoked: the job's allocation stopped"); err != nil {
+		r.fail(err)
+		p.hold(r, l)
+		return
+	}
+	r.records[k] = rec
+	delete(r.leases, k)
+}
+
+// stillRunning reports whether a lease's job has an allocation that is not
+// terminal on the lease's node (the GPUs may still be in use).
+func (p *Planner) stillRunning(r *round, k core.JobKey, l lease.JobLease) bool {
+	for _, a := range r.snap.Allocs[k] {
+		if !a.Terminal() && (a.NodeID == l.NodeID || a.NodeID == "") {
+			return true
+		}
+	}
+	return false
+}
+
+// hold marks a lease's GPUs as not yet free.
+func (p *Planner) hold(r *round, l lease.JobLease) {
+	for _, id := range l.GPUs {
+		r.held[id] = l
+	}
+}
+
+// heldBy returns the lease still holding one of a grant's GPUs.
+func (p *Planner) heldBy(r *round, g core.Grant) (lease.JobLease, bool) {
+	for _, id := range g.GPUs {
+		if l, ok := r.held[id]; ok {
+			return l, true
+		}
+	}
+	return lease.JobLease{}, false
+}
+
+// release deletes a lease's keys (with rec written in the same transaction
+// when not nil) and forgets it for the rest of the round.
+func (p *Planner) release(ctx context.Context, r *round, l lease.JobLease, rec *consul.JobRecord, why string) error {
+	if err := p.cfg.Store.Release(ctx, l, rec); err != nil {
+		return err
+	}
+	delete(r.leases, core.JobKey{Namespace: l.Namespace, ID: l.JobID})
+	p.log.Info("released", "job", l.Namespace+"/"+l.JobID, "gpus", l.GPUs, "lease", l.LeaseID, "why", why)
+	return nil
+}

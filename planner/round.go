@@ -1,0 +1,227 @@
+package planner
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/nomad"
+)
+
+// round is one reconcile's view of Nomad and Consul.
+type round struct {
+	now     time.Time
+	snap    *nomad.Snapshot
+	jobs    map[core.JobKey]*nomad.Job
+	nodes   map[string]core.Node
+	leases  map[core.JobKey]lease.JobLease
+	records map[core.JobKey]consul.JobRecord
+	// held maps each GPU that a lease being torn down still holds (a job
+	// checkpointing after a revoke, or a stopped job's allocation not yet
+	// terminal) to that lease. The decision core sees these GPUs as free,
+	// so it hands them to the job that caused the preemption instead of
+	// preempting another one; the grant itself waits until they are
+	// released.
+	held   map[string]lease.JobLease
+	status map[core.JobKey]consul.JobStatus
+	errs   []error
+}
+
+func (r *round) fail(err error) {
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
+}
+
+// Reconcile runs one round: observe, decide, act.
+func (p *Planner) Reconcile(ctx context.Context) error {
+	if p.statuses == nil {
+		if err := p.loadStatuses(ctx); err != nil {
+			return err
+		}
+	}
+	r, state, err := p.observe(ctx)
+	if err != nil {
+		return err
+	}
+	d := core.Planner{Policy: p.cfg.Policy, ExplainWaits: true, SingleNode: true}.Decide(state, r.now)
+	p.recheck = time.Time{}
+	if rc, ok := p.cfg.Policy.(core.RecheckAfter); ok {
+		jobs := make([]*core.Job, len(state.Jobs))
+		for i := range state.Jobs {
+			jobs[i] = &state.Jobs[i]
+		}
+		p.recheck = rc.NextChange(r.now, jobs)
+	}
+	p.act(ctx, r, d)
+	r.fail(p.writeStatuses(ctx, r.status, r.now))
+	r.fail(p.forget(ctx, r))
+	return errors.Join(r.errs...)
+}
+
+// observe reads Nomad and Consul, drives leases being torn down one step
+// on, and builds the decision core's state.
+func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
+	// Leases first: a lease granted after the snapshot was read would
+	// otherwise look like one whose job is gone.
+	leases, err := p.cfg.Store.Leases(ctx)
+	if err != nil {
+		return nil, core.State{}, err
+	}
+	records, err := p.cfg.Store.Records(ctx)
+	if err != nil {
+		return nil, core.State{}, err
+	}
+	snap, err := p.cfg.Nomad.Snapshot(ctx)
+	if err != nil {
+		return nil, core.State{}, err
+	}
+	r := &round{
+		now: p.cfg.Now(), snap: snap, jobs: map[core.JobKey]*nomad.Job{}, nodes: map[string]core.Node{},
+		leases: leases, records: records, held: map[string]lease.JobLease{}, status: map[core.JobKey]consul.JobStatus{},
+	}
+	for _, n := range snap.Nodes {
+		r.nodes[n.ID] = n
+	}
+	for _, j := range snap.Jobs {
+		r.jobs[j.Key] = j
+	}
+	// Leases being taken back, and leases of jobs gone from Nomad.
+	for k, l := range leases {
+		j := r.jobs[k]
+		if l.Revoke != nil {
+			p.advanceRevoke(ctx, r, j, l)
+		}
+	}
+	state := core.State{Nodes: snap.Nodes}
+	for _, j := range snap.Jobs {
+		if cj, ok := p.observeJob(ctx, r, j); ok {
+			state.Jobs = append(state.Jobs, cj)
+		}
+	}
+	for _, l := range r.leases {
+		if l.Revoke != nil {
+			continue // held: not the core's to release or keep
+		}
+		state.Grants = append(state.Grants, core.Grant{Job: core.JobKey{Namespace: l.Namespace, ID: l.JobID}, Node: l.NodeID, GPUs: l.GPUs})
+	}
+	slices.SortFunc(state.Grants, func(a, b core.Grant) int { return compareKeys(a.Job, b.Job) })
+	return r, state, nil
+}
+
+// observeJob classifies one job and returns it in the core's terms; ok is
+// false for jobs the core must not see this round (rejected, being moved to
+// the pending pool, or still stopping after a revoke).
+func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.Job, bool) {
+	l, has := r.leases[j.Key]
+	if has && l.Revoke != nil {
+		return core.Job{}, false // still revoking: advanceRevoke set its status
+	}
+	if j.Err == nil && p.cfg.MaxKillTimeout > 0 && j.Intent.GracePeriod > p.cfg.MaxKillTimeout {
+		j.Err = fmt.Errorf("job %q group %q task %q: themis.grace_period: %s is longer than the Nomad clients' max_kill_timeout (%s), which would cut it short; ask for at most %s, or raise client.max_kill_timeout and the planner's -max-kill-timeout",
+			j.Key.ID, j.Group, j.Task, j.Intent.GracePeriod, p.cfg.MaxKillTimeout, p.cfg.MaxKillTimeout)
+	}
+	if j.Err != nil {
+		// Not in the core's jobs: a lease it still holds is released.
+		if !j.Finished() {
+			r.status[j.Key] = consul.JobStatus{State: "rejected", Reason: j.Err.Error()}
+		}
+		return core.Job{}, false
+	}
+	phase := core.Queued
+	switch {
+	case j.Finished():
+		return j.CoreJob(core.Finished), true
+	case has && j.PinnedLease() == l.LeaseID:
+		phase = core.Granted
+	case has && j.ModifyIndex() == l.SubmitIndex:
+		// Granted but never pinned: the planner stopped in between.
+		phase = core.Granted
+		r.fail(p.pin(ctx, r, j, l))
+	case has:
+		// Resubmitted since its grant: the old lease is stale.
+		if err := p.release(ctx, r, l, nil, "job resubmitted"); err != nil {
+			r.fail(err)
+			return core.Job{}, false
+		}
+		delete(r.leases, j.Key)
+	case j.SuspendedLease() == "" && j.Pool() != p.cfg.Nomad.PendingPool():
+		if err := p.cfg.Nomad.Adopt(ctx, j); err != nil && !errors.Is(err, nomad.ErrJobChanged) {
+			r.fail(err)
+		} else {
+			p.log.Info("moved a themis job into the pending pool to wait for a grant", "job", j.Key, "from_pool", j.Pool())
+		}
+		r.status[j.Key] = consul.JobStatus{State: "queued", Reason: "moved to node pool " + p.cfg.Nomad.PendingPool() + " to wait for a grant"}
+		return core.Job{}, false
+	}
+	rec, err := p.record(ctx, r, j)
+	if err != nil {
+		r.fail(err)
+		return core.Job{}, false
+	}
+	if phase == core.Granted {
+		r.status[j.Key] = consul.JobStatus{State: "granted", Node: l.NodeName, GPUs: l.GPUs, LeaseID: l.LeaseID, Preemptions: rec.Preemptions}
+		return p.account(j, phase, rec, &l, r.snap.Allocs[j.Key], r.now), true
+	}
+	return p.account(j, phase, rec, nil, nil, r.now), true
+}
+
+// act carries out the decision's actions in order: releases, promotions,
+// preemptions, grants.
+func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
+	for _, a := range d.Actions {
+		switch a := a.(type) {
+		case core.ReleaseAction:
+			l := r.leases[a.Grant.Job]
+			if p.stillRunning(r, a.Grant.Job, l) {
+				p.hold(r, l)
+				continue
+			}
+			p.learn(r, a.Grant.Job, l)
+			r.fail(p.release(ctx, r, l, nil, "job finished"))
+			r.fail(p.dropRecord(ctx, r, a.Grant.Job))
+		case core.PromoteAction:
+			r.fail(p.promote(ctx, r, a.Job))
+		case core.PreemptAction:
+			r.fail(p.preempt(ctx, r, a.Grant, d))
+		case core.GrantAction:
+			if victim, ok := p.heldBy(r, a.Grant); ok {
+				r.status[a.Grant.Job] = consul.JobStatus{State: "queued", Reason: waitingFor(victim, r.nodes[a.Grant.Node].Name, a.Grant)}
+				continue
+			}
+			st, err := p.grant(ctx, r, a.Grant)
+			if err != nil {
+				r.fail(err)
+				continue
+			}
+			r.status[a.Grant.Job] = st
+		}
+	}
+	for _, w := range d.Waits {
+		st := consul.JobStatus{State: "queued", Reason: w.Reason}
+		if j := r.jobs[w.Job]; j != nil && j.SuspendedLease() != "" {
+			st.State = "suspended"
+		}
+		st.Preemptions = r.records[w.Job].Preemptions
+		r.status[w.Job] = st
+	}
+}
+
+// waitingFor explains a grant that waits for a stopping job's GPUs.
+func waitingFor(victim lease.JobLease, node string, g core.Grant) string {
+	why := fmt.Sprintf("granted %d GPUs on %s; waiting for %s/%s to stop", len(g.GPUs), node, victim.Namespace, victim.JobID)
+	if victim.Revoke != nil {
+		why += fmt.Sprintf(" (checkpointing, grace period until %s)", victim.Revoke.Deadline.Local().Format(time.TimeOnly))
+	}
+	return why
+}
+
+func compareKeys(a, b core.JobKey) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.ID, b.ID))
+}
