@@ -41,7 +41,7 @@ func TestSignalIgnoringWorkloadIsKilledAtItsDeadline(t *testing.T) {
 		if l := jobLease(t, be); l != nil && l.Revoke != nil && revoke == nil {
 			revoke = l.Revoke
 		}
-		if keysGone.IsZero() && gpuLease(t, bel.GPUs[0]) == nil {
+		if gl := gpuLease(t, bel.GPUs[0]); keysGone.IsZero() && (gl == nil || gl.JobID != be) {
 			keysGone = time.Now()
 		}
 		tel := jobLease(t, te)

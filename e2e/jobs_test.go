@@ -1,17 +1,22 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 // trainJob is a themis job from examples/jobs/hello.nomad.hcl with its
@@ -132,3 +137,56 @@ func allocInfo(t *testing.T, id string) *nomadapi.Allocation {
 
 // lastStepRE finds the last step hello printed.
 var lastStepRE = regexp.MustCompile(`(?s).*hello: step (\d+)/`)
+
+// watchLease records every version of a job's lease key (Consul blocking
+// queries) until the test ends; seen returns them in order. Short states,
+// such as a revoke that lasts as long as an instant checkpoint, are not
+// missed as a poll could miss them.
+func watchLease(t *testing.T, id string) (seen func() []lease.JobLease) {
+	t.Helper()
+	var mu sync.Mutex
+	var versions []lease.JobLease
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		var index uint64
+		for ctx.Err() == nil {
+			q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Second}).WithContext(ctx)
+			p, meta, err := env.consul.KV().Get(lease.JobKey("default", id), q)
+			if err != nil {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			if meta.LastIndex == index {
+				continue
+			}
+			index = meta.LastIndex
+			if p == nil {
+				continue
+			}
+			var l lease.JobLease
+			if json.Unmarshal(p.Value, &l) == nil {
+				mu.Lock()
+				versions = append(versions, l)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []lease.JobLease {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(versions)
+	}
+}
+
+// revokeOf returns the first revoke seen among a lease's versions.
+func revokeOf(versions []lease.JobLease) *lease.Revoke {
+	for _, l := range versions {
+		if l.Revoke != nil {
+			return l.Revoke
+		}
+	}
+	return nil
+}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	nomadapi "github.com/hashicorp/nomad/api"
+
 	"github.com/themis-nomad/themis/planner/lease"
 )
 
@@ -21,27 +23,23 @@ func TestFitGppPreemptsTheJobEquation2Picks(t *testing.T) {
 	trainJob{gpus: 4, grace: "5s", steps: 3000}.run(t, short)
 	first := waitRunning(t, short, 60*time.Second)
 	shortLease := jobLease(t, short)
+	longSeen, shortSeen := watchLease(t, long), watchLease(t, short)
 
 	trainJob{gpus: 2, class: "te", steps: 30}.run(t, te)
-	// The victim's lease is marked revoking, with its grace period as the
-	// deadline; the other BE job is never touched.
-	var revoked *lease.JobLease
-	eventually(t, 30*time.Second, short+" to be revoked", func() (bool, error) {
-		if l := jobLease(t, long); l == nil || l.Revoke != nil {
-			t.Fatalf("%s (longer grace period) was revoked or lost its lease: %+v", long, l)
-		}
-		revoked = jobLease(t, short)
-		return revoked != nil && revoked.Revoke != nil, nil
-	})
-	if got := revoked.Revoke.Deadline.Sub(revoked.Revoke.Since); got != 5*time.Second {
-		t.Errorf("revoke deadline is %s after its start, want the 5s grace period", got)
-	}
-	if st := jobStatus(t, short); st == nil || (st.State != "revoking" && st.State != "suspended") {
-		t.Errorf("status of %s while revoked: %+v", short, st)
-	}
-
 	// The TE job runs on GPUs the victim held, once the victim stopped.
 	tel := waitLeaseOf(t, te, 30*time.Second)
+	// The victim's lease was marked revoking, with its grace period as the
+	// deadline; the other BE job was never touched.
+	revoke := revokeOf(shortSeen())
+	if revoke == nil {
+		t.Fatalf("%s's lease was never marked revoking; versions seen: %+v", short, shortSeen())
+	}
+	if got := revoke.Deadline.Sub(revoke.Since); got != 5*time.Second {
+		t.Errorf("revoke deadline is %s after its start, want the 5s grace period", got)
+	}
+	if r := revokeOf(longSeen()); r != nil {
+		t.Fatalf("%s (longer grace period, first in FIFO order) was revoked too: %+v", long, r)
+	}
 	for _, g := range tel.GPUs {
 		if !slices.Contains(shortLease.GPUs, g) {
 			t.Errorf("TE job got GPU %s, which %s did not hold (%v)", g, short, shortLease.GPUs)
@@ -56,8 +54,8 @@ func TestFitGppPreemptsTheJobEquation2Picks(t *testing.T) {
 	if ckpt < 1 {
 		t.Fatalf("victim did not checkpoint; stdout:\n%s", out)
 	}
-	if end := old.TaskStates["hello"].FinishedAt; end.After(revoked.Revoke.Deadline.Add(time.Second)) {
-		t.Errorf("victim ran until %s, past its deadline %s", end, revoked.Revoke.Deadline)
+	if end := old.TaskStates["hello"].FinishedAt; end.After(revoke.Deadline.Add(time.Second)) {
+		t.Errorf("victim ran until %s, past its deadline %s", end, revoke.Deadline)
 	}
 	if l := jobLease(t, long); l == nil || l.Revoke != nil {
 		t.Fatalf("%s lost its lease: %+v", long, l)
@@ -65,6 +63,9 @@ func TestFitGppPreemptsTheJobEquation2Picks(t *testing.T) {
 
 	// When the TE job is done, the victim resumes from its checkpoint.
 	waitDead(t, te, 60*time.Second)
+	if tstart := allocInfo(t, onlyRunningOrDone(t, te).ID).TaskStates["hello"].StartedAt; tstart.Before(old.TaskStates["hello"].FinishedAt) {
+		t.Errorf("TE task started at %s, before the victim stopped at %s", tstart, old.TaskStates["hello"].FinishedAt)
+	}
 	eventually(t, 60*time.Second, short+" to resume", func() (bool, error) {
 		for _, a := range allocs(t, short) {
 			if a.ID == first.ID {
@@ -103,4 +104,15 @@ func waitLeaseOf(t *testing.T, id string, timeout time.Duration) *lease.JobLease
 		return l != nil && l.Revoke == nil, nil
 	})
 	return l
+}
+
+// onlyRunningOrDone returns a job's one allocation.
+func onlyRunningOrDone(t *testing.T, id string) *nomadapi.AllocationListStub {
+	t.Helper()
+	var as []*nomadapi.AllocationListStub
+	eventually(t, 20*time.Second, id+" to have its allocation", func() (bool, error) {
+		as = allocs(t, id)
+		return len(as) == 1, nil
+	})
+	return as[0]
 }

@@ -18,19 +18,17 @@ func TestTiresiasDemotedJobIsPreemptedAndResumes(t *testing.T) {
 	eventually(t, 60*time.Second, old+" to attain 48 GPU-seconds", func() (bool, error) {
 		return stepOf(lastStepRE, taskStdout(t, first.ID)) >= 60, nil
 	})
+	seen := watchLease(t, old)
 	trainJob{gpus: 8, steps: 20}.run(t, young)
 
-	eventually(t, 30*time.Second, old+" to be revoked", func() (bool, error) {
-		l := jobLease(t, old)
-		if l != nil && l.Revoke != nil {
-			if !strings.Contains(l.Revoke.Reason, "tiresias-las") || !strings.Contains(l.Revoke.Reason, young) {
-				t.Errorf("revoke reason %q names neither the policy nor the job it makes room for", l.Revoke.Reason)
-			}
-			return true, nil
-		}
-		return false, nil
-	})
 	waitLeaseOf(t, young, 30*time.Second)
+	rv := revokeOf(seen())
+	if rv == nil {
+		t.Fatalf("%s's lease was never marked revoking", old)
+	}
+	if !strings.Contains(rv.Reason, "tiresias-las") || !strings.Contains(rv.Reason, young) {
+		t.Errorf("revoke reason %q does not name both the policy and the job it makes room for", rv.Reason)
+	}
 	ckpt := stepOf(checkpointedRE, taskStdout(t, first.ID))
 	if ckpt < 60 {
 		t.Fatalf("the old job checkpointed at step %d; stdout:\n%s", ckpt, taskStdout(t, first.ID))

@@ -105,6 +105,9 @@ func New(cfg Config) *Planner {
 // Run reconciles on every Nomad event batch and every Resync until ctx ends.
 func (p *Planner) Run(ctx context.Context) error {
 	if err := p.cfg.Nomad.EnsurePendingPool(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	poke := make(chan struct{}, 1)
