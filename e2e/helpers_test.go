@@ -59,7 +59,7 @@ func stderrOf(err error) string {
 	return ""
 }
 
-func register(t *testing.T, job *nomadapi.Job) {
+func register(t testing.TB, job *nomadapi.Job) {
 	t.Helper()
 	if _, _, err := env.nomad.Jobs().Register(job, nil); err != nil {
 		t.Fatalf("register %s: %v", *job.ID, err)
@@ -68,7 +68,7 @@ func register(t *testing.T, job *nomadapi.Job) {
 }
 
 // eventually polls cond every 100ms until it returns true or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last error
@@ -99,7 +99,7 @@ func jobLease(t testing.TB, id string) *lease.JobLease {
 	return &l
 }
 
-func gpuLease(t *testing.T, gpu string) *lease.GPULease {
+func gpuLease(t testing.TB, gpu string) *lease.GPULease {
 	t.Helper()
 	p, _, err := env.consul.KV().Get(lease.GPUKey(gpu), nil)
 	if err != nil {
@@ -115,7 +115,7 @@ func gpuLease(t *testing.T, gpu string) *lease.GPULease {
 	return &l
 }
 
-func jobStatus(t *testing.T, id string) *consul.JobStatus {
+func jobStatus(t testing.TB, id string) *consul.JobStatus {
 	t.Helper()
 	p, _, err := env.consul.KV().Get(consul.StatusKey(core.JobKey{Namespace: "default", ID: id}), nil)
 	if err != nil || p == nil {
@@ -128,7 +128,7 @@ func jobStatus(t *testing.T, id string) *consul.JobStatus {
 	return &st
 }
 
-func allocs(t *testing.T, id string) []*nomadapi.AllocationListStub {
+func allocs(t testing.TB, id string) []*nomadapi.AllocationListStub {
 	t.Helper()
 	as, _, err := env.nomad.Jobs().Allocations(id, true, nil)
 	if err != nil {
@@ -137,7 +137,7 @@ func allocs(t *testing.T, id string) []*nomadapi.AllocationListStub {
 	return as
 }
 
-func waitDead(t *testing.T, id string, timeout time.Duration) {
+func waitDead(t testing.TB, id string, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, "job "+id+" to finish", func() (bool, error) {
 		j, _, err := env.nomad.Jobs().Info(id, nil)
@@ -149,7 +149,7 @@ func waitDead(t *testing.T, id string, timeout time.Duration) {
 }
 
 // taskStdout reads the hello task's stdout log of an allocation.
-func taskStdout(t *testing.T, allocID string) string {
+func taskStdout(t testing.TB, allocID string) string {
 	t.Helper()
 	out, err := readStdout(allocID)
 	if err != nil {
@@ -175,7 +175,7 @@ func readStdout(allocID string) (string, error) {
 var visibleRE = regexp.MustCompile(`hello: visible GPUs NVIDIA_VISIBLE_DEVICES=(\S*) CUDA_VISIBLE_DEVICES=(\S*)`)
 
 // visibleGPUs extracts what the task saw in its environment.
-func visibleGPUs(t *testing.T, stdout string) (ids, indexes []string) {
+func visibleGPUs(t testing.TB, stdout string) (ids, indexes []string) {
 	t.Helper()
 	m := visibleRE.FindStringSubmatch(stdout)
 	if m == nil {

@@ -31,7 +31,7 @@ type trainJob struct {
 	shell string
 }
 
-func (o trainJob) build(t *testing.T, id string) *nomadapi.Job {
+func (o trainJob) build(t testing.TB, id string) *nomadapi.Job {
 	t.Helper()
 	job := helloJob(t, id, max(o.steps, 1), o.gpus)
 	task := job.TaskGroups[0].Tasks[0]
@@ -54,14 +54,14 @@ func (o trainJob) build(t *testing.T, id string) *nomadapi.Job {
 }
 
 // run registers the job (deregistered and purged when the test ends).
-func (o trainJob) run(t *testing.T, id string) {
+func (o trainJob) run(t testing.TB, id string) {
 	t.Helper()
 	register(t, o.build(t, id))
 }
 
 // waitRunning waits until the job holds a lease and its task has started
 // and printed at least one hello step (or, for a shell job, started).
-func waitRunning(t *testing.T, id string, timeout time.Duration) *nomadapi.AllocationListStub {
+func waitRunning(t testing.TB, id string, timeout time.Duration) *nomadapi.AllocationListStub {
 	t.Helper()
 	var running *nomadapi.AllocationListStub
 	eventually(t, timeout, id+" to run", func() (bool, error) {
@@ -109,7 +109,7 @@ func stepOf(re *regexp.Regexp, out string) int {
 }
 
 // jobRecord reads the planner's record of a job from Consul.
-func jobRecord(t *testing.T, id string) *consul.JobRecord {
+func jobRecord(t testing.TB, id string) *consul.JobRecord {
 	t.Helper()
 	p, _, err := env.consul.KV().Get(consul.RecordKey(core.JobKey{Namespace: "default", ID: id}), nil)
 	if err != nil {
@@ -126,7 +126,7 @@ func jobRecord(t *testing.T, id string) *consul.JobRecord {
 }
 
 // allocInfo reads one allocation in full.
-func allocInfo(t *testing.T, id string) *nomadapi.Allocation {
+func allocInfo(t testing.TB, id string) *nomadapi.Allocation {
 	t.Helper()
 	a, _, err := env.nomad.Allocations().Info(id, nil)
 	if err != nil {
@@ -142,7 +142,7 @@ var lastStepRE = regexp.MustCompile(`(?s).*hello: step (\d+)/`)
 // queries) until the test ends; seen returns them in order. Short states,
 // such as a revoke that lasts as long as an instant checkpoint, are not
 // missed as a poll could miss them.
-func watchLease(t *testing.T, id string) (seen func() []lease.JobLease) {
+func watchLease(t testing.TB, id string) (seen func() []lease.JobLease) {
 	t.Helper()
 	var mu sync.Mutex
 	var versions []lease.JobLease

@@ -20,8 +20,8 @@ import (
 func BenchmarkSubmitToRunning(b *testing.B) {
 	var themis, raw []time.Duration
 	for i := 0; i < b.N; i++ {
-		themis = append(themis, submitToRunning(b, themisShape(b, fmt.Sprintf("lat-themis-%d", i))))
-		raw = append(raw, submitToRunning(b, rawShape(b, fmt.Sprintf("lat-raw-%d", i))))
+		themis = append(themis, submitToRunning(b, themisShape(b, fmt.Sprintf("lat-themis-%d", i)), true))
+		raw = append(raw, submitToRunning(b, rawShape(b, fmt.Sprintf("lat-raw-%d", i)), true))
 	}
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(ms(median(themis)), "themis-median-ms")
@@ -50,7 +50,9 @@ func rawShape(tb testing.TB, id string) *nomadapi.Job {
 	return job
 }
 
-func submitToRunning(tb testing.TB, job *nomadapi.Job) time.Duration {
+// submitToRunning registers a job and returns how long it took to run; with
+// purge it then purges the job and waits until its GPUs are free again.
+func submitToRunning(tb testing.TB, job *nomadapi.Job, purge bool) time.Duration {
 	tb.Helper()
 	start := time.Now()
 	if _, _, err := env.nomad.Jobs().Register(job, nil); err != nil {
@@ -75,6 +77,10 @@ func submitToRunning(tb testing.TB, job *nomadapi.Job) time.Duration {
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	if !purge {
+		tb.Cleanup(func() { _, _, _ = env.nomad.Jobs().Deregister(*job.ID, true, nil) })
+		return took
 	}
 	if _, _, err := env.nomad.Jobs().Deregister(*job.ID, true, nil); err != nil {
 		tb.Fatal(err)

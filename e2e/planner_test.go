@@ -56,7 +56,7 @@ func stopPlanner() error {
 
 // usePolicy runs the suite's planner with a policy (built by name and knobs
 // as `themis planner -policy` builds it) for the rest of the test.
-func usePolicy(t *testing.T, name string, settings ...string) {
+func usePolicy(t testing.TB, name string, settings ...string) {
 	t.Helper()
 	p := mustPolicy(t, name, settings...)
 	if err := stopPlanner(); err != nil {
@@ -72,7 +72,7 @@ func usePolicy(t *testing.T, name string, settings ...string) {
 }
 
 // mustPolicy builds a policy by name and knobs.
-func mustPolicy(t *testing.T, name string, settings ...string) core.Policy {
+func mustPolicy(t testing.TB, name string, settings ...string) core.Policy {
 	t.Helper()
 	knobs, err := core.ParseKnobs(settings)
 	if err != nil {
