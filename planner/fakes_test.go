@@ -45,8 +45,11 @@ type fakeNomad struct {
 	index   uint64
 	jobs    map[core.JobKey]*api.Job
 	allocs  map[core.JobKey][]*fakeAlloc
-	node    core.Node
+	nodes   []core.Node
 	suspend int // effective suspensions (registrations with count 0)
+	// cached, when set, is returned by Snapshot instead of parsing the jobs
+	// again (as the real adapter parses only jobs that changed).
+	cached *nomad.Snapshot
 }
 
 type fakeAlloc struct {
@@ -60,11 +63,24 @@ type fakeAlloc struct {
 const checkpointTime = 3 * time.Second
 
 func newFakeNomad(clock *time.Time, gpus int) *fakeNomad {
-	n := core.Node{ID: "node-1", Name: "dev-node", Schedulable: true}
-	for i := range gpus {
-		n.GPUs = append(n.GPUs, core.GPU{ID: fmt.Sprintf("gpu-%d", i), Index: i, Path: []string{"s" + strconv.Itoa(i/4), "p" + strconv.Itoa(i/2)}, Healthy: true})
+	return newFakeCluster(clock, 1, gpus)
+}
+
+// newFakeCluster has nodes of gpus GPUs each (2 sockets, NVLink pairs).
+func newFakeCluster(clock *time.Time, nodes, gpus int) *fakeNomad {
+	f := &fakeNomad{clock: clock, jobs: map[core.JobKey]*api.Job{}, allocs: map[core.JobKey][]*fakeAlloc{}}
+	for k := range nodes {
+		n := core.Node{ID: fmt.Sprintf("node-%d", k+1), Name: fmt.Sprintf("gpu-node-%d", k+1), Schedulable: true}
+		if nodes == 1 {
+			n.Name = "dev-node"
+		}
+		for i := range gpus {
+			n.GPUs = append(n.GPUs, core.GPU{ID: fmt.Sprintf("gpu-%d-%d", k, i), Index: i,
+				Path: []string{"s" + strconv.Itoa(i*2/gpus), "p" + strconv.Itoa(i/2)}, Healthy: true})
+		}
+		f.nodes = append(f.nodes, n)
 	}
-	return &fakeNomad{clock: clock, jobs: map[core.JobKey]*api.Job{}, allocs: map[core.JobKey][]*fakeAlloc{}, node: n}
+	return f
 }
 
 // submit registers a themis job as a user would.
@@ -121,7 +137,13 @@ func (f *fakeNomad) Watch(ctx context.Context, i uint64, _ func()) (uint64, erro
 }
 
 func (f *fakeNomad) Snapshot(context.Context) (*nomad.Snapshot, error) {
-	s := &nomad.Snapshot{Nodes: []core.Node{f.node}, Pools: map[string]string{f.node.ID: "default"}, Allocs: map[core.JobKey][]nomad.Alloc{}}
+	if f.cached != nil {
+		return f.cached, nil
+	}
+	s := &nomad.Snapshot{Nodes: f.nodes, Pools: map[string]string{}, Allocs: map[core.JobKey][]nomad.Alloc{}}
+	for _, n := range f.nodes {
+		s.Pools[n.ID] = "default"
+	}
 	for _, k := range slices.SortedFunc(maps.Keys(f.jobs), compareKeys) {
 		c := *f.jobs[k]
 		c.Meta = maps.Clone(c.Meta)

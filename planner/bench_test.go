@@ -1,0 +1,76 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/sim"
+)
+
+// BenchmarkRoundQueued1000 is one live planner round (observe, decide, act,
+// statuses) with 1,000 queued jobs waiting behind 64 running 2-GPU jobs on 16
+// nodes of 8 GPUs, over the adapters' data shapes (parsed Nomad jobs,
+// allocations, leases and job records) held in memory, so it measures the
+// planner's own work per round, not Nomad's or Consul's latency:
+//
+//	go test ./planner -run '^$' -bench RoundQueued1000
+func BenchmarkRoundQueued1000(b *testing.B) {
+	for _, name := range []string{"fifo", "fitgpp", "tiresias-las"} {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+			fn, fs := newFakeCluster(&clock, 16, 8), newFakeStore()
+			policy, err := sim.NewPolicy(name, core.Knobs{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := New(Config{Nomad: fn, Store: fs, Policy: policy, Now: func() time.Time { return clock }})
+			for i := range 64 {
+				fn.submit(fmt.Sprintf("run-%03d", i), 2, "be", "30s")
+			}
+			// Grant the running jobs (fitgpp grants one per round in FIFO
+			// order at most per node: rounds until nothing changes).
+			for range 8 {
+				if err := p.Reconcile(ctx); err != nil {
+					b.Fatal(err)
+				}
+				clock = clock.Add(time.Minute)
+			}
+			for i := range 1000 {
+				class := "be"
+				if i%10 == 0 {
+					class = "te" // some TE jobs, which FitGpp ranks first
+				}
+				fn.submit(fmt.Sprintf("queued-%04d", i), 1+i%8, class, "30s")
+			}
+			if err := p.Reconcile(ctx); err != nil {
+				b.Fatal(err)
+			}
+			snap, err := fn.Snapshot(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fn.cached = snap
+			running := 0
+			for _, as := range snap.Allocs {
+				for _, a := range as {
+					if !a.Terminal() {
+						running++
+					}
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				clock = clock.Add(time.Second)
+				if err := p.Reconcile(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(snap.Jobs)), "jobs")
+			b.ReportMetric(float64(running), "running")
+		})
+	}
+}
