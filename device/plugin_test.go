@@ -27,7 +27,13 @@ import (
 // returns the client side, as the Nomad client sees it.
 func harness(t *testing.T) nomaddevice.DevicePlugin {
 	t.Helper()
-	impl := NewPlugin(hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Trace, Output: testWriter{t}}))
+	return serve(t, NewPlugin(hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Trace, Output: testWriter{t}})))
+}
+
+// serve serves impl over Nomad's gRPC device plugin transport and returns
+// the client side.
+func serve(t *testing.T, impl *Plugin) nomaddevice.DevicePlugin {
+	t.Helper()
 	client, server := goplugin.TestPluginGRPCConn(t, true, map[string]goplugin.Plugin{
 		base.PluginTypeBase:   &base.PluginBase{Impl: impl},
 		base.PluginTypeDevice: &nomaddevice.PluginDevice{Impl: impl},
@@ -49,7 +55,7 @@ func harness(t *testing.T) nomaddevice.DevicePlugin {
 	return dp
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
@@ -170,7 +176,6 @@ func TestSetConfigErrors(t *testing.T) {
 		{"invalid topology", `topology_file = "` + broken + `"`, []string{broken + ":3", "gpu index -2 must not be negative"}},
 		{"unknown node", `topology_file = "` + eight + `"` + "\nnode = \"dgx-9\"", []string{`node "dgx-9" is not in topology file`, "dgx-0"}},
 		{"ambiguous node", `topology_file = "` + two + `"`, []string{"has 2 nodes (node-a, node-b)", "set node"}},
-		{"nvml", `backend = "nvml"`, []string{"nvml backend is not built yet"}},
 		{"unknown backend", `backend = "cuda"`, []string{`backend "cuda" is unknown`}},
 		{"bad period", `topology_file = "` + eight + `"` + "\nfingerprint_period = \"often\"", []string{`fingerprint_period "often"`}},
 		{"zero period", `topology_file = "` + eight + `"` + "\nfingerprint_period = \"0s\"", []string{"must be positive"}},
