@@ -177,6 +177,9 @@ func TestSetConfigErrors(t *testing.T) {
 		{"unknown node", `topology_file = "` + eight + `"` + "\nnode = \"dgx-9\"", []string{`node "dgx-9" is not in topology file`, "dgx-0"}},
 		{"ambiguous node", `topology_file = "` + two + `"`, []string{"has 2 nodes (node-a, node-b)", "set node"}},
 		{"unknown backend", `backend = "cuda"`, []string{`backend "cuda" is unknown`}},
+		{"bad xid_recovery", `backend = "nvml"` + "\nxid_recovery = \"soon\"", []string{`xid_recovery "soon"`}},
+		{"negative xid_recovery", `backend = "nvml"` + "\nxid_recovery = \"-1m\"", []string{"must be positive", "empty for never"}},
+		{"bad rack", `backend = "nvml"` + "\nrack = \"row1/rack2\"", []string{`rack "row1/rack2" must be one cell name`}},
 		{"bad period", `topology_file = "` + eight + `"` + "\nfingerprint_period = \"often\"", []string{`fingerprint_period "often"`}},
 		{"zero period", `topology_file = "` + eight + `"` + "\nfingerprint_period = \"0s\"", []string{"must be positive"}},
 	}
