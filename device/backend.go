@@ -92,6 +92,13 @@ type Closer interface {
 	Close()
 }
 
+// Notifier is implemented by backends that learn of changes between
+// fingerprints (NVML health events): a value on Changed has the plugin
+// fingerprint at once rather than at the next period.
+type Notifier interface {
+	Changed() <-chan struct{}
+}
+
 // newBackend builds the backend the configuration selects; openNVML builds
 // the nvml one (the plugin's openNVML field, so tests inject a fake NVML).
 func newBackend(cfg Config, logger hclog.Logger, openNVML func(Config, hclog.Logger) (Backend, error)) (Backend, error) {

@@ -44,13 +44,15 @@
 // carries (names exported from package topology):
 //
 //	model          string  topology.AttrModel
-//	memory         int MiB topology.AttrMemory (smallest GPU of the group)
+//	memory         int MiB topology.AttrMemory (smallest healthy GPU of the group)
 //	backend        string  topology.AttrBackend ("sim" or "nvml")
 //	topology_node  string  topology.AttrTopologyNode (node name in the topology)
 //	rack           string  topology.AttrRack
 //	layout         string  topology.AttrLayout
 //
-// A new fingerprint is sent only when something changed. A failing backend
+// A new fingerprint is sent only when something changed; a backend that
+// learns of a change between periods (the nvml backend, from an XID) has
+// the node fingerprinted at once. A failing backend
 // is reported on the stream (Nomad then stops the plugin), except that up to
 // two failures in a row after a good fingerprint are only logged, so that a
 // topology file caught mid-edit does not take the node's GPUs away.

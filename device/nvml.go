@@ -35,6 +35,17 @@ type nvmlBackend struct {
 	events  nvml.EventSet
 	// devices are the GPUs of the last fingerprint, for Stats.
 	devices []statDevice
+	// known is, by NVML index, what the last good probe of a GPU read, so
+	// that a GPU whose calls start failing keeps its ID, model and memory.
+	known map[int]gpuIdentity
+	// changed is signalled when an event changes a GPU's health.
+	changed chan struct{}
+}
+
+// gpuIdentity is what identifies a GPU across fingerprints.
+type gpuIdentity struct {
+	uuid, model string
+	memoryMiB   int64
 }
 
 // statDevice is one schedulable GPU or MIG instance of the last fingerprint.
@@ -66,6 +77,8 @@ func newNVMLBackend(cfg Config, lib nvml.Interface, logger hclog.Logger, files d
 		files:   files,
 		now:     now,
 		watched: map[string]bool{},
+		known:   map[int]gpuIdentity{},
+		changed: make(chan struct{}, 1),
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -74,6 +87,17 @@ func newNVMLBackend(cfg Config, lib nvml.Interface, logger hclog.Logger, files d
 }
 
 func (b *nvmlBackend) Name() string { return BackendNVML }
+
+// Changed is signalled when an NVML event changed a GPU's health.
+func (b *nvmlBackend) Changed() <-chan struct{} { return b.changed }
+
+// notify signals Changed without blocking: one pending signal is enough.
+func (b *nvmlBackend) notify() {
+	select {
+	case b.changed <- struct{}{}:
+	default:
+	}
+}
 
 // initLocked initialises NVML if it is not yet; it reports whether NVML is
 // ready. The first failure is logged in one line, and the first success

@@ -85,11 +85,13 @@ func (b *nvmlBackend) event(e nvml.EventData) {
 	case e.EventType&nvml.EventTypeXidCriticalError != 0:
 		if b.health.xid(uuid, e.EventData, at) {
 			b.logger.Warn("critical XID: GPU marked unhealthy", "gpu", uuid, "xid", e.EventData)
+			b.notify()
 		} else {
 			b.logger.Debug("application XID: GPU stays healthy", "gpu", uuid, "xid", e.EventData)
 		}
 	case e.EventType&nvml.EventTypeDoubleBitEccError != 0:
 		b.health.markBad(uuid, "double-bit ECC error", at)
 		b.logger.Warn("double-bit ECC error: GPU marked unhealthy", "gpu", uuid)
+		b.notify()
 	}
 }

@@ -22,13 +22,15 @@ type physGPU struct {
 	uuid      string
 	model     string
 	memoryMiB int64
-	busID     string // as NVML writes it
-	addr      pciAddress
-	addrOK    bool
-	minor     int // -1 when unknown
-	numa      int
-	numaOK    bool
-	cpus      string // CPU affinity mask, when the NUMA node is unknown
+	// read says which of uuid, model, memoryMiB NVML gave this time.
+	uuidRead, modelRead, memoryRead bool
+	busID                           string // as NVML writes it
+	addr                            pciAddress
+	addrOK                          bool
+	minor                           int // -1 when unknown
+	numa                            int
+	numaOK                          bool
+	cpus                            string // CPU affinity mask, when the NUMA node is unknown
 	// problem is the first NVML call on the GPU that failed (the GPU is then
 	// unhealthy), empty when none did.
 	problem string
@@ -66,7 +68,7 @@ func (b *nvmlBackend) Fingerprint(ctx context.Context) (*Inventory, error) {
 	}
 	gpus := make([]physGPU, n)
 	for i := range gpus {
-		gpus[i] = b.probe(i)
+		gpus[i] = b.rememberLocked(b.probe(i))
 	}
 	paths := cellPaths(n, newLinker(gpus).link, func(members []int) (int, bool) { return sharedNUMA(gpus, members) })
 	b.watchLocked(gpus)
@@ -148,15 +150,15 @@ func (b *nvmlBackend) probe(i int) physGPU {
 	} else if err := topology.ValidateID(uuid); err != nil {
 		g.problem = "NVML GetUUID: " + err.Error()
 	} else {
-		g.uuid = uuid
+		g.uuid, g.uuidRead = uuid, true
 	}
 	if name, ret := dev.GetName(); ret == nvml.SUCCESS {
-		g.model = modelName(name)
+		g.model, g.modelRead = modelName(name), true
 	} else {
 		fail("GetName", ret)
 	}
 	if mem, ret := dev.GetMemoryInfo(); ret == nvml.SUCCESS && mem.Total >= 1<<20 {
-		g.memoryMiB = int64(mem.Total >> 20)
+		g.memoryMiB, g.memoryRead = int64(mem.Total>>20), true
 	} else if ret != nvml.SUCCESS {
 		fail("GetMemoryInfo", ret)
 	}
@@ -181,6 +183,29 @@ func (b *nvmlBackend) probe(i int) physGPU {
 	if mode, _, ret := dev.GetMigMode(); ret == nvml.SUCCESS && mode == nvml.DEVICE_MIG_ENABLE {
 		g.mig = true
 		g.migs = b.probeMIG(dev, &g)
+	}
+	return g
+}
+
+// rememberLocked keeps what a good probe of a GPU read, and fills in what
+// a failing one could not from the last good one of the same index, so a
+// GPU that starts failing keeps its ID (the planner sees it go bad rather
+// than vanish), model and memory.
+func (b *nvmlBackend) rememberLocked(g physGPU) physGPU {
+	if g.uuidRead && g.modelRead && g.memoryRead {
+		b.known[g.index] = gpuIdentity{uuid: g.uuid, model: g.model, memoryMiB: g.memoryMiB}
+		return g
+	}
+	k, ok := b.known[g.index]
+	if !ok || (g.uuidRead && g.uuid != k.uuid) {
+		return g // never seen whole, or another GPU now sits at this index
+	}
+	g.uuid = k.uuid
+	if !g.modelRead {
+		g.model = k.model
+	}
+	if !g.memoryRead {
+		g.memoryMiB = k.memoryMiB
 	}
 	return g
 }

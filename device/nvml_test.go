@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/themis-nomad/themis/device/topology"
@@ -294,5 +296,53 @@ func BenchmarkNVMLFingerprint8(b *testing.B) {
 		if _, err := backend.Fingerprint(ctx); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestNVMLLostGPUKeepsItsIdentity: a GPU whose calls start failing stays
+// the same device (ID, model, memory), now unhealthy.
+func TestNVMLLostGPUKeepsItsIdentity(t *testing.T) {
+	b, f := openFake(t, pcieBox(), Config{}, deviceFiles{}, newFakeClock())
+	if _, err := b.Fingerprint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d := f.Devices[5].(*server.Device)
+	d.GetUUIDFunc = func() (string, nvml.Return) { return "", nvml.ERROR_GPU_IS_LOST }
+	d.GetNameFunc = func() (string, nvml.Return) { return "", nvml.ERROR_GPU_IS_LOST }
+	d.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	inv, err := b.Fingerprint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := inv.GPUs[5]
+	if g.ID != fakeUUID(5) || g.Model != "NVIDIA A100-PCIE-40GB" || g.MemoryMiB != 40960 || g.Healthy ||
+		!strings.Contains(g.HealthDescription, "GetUUID: ERROR_GPU_IS_LOST") {
+		t.Errorf("lost GPU = %+v", g)
+	}
+	if groups := deviceGroups(inv, BackendNVML); len(groups) != 1 {
+		t.Errorf("%d groups, want the lost GPU in its model's group", len(groups))
+	}
+}
+
+// TestNVMLXIDFingerprintsAtOnce: an XID is reported without waiting for
+// the fingerprint period.
+func TestNVMLXIDFingerprintsAtOnce(t *testing.T) {
+	fake := newFakeNVML(pcieBox())
+	impl := NewPlugin(testLogger(t))
+	impl.openNVML = func(cfg Config, logger hclog.Logger) (Backend, error) {
+		return newNVMLBackend(cfg, fake, logger, deviceFiles{}, newFakeClock().now)
+	}
+	dp := serve(t, impl)
+	if err := dp.SetConfig(agentConfig(t, "backend = \"nvml\"\nfingerprint_period = \"1h\"")); err != nil {
+		t.Fatal(err)
+	}
+	ch := fingerprints(t, dp)
+	if resp := next(t, ch); resp.Error != nil || !resp.Devices[0].Devices[1].Healthy {
+		t.Fatalf("first fingerprint = %+v", resp)
+	}
+	fake.sendXID(1, 94)
+	resp := next(t, ch) // within next's 10 s, not the hour
+	if d := resp.Devices[0].Devices[1]; d.Healthy || !strings.Contains(d.HealthDesc, "XID 94") {
+		t.Errorf("GPU 1 after XID 94 = %+v", d)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/themis-nomad/themis/device/topology"
 )
 
 func TestParsePCIAddress(t *testing.T) {
@@ -137,5 +139,23 @@ func TestGPUHealth(t *testing.T) {
 	never.markBad("GPU-b", "double-bit ECC error", t0)
 	if ok, desc := never.check("GPU-b", t0.Add(1000*time.Hour)); ok || desc != "double-bit ECC error at 2026-01-01T00:00:00Z" {
 		t.Errorf("check = %v %q", ok, desc)
+	}
+}
+
+func TestGroupMemory(t *testing.T) {
+	gpu := func(mem int64, healthy bool) topology.GPU { return topology.GPU{MemoryMiB: mem, Healthy: healthy} }
+	tests := []struct {
+		name string
+		gpus []topology.GPU
+		want int64
+	}{
+		{"smallest", []topology.GPU{gpu(80, true), gpu(40, true)}, 40},
+		{"an unhealthy GPU does not count", []topology.GPU{gpu(1, false), gpu(80, true), gpu(81, true)}, 80},
+		{"none healthy: smallest", []topology.GPU{gpu(80, false), gpu(40, false)}, 40},
+	}
+	for _, tt := range tests {
+		if got := groupMemory(tt.gpus); got != tt.want {
+			t.Errorf("%s: groupMemory = %d, want %d", tt.name, got, tt.want)
+		}
 	}
 }

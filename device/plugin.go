@@ -97,8 +97,13 @@ func (p *Plugin) SetConfig(c *base.Config) error {
 	if c, ok := old.(Closer); ok {
 		c.Close()
 	}
-	p.logger.Info("configured", "backend", backend.Name(), "topology_file", cfg.TopologyFile,
-		"node", cfg.Node, "fingerprint_period", period)
+	if cfg.Backend == BackendSim {
+		p.logger.Info("configured", "backend", backend.Name(), "topology_file", cfg.TopologyFile,
+			"node", cfg.Node, "fingerprint_period", period)
+	} else {
+		p.logger.Info("configured", "backend", backend.Name(), "node", cfg.Node, "rack", cfg.Rack,
+			"xid_recovery", cfg.XIDRecovery, "fingerprint_period", period)
+	}
 	return nil
 }
 
