@@ -4,6 +4,7 @@ package device
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,6 +98,13 @@ func TestNVMLFingerprint(t *testing.T) {
 			return w
 		}()},
 		{name: "PCIe box: sockets and switches", machine: pcieBox(), want: pcie()},
+		{name: "PCIe box: 2 switches x 4 GPUs per socket", machine: pcieBoxOf(4), want: func() []wantGPU {
+			var w []wantGPU
+			for i := range 16 {
+				w = append(w, whole(i, a100, 40960, fmt.Sprintf("socket%d/switch%d", i/8, i/4)))
+			}
+			return w
+		}()},
 		{name: "NVLink pairs on the switches", machine: nvlinkPairs(), want: func() []wantGPU {
 			w := pcie()
 			for i := range w {

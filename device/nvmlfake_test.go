@@ -54,7 +54,7 @@ func fakeUUID(i int) string { return fmt.Sprintf("GPU-00000000-0000-0000-0000-%0
 func fakeMIGUUID(i, k int) string { return fmt.Sprintf("MIG-00000000-0000-0000-%04d-%012d", i, k) }
 
 // fakeBusID is GPU i's PCI bus ID.
-func fakeBusID(i int) string { return fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10) }
+func fakeBusID(i int) string { return fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x08) }
 
 func newFakeNVML(m fakeMachine) *fakeNVML {
 	f := &fakeNVML{
@@ -201,19 +201,24 @@ func dgxH100() fakeMachine {
 
 // pcieBox is an 8-GPU PCIe server: two sockets, two PCIe switches of two
 // GPUs each per socket, no NVLink.
-func pcieBox() fakeMachine {
+func pcieBox() fakeMachine { return pcieBoxOf(2) }
+
+// pcieBoxOf is a PCIe server of two sockets, two PCIe switches per socket
+// and perSwitch GPUs per switch, no NVLink.
+func pcieBoxOf(perSwitch int) fakeMachine {
+	perSocket := 2 * perSwitch
 	return fakeMachine{
-		gpus: gpus.Multiple(8, gpus.A100_PCIE_40GB),
+		gpus: gpus.Multiple(2*perSocket, gpus.A100_PCIE_40GB),
 		ancestor: func(i, j int) nvml.GpuTopologyLevel {
 			switch {
-			case i/2 == j/2:
+			case i/perSwitch == j/perSwitch:
 				return nvml.TOPOLOGY_SINGLE
-			case i/4 == j/4:
+			case i/perSocket == j/perSocket:
 				return nvml.TOPOLOGY_HOSTBRIDGE
 			}
 			return nvml.TOPOLOGY_SYSTEM
 		},
-		numa:      func(i int) int { return i / 4 },
+		numa:      func(i int) int { return i / perSocket },
 		p2pNVLink: func(i, j int) bool { return false },
 	}
 }
