@@ -124,7 +124,8 @@
 // it cannot do without fails (GPU lost, ...), and after a critical XID or a
 // double-bit ECC error from the NVML event set (application XIDs 13, 31,
 // 43, 45, 68, 109 are ignored), until xid_recovery has passed with no other
-// (never, by default). A MIG instance is unhealthy when its GPU is. The
+// (never, by default). A MIG instance is unhealthy when its GPU is; an
+// event inside one GPU instance marks only that instance's MIG devices. The
 // planner reads an unhealthy GPU's cells as bad (HiveD's bad cells).
 //
 // Stats: memory used and total per GPU and MIG instance; for whole GPUs

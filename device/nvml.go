@@ -38,6 +38,10 @@ type nvmlBackend struct {
 	// known is, by NVML index, what the last good probe of a GPU read, so
 	// that a GPU whose calls start failing keeps its ID, model and memory.
 	known map[int]gpuIdentity
+	// migGI is, by GPU UUID and GPU instance ID, the UUIDs of the MIG
+	// instances of the last fingerprint, so that an event inside one GPU
+	// instance marks only its MIG devices.
+	migGI map[string]map[int][]string
 	// changed is signalled when an event changes a GPU's health.
 	changed chan struct{}
 }

@@ -81,17 +81,39 @@ func (b *nvmlBackend) event(e nvml.EventData) {
 		return
 	}
 	at := b.now()
-	switch {
-	case e.EventType&nvml.EventTypeXidCriticalError != 0:
-		if b.health.xid(uuid, e.EventData, at) {
-			b.logger.Warn("critical XID: GPU marked unhealthy", "gpu", uuid, "xid", e.EventData)
+	for _, id := range b.eventTargets(uuid, e.GpuInstanceId) {
+		switch {
+		case e.EventType&nvml.EventTypeXidCriticalError != 0:
+			if b.health.xid(id, e.EventData, at) {
+				b.logger.Warn("critical XID: GPU marked unhealthy", "gpu", id, "xid", e.EventData)
+				b.notify()
+			} else {
+				b.logger.Debug("application XID: GPU stays healthy", "gpu", id, "xid", e.EventData)
+			}
+		case e.EventType&nvml.EventTypeDoubleBitEccError != 0:
+			b.health.markBad(id, "double-bit ECC error", at)
+			b.logger.Warn("double-bit ECC error: GPU marked unhealthy", "gpu", id)
 			b.notify()
-		} else {
-			b.logger.Debug("application XID: GPU stays healthy", "gpu", uuid, "xid", e.EventData)
 		}
-	case e.EventType&nvml.EventTypeDoubleBitEccError != 0:
-		b.health.markBad(uuid, "double-bit ECC error", at)
-		b.logger.Warn("double-bit ECC error: GPU marked unhealthy", "gpu", uuid)
-		b.notify()
 	}
+}
+
+// allInstances is the GPU instance ID of an event that is not inside one
+// GPU instance (NVML writes 0xFFFFFFFF).
+const allInstances = 0xFFFFFFFF
+
+// eventTargets returns what an event on the GPU uuid marks: the MIG
+// devices of GPU instance gi when the event names one the last fingerprint
+// knows, else the whole GPU (and so all its MIG devices).
+func (b *nvmlBackend) eventTargets(uuid string, gi uint32) []string {
+	if gi == allInstances {
+		return []string{uuid}
+	}
+	b.mu.Lock()
+	ids := b.migGI[uuid][int(gi)]
+	b.mu.Unlock()
+	if len(ids) == 0 {
+		return []string{uuid}
+	}
+	return ids
 }

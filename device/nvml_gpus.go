@@ -78,6 +78,7 @@ func (b *nvmlBackend) Fingerprint(ctx context.Context) (*Inventory, error) {
 	inv.SharedDeviceNodes = b.files.shared()
 	var devices, migDevices []statDevice
 	var migGPUs []topology.GPU
+	migGI := map[string]map[int][]string{}
 	next := n // MIG instances are numbered after the GPUs
 	for i, g := range gpus {
 		healthy, desc := b.health.check(g.uuid, now)
@@ -104,6 +105,13 @@ func (b *nvmlBackend) Fingerprint(ctx context.Context) (*Inventory, error) {
 			if mHealthy && m.problem != "" {
 				mHealthy, mDesc = false, m.problem
 			}
+			if mHealthy {
+				mHealthy, mDesc = b.health.check(m.uuid, now)
+			}
+			if migGI[g.uuid] == nil {
+				migGI[g.uuid] = map[int][]string{}
+			}
+			migGI[g.uuid][m.gi] = append(migGI[g.uuid][m.gi], m.uuid)
 			migGPUs = append(migGPUs, topology.GPU{
 				Index: next, ID: m.uuid, Model: m.model, MemoryMiB: m.memoryMiB, Path: parent,
 				Healthy: mHealthy, HealthDescription: mDesc, PCIBusID: g.busID,
@@ -119,6 +127,7 @@ func (b *nvmlBackend) Fingerprint(ctx context.Context) (*Inventory, error) {
 	}
 	inv.GPUs = append(inv.GPUs, migGPUs...) // sorted by index: MIG instances come last
 	b.devices = append(devices, migDevices...)
+	b.migGI = migGI
 	return inv, nil
 }
 

@@ -354,3 +354,36 @@ func TestNVMLXIDFingerprintsAtOnce(t *testing.T) {
 		t.Errorf("GPU 1 after XID 94 = %+v", d)
 	}
 }
+
+// TestNVMLMIGHealth: an XID inside one GPU instance marks only its MIG
+// device; one on the whole GPU marks all its MIG devices.
+func TestNVMLMIGHealth(t *testing.T) {
+	b, f := openFake(t, migA100(), Config{}, deviceFiles{}, newFakeClock())
+	health := func() map[string]bool {
+		t.Helper()
+		inv, err := b.Fingerprint(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := map[string]bool{}
+		for _, g := range inv.GPUs {
+			h[g.ID] = g.Healthy
+		}
+		return h
+	}
+	health()
+	f.sendMIGXID(0, 2, 63) // GPU instance 2 is MIG instance 1 of GPU 0
+	waitFor(t, "MIG instance 1 unhealthy", func() bool { return !health()[fakeMIGUUID(0, 1)] })
+	h := health()
+	if !h[fakeMIGUUID(0, 0)] || !h[fakeMIGUUID(0, 2)] || !h[fakeUUID(1)] {
+		t.Errorf("an XID in GPU instance 2 marked others: %v", h)
+	}
+	f.sendXID(0, 79)
+	waitFor(t, "all of GPU 0's instances unhealthy", func() bool {
+		h := health()
+		return !h[fakeMIGUUID(0, 0)] && !h[fakeMIGUUID(0, 2)]
+	})
+	if h := health(); !h[fakeUUID(1)] {
+		t.Error("GPU 1 unhealthy after an XID on GPU 0")
+	}
+}

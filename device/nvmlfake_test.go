@@ -180,6 +180,12 @@ func (f *fakeNVML) sendXID(i int, xid uint64) {
 		GpuInstanceId: 0xFFFFFFFF, ComputeInstanceId: 0xFFFFFFFF}
 }
 
+// sendMIGXID delivers an XID event inside GPU instance gi of GPU i.
+func (f *fakeNVML) sendMIGXID(i int, gi uint32, xid uint64) {
+	f.events <- nvml.EventData{Device: f.Devices[i], EventType: nvml.EventTypeXidCriticalError, EventData: xid,
+		GpuInstanceId: gi, ComputeInstanceId: 0}
+}
+
 // The machines of the tests.
 
 // dgxH100 is a DGX H100: 8 H100s on one NVSwitch fabric (18 NVLinks each,
