@@ -453,3 +453,34 @@ func TestStats(t *testing.T) {
 		}
 	}
 }
+
+// TestExampleGPUAgentConfig: the nvml plugin block of the example agent
+// config decodes against the plugin's schema.
+func TestExampleGPUAgentConfig(t *testing.T) {
+	src, err := os.ReadFile("../examples/agents/nomad-client-gpu.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, diags := hclsyntax.ParseConfig(src, "nomad-client-gpu.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var body []byte
+	for _, b := range file.Body.(*hclsyntax.Body).Blocks {
+		if b.Type == "plugin" && len(b.Labels) == 1 && b.Labels[0] == PluginName {
+			for _, c := range b.Body.Blocks {
+				if c.Type == "config" {
+					r := c.Body.Range()
+					body = src[r.Start.Byte+1 : r.End.Byte-1] // inside the braces
+				}
+			}
+		}
+	}
+	if body == nil {
+		t.Fatal(`no plugin "themis-device" { config { ... } } block`)
+	}
+	cfg, _, err := decodeConfig(agentConfig(t, string(body)).PluginConfig)
+	if err != nil || cfg.Backend != BackendNVML || cfg.Rack != "rack0" {
+		t.Fatalf("decoded %+v, %v", cfg, err)
+	}
+}
