@@ -387,3 +387,79 @@ func TestNVMLMIGHealth(t *testing.T) {
 		t.Error("GPU 1 unhealthy after an XID on GPU 0")
 	}
 }
+
+// TestNVMLEventFallbacks: a GPU without ECC events is watched for XIDs
+// alone; where no event set can be made, GPUs are still fingerprinted.
+func TestNVMLEventFallbacks(t *testing.T) {
+	t.Run("no ECC events", func(t *testing.T) {
+		f := newFakeNVML(pcieBox())
+		d := f.Devices[0].(*server.Device)
+		d.RegisterEventsFunc = func(mask uint64, _ nvml.EventSet) nvml.Return {
+			if mask&nvml.EventTypeDoubleBitEccError != 0 {
+				return nvml.ERROR_NOT_SUPPORTED
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.registered[0] = mask
+			return nvml.SUCCESS
+		}
+		b, err := newNVMLBackend(Config{}, f, testLogger(t), deviceFiles{}, newFakeClock().now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		if _, err := b.Fingerprint(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.registered[0] != nvml.EventTypeXidCriticalError {
+			t.Errorf("GPU 0 registered %#x, want XIDs only", f.registered[0])
+		}
+	})
+	t.Run("no event set", func(t *testing.T) {
+		f := newFakeNVML(pcieBox())
+		f.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED }
+		b, err := newNVMLBackend(Config{}, f, testLogger(t), deviceFiles{}, newFakeClock().now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		inv, err := b.Fingerprint(context.Background())
+		if err != nil || len(inv.GPUs) != 8 {
+			t.Fatalf("fingerprint = %+v, %v", inv, err)
+		}
+	})
+}
+
+// TestNVMLAppearsLater: NVML failing at start (driver not loaded yet) gives
+// no GPUs, said once; once it initialises, the GPUs are there.
+func TestNVMLAppearsLater(t *testing.T) {
+	f := newFakeNVML(pcieBox())
+	inits := 0
+	f.InitFunc = func() nvml.Return {
+		inits++
+		if inits <= 2 {
+			return nvml.ERROR_DRIVER_NOT_LOADED
+		}
+		return nvml.SUCCESS
+	}
+	logs := &syncBuffer{}
+	logger := hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Info, Output: logs})
+	b, err := newNVMLBackend(Config{}, f, logger, deviceFiles{}, newFakeClock().now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if inv, err := b.Fingerprint(context.Background()); err != nil || len(inv.GPUs) != 0 {
+		t.Fatalf("fingerprint without NVML = %+v, %v", inv, err)
+	}
+	if inv, err := b.Fingerprint(context.Background()); err != nil || len(inv.GPUs) != 8 {
+		t.Fatalf("fingerprint once NVML is up = %+v, %v", inv, err)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "NVML is not available"); n != 1 || !strings.Contains(out, "the NVIDIA kernel driver is not loaded") ||
+		!strings.Contains(out, "NVML is available now") {
+		t.Errorf("logs:\n%s", out)
+	}
+}
