@@ -2,10 +2,13 @@ package device
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
+
+	"github.com/themis-nomad/themis/device/topology"
 )
 
 // configSpec is the schema of the plugin's block in the Nomad agent config:
@@ -16,6 +19,8 @@ import (
 //	    topology_file      = "/etc/themis/topology.hcl"
 //	    node               = "dev-node"
 //	    fingerprint_period = "10s"
+//	    rack               = "rack0"  # nvml: the node's rack
+//	    xid_recovery       = ""       # nvml: how long after its last critical XID a GPU is healthy again; "" never
 //	  }
 //	}
 var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
@@ -35,6 +40,14 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 		hclspec.NewAttr("fingerprint_period", "string", false),
 		hclspec.NewLiteral(`"10s"`),
 	),
+	"rack": hclspec.NewDefault(
+		hclspec.NewAttr("rack", "string", false),
+		hclspec.NewLiteral(`""`),
+	),
+	"xid_recovery": hclspec.NewDefault(
+		hclspec.NewAttr("xid_recovery", "string", false),
+		hclspec.NewLiteral(`""`),
+	),
 })
 
 // Config is the decoded plugin configuration.
@@ -44,8 +57,16 @@ type Config struct {
 	// TopologyFile is the topology file the sim backend reads.
 	TopologyFile string `codec:"topology_file"`
 	// Node names this client's node in the topology file; empty selects the
-	// file's only node.
+	// file's only node. The nvml backend reports it as the node's name in
+	// the topology (default: the host name).
 	Node string `codec:"node"`
+	// Rack is the nvml backend's rack for the node (default
+	// topology.DefaultRack); the sim backend takes it from the file.
+	Rack string `codec:"rack"`
+	// XIDRecovery is how long after its last critical XID the nvml backend
+	// reports a GPU healthy again, as a Go duration; empty: never (until the
+	// plugin restarts), as NVIDIA's own device plugins do.
+	XIDRecovery string `codec:"xid_recovery"`
 	// FingerprintPeriod is how often the backend is polled, as a Go duration.
 	FingerprintPeriod string `codec:"fingerprint_period"`
 }
@@ -57,6 +78,37 @@ func defaultConfig() Config {
 // decodeConfig decodes the MessagePack configuration Nomad sends and checks
 // the fields that need no backend.
 func decodeConfig(data []byte) (Config, time.Duration, error) {
+	cfg, period, err := decodeConfigFields(data)
+	if err != nil {
+		return Config{}, 0, err
+	}
+	if _, err := cfg.xidRecovery(); err != nil {
+		return Config{}, 0, err
+	}
+	if cfg.Rack != "" {
+		if err := topology.ValidatePath(cfg.Rack); err != nil || strings.Contains(cfg.Rack, topology.PathSeparator) {
+			return Config{}, 0, fmt.Errorf("rack %q must be one cell name, without whitespace or any of ,=;:/", cfg.Rack)
+		}
+	}
+	return cfg, period, nil
+}
+
+// xidRecovery parses XIDRecovery: 0 for never.
+func (c Config) xidRecovery() (time.Duration, error) {
+	if c.XIDRecovery == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(c.XIDRecovery)
+	if err != nil {
+		return 0, fmt.Errorf("xid_recovery %q: %w", c.XIDRecovery, err)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("xid_recovery %q must be positive (leave it empty for never)", c.XIDRecovery)
+	}
+	return d, nil
+}
+
+func decodeConfigFields(data []byte) (Config, time.Duration, error) {
 	cfg := defaultConfig()
 	if len(data) > 0 {
 		if err := base.MsgPackDecode(data, &cfg); err != nil {

@@ -37,12 +37,17 @@ func (p *Plugin) fingerprintLoop(ctx context.Context, backend Backend, period ti
 	defer timer.Stop()
 	var last []*nomaddevice.DeviceGroup
 	sent, failures := false, 0
+	var changed <-chan struct{}
+	if n, ok := backend.(Notifier); ok {
+		changed = n.Changed()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 			timer.Reset(period)
+		case <-changed:
 		}
 
 		inv, err := backend.Fingerprint(ctx)
@@ -130,12 +135,19 @@ func deviceGroups(inv *Inventory, backend string) []*nomaddevice.DeviceGroup {
 	return groups
 }
 
-// groupMemory is the memory of the group's smallest GPU: Nomad keeps one value
-// per group, and a job that asks for memory >= X must fit on any of them.
+// groupMemory is the memory of the group's smallest healthy GPU (of its
+// smallest GPU when none is healthy): Nomad keeps one value per group, a job
+// that asks for memory >= X must fit on any GPU it may be given, and an
+// unhealthy GPU, which is given to none, may report no memory at all.
 func groupMemory(gpus []topology.GPU) int64 {
-	m := gpus[0].MemoryMiB
-	for _, g := range gpus[1:] {
-		m = min(m, g.MemoryMiB)
+	m, healthy := int64(0), false
+	for _, g := range gpus {
+		switch {
+		case g.Healthy && (!healthy || g.MemoryMiB < m):
+			m, healthy = g.MemoryMiB, true
+		case !healthy && (m == 0 || g.MemoryMiB < m):
+			m = g.MemoryMiB
+		}
 	}
 	return m
 }

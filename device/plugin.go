@@ -52,13 +52,17 @@ type Plugin struct {
 	period  time.Duration
 	// latest is the last inventory fingerprinted, used by Reserve.
 	latest *Inventory
+
+	// openNVML builds the nvml backend: openNVMLBackend, which loads
+	// libnvidia-ml, or a fake NVML in tests.
+	openNVML func(Config, hclog.Logger) (Backend, error)
 }
 
 var _ nomaddevice.DevicePlugin = (*Plugin)(nil)
 
 // NewPlugin returns an unconfigured plugin; Nomad calls SetConfig next.
 func NewPlugin(logger hclog.Logger) *Plugin {
-	return &Plugin{logger: logger.Named(PluginName)}
+	return &Plugin{logger: logger.Named(PluginName), openNVML: openNVMLBackend}
 }
 
 // PluginInfo describes the plugin to Nomad.
@@ -82,15 +86,24 @@ func (p *Plugin) SetConfig(c *base.Config) error {
 	if err != nil {
 		return err
 	}
-	backend, err := newBackend(cfg)
+	backend, err := newBackend(cfg, p.logger, p.openNVML)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
+	old := p.backend
 	p.backend, p.period, p.latest = backend, period, nil
 	p.mu.Unlock()
-	p.logger.Info("configured", "backend", backend.Name(), "topology_file", cfg.TopologyFile,
-		"node", cfg.Node, "fingerprint_period", period)
+	if c, ok := old.(Closer); ok {
+		c.Close()
+	}
+	if cfg.Backend == BackendSim {
+		p.logger.Info("configured", "backend", backend.Name(), "topology_file", cfg.TopologyFile,
+			"node", cfg.Node, "fingerprint_period", period)
+	} else {
+		p.logger.Info("configured", "backend", backend.Name(), "node", cfg.Node, "rack", cfg.Rack,
+			"xid_recovery", cfg.XIDRecovery, "fingerprint_period", period)
+	}
 	return nil
 }
 
@@ -134,8 +147,10 @@ func (p *Plugin) setLatest(inv *Inventory) {
 
 // Reserve tells Nomad how to expose the given GPUs to a task: environment
 // variables naming them in the order given (NVIDIA_VISIBLE_DEVICES and
-// THEMIS_GPU_IDS by ID, CUDA_VISIBLE_DEVICES by node-local index). A simulated
-// GPU has no device file to mount.
+// THEMIS_GPU_IDS by ID, CUDA_VISIBLE_DEVICES by node-local index, or by
+// UUID for a MIG instance), and, for real GPUs, their device files and the
+// shared NVIDIA ones, which container drivers mount (a simulated GPU has
+// none).
 func (p *Plugin) Reserve(deviceIDs []string) (*nomaddevice.ContainerReservation, error) {
 	if len(deviceIDs) == 0 {
 		return &nomaddevice.ContainerReservation{}, nil
@@ -149,7 +164,8 @@ func (p *Plugin) Reserve(deviceIDs []string) (*nomaddevice.ContainerReservation,
 		byID[g.ID] = g
 	}
 	seen := make(map[string]bool, len(deviceIDs))
-	indexes := make([]string, len(deviceIDs))
+	cudaNames := make([]string, len(deviceIDs))
+	var devices []*nomaddevice.DeviceSpec
 	for i, id := range deviceIDs {
 		g, ok := byID[id]
 		if !ok {
@@ -165,17 +181,41 @@ func (p *Plugin) Reserve(deviceIDs []string) (*nomaddevice.ContainerReservation,
 			return nil, status.Errorf(codes.InvalidArgument, "device %q given twice", id)
 		}
 		seen[id] = true
-		indexes[i] = strconv.Itoa(g.Index)
+		access := inv.Access[id]
+		cudaNames[i] = access.CUDAName
+		if cudaNames[i] == "" {
+			cudaNames[i] = strconv.Itoa(g.Index)
+		}
+		devices = appendDeviceNodes(devices, access.DeviceNodes)
+	}
+	if len(devices) > 0 {
+		devices = appendDeviceNodes(devices, inv.SharedDeviceNodes)
 	}
 	ids := strings.Join(deviceIDs, ",")
-	p.logger.Debug("reserved", "ids", ids)
+	p.logger.Debug("reserved", "ids", ids, "device_files", len(devices))
 	return &nomaddevice.ContainerReservation{
 		Envs: map[string]string{
 			EnvNvidiaVisibleDevices: ids,
-			EnvCudaVisibleDevices:   strings.Join(indexes, ","),
+			EnvCudaVisibleDevices:   strings.Join(cudaNames, ","),
 			EnvThemisGPUIDs:         ids,
 		},
+		Devices: devices,
 	}, nil
+}
+
+// appendDeviceNodes adds each host device file not yet in specs, mounted at
+// the same path in the task, read-write.
+func appendDeviceNodes(specs []*nomaddevice.DeviceSpec, paths []string) []*nomaddevice.DeviceSpec {
+next:
+	for _, path := range paths {
+		for _, s := range specs {
+			if s.HostPath == path {
+				continue next
+			}
+		}
+		specs = append(specs, &nomaddevice.DeviceSpec{TaskPath: path, HostPath: path, CgroupPerms: "rw"})
+	}
+	return specs
 }
 
 // streamErr names the stream an error ended.

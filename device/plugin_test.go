@@ -27,7 +27,13 @@ import (
 // returns the client side, as the Nomad client sees it.
 func harness(t *testing.T) nomaddevice.DevicePlugin {
 	t.Helper()
-	impl := NewPlugin(hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Trace, Output: testWriter{t}}))
+	return serve(t, NewPlugin(hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Trace, Output: testWriter{t}})))
+}
+
+// serve serves impl over Nomad's gRPC device plugin transport and returns
+// the client side.
+func serve(t *testing.T, impl *Plugin) nomaddevice.DevicePlugin {
+	t.Helper()
 	client, server := goplugin.TestPluginGRPCConn(t, true, map[string]goplugin.Plugin{
 		base.PluginTypeBase:   &base.PluginBase{Impl: impl},
 		base.PluginTypeDevice: &nomaddevice.PluginDevice{Impl: impl},
@@ -49,7 +55,7 @@ func harness(t *testing.T) nomaddevice.DevicePlugin {
 	return dp
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
@@ -170,8 +176,10 @@ func TestSetConfigErrors(t *testing.T) {
 		{"invalid topology", `topology_file = "` + broken + `"`, []string{broken + ":3", "gpu index -2 must not be negative"}},
 		{"unknown node", `topology_file = "` + eight + `"` + "\nnode = \"dgx-9\"", []string{`node "dgx-9" is not in topology file`, "dgx-0"}},
 		{"ambiguous node", `topology_file = "` + two + `"`, []string{"has 2 nodes (node-a, node-b)", "set node"}},
-		{"nvml", `backend = "nvml"`, []string{"nvml backend is not built yet"}},
 		{"unknown backend", `backend = "cuda"`, []string{`backend "cuda" is unknown`}},
+		{"bad xid_recovery", `backend = "nvml"` + "\nxid_recovery = \"soon\"", []string{`xid_recovery "soon"`}},
+		{"negative xid_recovery", `backend = "nvml"` + "\nxid_recovery = \"-1m\"", []string{"must be positive", "empty for never"}},
+		{"bad rack", `backend = "nvml"` + "\nrack = \"row1/rack2\"", []string{`rack "row1/rack2" must be one cell name`}},
 		{"bad period", `topology_file = "` + eight + `"` + "\nfingerprint_period = \"often\"", []string{`fingerprint_period "often"`}},
 		{"zero period", `topology_file = "` + eight + `"` + "\nfingerprint_period = \"0s\"", []string{"must be positive"}},
 	}
@@ -443,5 +451,36 @@ func TestStats(t *testing.T) {
 		if s.Timestamp.IsZero() || time.Since(s.Timestamp) > time.Minute {
 			t.Errorf("timestamp = %v", s.Timestamp)
 		}
+	}
+}
+
+// TestExampleGPUAgentConfig: the nvml plugin block of the example agent
+// config decodes against the plugin's schema.
+func TestExampleGPUAgentConfig(t *testing.T) {
+	src, err := os.ReadFile("../examples/agents/nomad-client-gpu.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, diags := hclsyntax.ParseConfig(src, "nomad-client-gpu.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var body []byte
+	for _, b := range file.Body.(*hclsyntax.Body).Blocks {
+		if b.Type == "plugin" && len(b.Labels) == 1 && b.Labels[0] == PluginName {
+			for _, c := range b.Body.Blocks {
+				if c.Type == "config" {
+					r := c.Body.Range()
+					body = src[r.Start.Byte+1 : r.End.Byte-1] // inside the braces
+				}
+			}
+		}
+	}
+	if body == nil {
+		t.Fatal(`no plugin "themis-device" { config { ... } } block`)
+	}
+	cfg, _, err := decodeConfig(agentConfig(t, string(body)).PluginConfig)
+	if err != nil || cfg.Backend != BackendNVML || cfg.Rack != "rack0" {
+		t.Fatalf("decoded %+v, %v", cfg, err)
 	}
 }

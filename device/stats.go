@@ -90,22 +90,33 @@ func deviceStats(s GPUStats) *nomaddevice.DeviceStats {
 		Unit:              structs.UnitMiB,
 		Desc:              desc,
 	}
-	return &nomaddevice.DeviceStats{
-		Summary: memory,
-		Stats: &structs.StatObject{
-			Attributes: map[string]*structs.StatValue{
-				"memory_used": memory,
-				"memory_total": {
-					IntNumeratorVal: &total,
-					Unit:            structs.UnitMiB,
-					Desc:            "GPU memory",
-				},
-				"simulated": {
-					BoolVal: &simulated,
-					Desc:    "true when these numbers are simulated, not measured on a GPU",
-				},
-			},
+	attrs := map[string]*structs.StatValue{
+		"memory_used": memory,
+		"memory_total": {
+			IntNumeratorVal: &total,
+			Unit:            structs.UnitMiB,
+			Desc:            "GPU memory",
 		},
+		"simulated": {
+			BoolVal: &simulated,
+			Desc:    "true when these numbers are simulated, not measured on a GPU",
+		},
+	}
+	if s.UtilizationPct != nil {
+		attrs["utilization"] = &structs.StatValue{IntNumeratorVal: s.UtilizationPct, Unit: "%", Desc: "percent of time a kernel ran"}
+	}
+	if s.MemoryUtilPct != nil {
+		attrs["memory_utilization"] = &structs.StatValue{IntNumeratorVal: s.MemoryUtilPct, Unit: "%", Desc: "percent of time GPU memory was read or written"}
+	}
+	if s.TemperatureC != nil {
+		attrs["temperature"] = &structs.StatValue{IntNumeratorVal: s.TemperatureC, Unit: "C", Desc: "GPU temperature"}
+	}
+	if s.PowerW != nil {
+		attrs["power"] = &structs.StatValue{FloatNumeratorVal: s.PowerW, Unit: structs.UnitW, Desc: "board power draw"}
+	}
+	return &nomaddevice.DeviceStats{
+		Summary:   memory,
+		Stats:     &structs.StatObject{Attributes: attrs},
 		Timestamp: s.Timestamp,
 	}
 }

@@ -1,0 +1,119 @@
+//go:build linux && cgo
+
+package device
+
+import (
+	"context"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// eventWaitMillis is how long one wait for NVML events lasts, so the
+// watcher sees its context end within it.
+const eventWaitMillis = 1000
+
+// healthEvents are the NVML events that may mark a GPU unhealthy.
+const healthEvents = nvml.EventTypeXidCriticalError | nvml.EventTypeDoubleBitEccError
+
+// watchLocked registers the GPUs not yet watched for health events,
+// creating the event set and starting its watcher the first time. A GPU
+// whose events cannot be watched is logged and fingerprinted without them.
+func (b *nvmlBackend) watchLocked(gpus []physGPU) {
+	if b.events == nil {
+		set, ret := b.lib.EventSetCreate()
+		if ret != nvml.SUCCESS {
+			b.logger.Warn("cannot watch NVML events: GPUs are not marked unhealthy on XIDs", "error", nvmlError(ret))
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		b.events, b.stop = set, cancel
+		go b.watchEvents(ctx, set)
+	}
+	for _, g := range gpus {
+		if g.dev == nil || g.problem != "" || b.watched[g.uuid] {
+			continue
+		}
+		ret := g.dev.RegisterEvents(healthEvents, b.events)
+		if ret == nvml.ERROR_NOT_SUPPORTED {
+			ret = g.dev.RegisterEvents(nvml.EventTypeXidCriticalError, b.events)
+		}
+		if ret != nvml.SUCCESS {
+			b.logger.Warn("cannot watch the GPU's XIDs", "gpu", g.uuid, "error", nvmlError(ret))
+		}
+		b.watched[g.uuid] = true
+	}
+}
+
+// watchEvents waits for events until ctx ends, then frees the set and
+// shuts NVML down (Close asked for it).
+func (b *nvmlBackend) watchEvents(ctx context.Context, set nvml.EventSet) {
+	defer func() {
+		set.Free()
+		b.lib.Shutdown()
+	}()
+	for ctx.Err() == nil {
+		e, ret := set.Wait(eventWaitMillis)
+		switch ret {
+		case nvml.SUCCESS:
+			b.event(e)
+		case nvml.ERROR_TIMEOUT:
+		default:
+			b.logger.Warn("waiting for NVML events failed", "error", nvmlError(ret))
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// event records one health event against its GPU; the next fingerprint
+// reports it.
+func (b *nvmlBackend) event(e nvml.EventData) {
+	if e.Device == nil {
+		b.logger.Warn("NVML event without a device is ignored", "type", e.EventType, "data", e.EventData)
+		return
+	}
+	uuid, ret := e.Device.GetUUID()
+	if ret != nvml.SUCCESS {
+		b.logger.Warn("NVML event on a GPU without a UUID is ignored", "type", e.EventType, "data", e.EventData, "error", nvmlError(ret))
+		return
+	}
+	at := b.now()
+	for _, id := range b.eventTargets(uuid, e.GpuInstanceId) {
+		switch {
+		case e.EventType&nvml.EventTypeXidCriticalError != 0:
+			if b.health.xid(id, e.EventData, at) {
+				b.logger.Warn("critical XID: GPU marked unhealthy", "gpu", id, "xid", e.EventData)
+				b.notify()
+			} else {
+				b.logger.Debug("application XID: GPU stays healthy", "gpu", id, "xid", e.EventData)
+			}
+		case e.EventType&nvml.EventTypeDoubleBitEccError != 0:
+			b.health.markBad(id, "double-bit ECC error", at)
+			b.logger.Warn("double-bit ECC error: GPU marked unhealthy", "gpu", id)
+			b.notify()
+		}
+	}
+}
+
+// allInstances is the GPU instance ID of an event that is not inside one
+// GPU instance (NVML writes 0xFFFFFFFF).
+const allInstances = 0xFFFFFFFF
+
+// eventTargets returns what an event on the GPU uuid marks: the MIG
+// devices of GPU instance gi when the event names one the last fingerprint
+// knows, else the whole GPU (and so all its MIG devices).
+func (b *nvmlBackend) eventTargets(uuid string, gi uint32) []string {
+	if gi == allInstances {
+		return []string{uuid}
+	}
+	b.mu.Lock()
+	ids := b.migGI[uuid][int(gi)]
+	b.mu.Unlock()
+	if len(ids) == 0 {
+		return []string{uuid}
+	}
+	return ids
+}
