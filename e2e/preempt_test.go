@@ -20,6 +20,12 @@ func TestFitGppPreemptsTheJobEquation2Picks(t *testing.T) {
 	long, short, te := "e2e-fitgpp-be-long", "e2e-fitgpp-be-short", "e2e-fitgpp-te"
 	trainJob{gpus: 4, grace: "20s", steps: 3000}.run(t, long)
 	waitRunning(t, long, 60*time.Second)
+	// The pin makes Nomad give the task its grace period on a stop.
+	if j, _, err := env.nomad.Jobs().Info(long, nil); err != nil {
+		t.Fatal(err)
+	} else if kt := j.TaskGroups[0].Tasks[0].KillTimeout; kt == nil || *kt != 20*time.Second {
+		t.Errorf("pinned task's kill_timeout = %v, want the 20s grace period", kt)
+	}
 	trainJob{gpus: 4, grace: "5s", steps: 3000}.run(t, short)
 	first := waitRunning(t, short, 60*time.Second)
 	shortLease := jobLease(t, short)
