@@ -15,6 +15,9 @@ import (
 // Defaults of the plugin config.
 const (
 	DefaultConsulAddress = "127.0.0.1:8500"
+	// DefaultKeepCheckpoints is how many complete checkpoints of a task
+	// the driver keeps when it prunes.
+	DefaultKeepCheckpoints = 3
 )
 
 // DefaultCheckpointRoot is where checkpoint directories live unless the
@@ -33,6 +36,9 @@ type Config struct {
 	LeaseCheck bool `codec:"lease_check"`
 	// CheckpointRoot is the node-local root of the per-task checkpoint dirs.
 	CheckpointRoot string `codec:"checkpoint_root"`
+	// KeepCheckpoints is how many complete checkpoints per task survive
+	// pruning (at task start and after the task exits); at least 1.
+	KeepCheckpoints int `codec:"keep_checkpoints"`
 }
 
 // TaskConfig is the driver config of one task in a jobspec.
@@ -56,6 +62,10 @@ func configSpec() *hclspec.Spec {
 			hclspec.NewAttr("checkpoint_root", "string", false),
 			hclspec.NewLiteral(strconv.Quote(DefaultCheckpointRoot())),
 		),
+		"keep_checkpoints": hclspec.NewDefault(
+			hclspec.NewAttr("keep_checkpoints", "number", false),
+			hclspec.NewLiteral(strconv.Itoa(DefaultKeepCheckpoints)),
+		),
 	})
 }
 
@@ -67,11 +77,12 @@ func taskConfigSpec() *hclspec.Spec {
 		"command": hclspec.NewAttr("command", "string", true),
 		"args":    hclspec.NewAttr("args", "list(string)", false),
 		spec.BlockName: hclspec.NewBlock(spec.BlockName, true, hclspec.NewObject(map[string]*hclspec.Spec{
-			"gpus":         hclspec.NewAttr("gpus", "number", true),
-			"vc":           hclspec.NewAttr("vc", "string", false),
-			"class":        hclspec.NewAttr("class", "string", false),
-			"priority":     hclspec.NewAttr("priority", "number", false),
-			"grace_period": hclspec.NewAttr("grace_period", "string", false),
+			"gpus":              hclspec.NewAttr("gpus", "number", true),
+			"vc":                hclspec.NewAttr("vc", "string", false),
+			"class":             hclspec.NewAttr("class", "string", false),
+			"priority":          hclspec.NewAttr("priority", "number", false),
+			"grace_period":      hclspec.NewAttr("grace_period", "string", false),
+			"checkpoint_signal": hclspec.NewAttr("checkpoint_signal", "string", false),
 		})),
 	})
 }
@@ -86,7 +97,21 @@ func (c Config) withDefaults() Config {
 	if c.CheckpointRoot == "" {
 		c.CheckpointRoot = DefaultCheckpointRoot()
 	}
+	if c.KeepCheckpoints == 0 {
+		c.KeepCheckpoints = DefaultKeepCheckpoints
+	}
 	return c
+}
+
+// validate checks a config after withDefaults; errors name the field.
+func (c Config) validate() error {
+	if !filepath.IsAbs(c.CheckpointRoot) {
+		return fmt.Errorf("checkpoint_root: must be an absolute path, got %q", c.CheckpointRoot)
+	}
+	if c.KeepCheckpoints < 1 {
+		return fmt.Errorf("keep_checkpoints: must be at least 1, got %d", c.KeepCheckpoints)
+	}
+	return nil
 }
 
 // wireTaskConfig is TaskConfig as it arrives: HCL numbers may be fractional,
@@ -101,6 +126,7 @@ type wireTaskConfig struct {
 		Class       string  `codec:"class"`
 		Priority    float64 `codec:"priority"`
 		GracePeriod string  `codec:"grace_period"`
+		Signal      string  `codec:"checkpoint_signal"`
 	} `codec:"themis"`
 }
 
@@ -111,7 +137,7 @@ func decodeTaskConfig(cfg *drivers.TaskConfig) (TaskConfig, error) {
 		return TaskConfig{}, fmt.Errorf("decode task config: %w", err)
 	}
 	tc := TaskConfig{Command: w.Command, Args: w.Args, Themis: spec.Stanza{
-		VC: w.Themis.VC, Class: w.Themis.Class, GracePeriod: w.Themis.GracePeriod,
+		VC: w.Themis.VC, Class: w.Themis.Class, GracePeriod: w.Themis.GracePeriod, CheckpointSignal: w.Themis.Signal,
 	}}
 	var err error
 	if tc.Themis.GPUs, err = spec.WholeNumber("gpus", w.Themis.GPUs); err != nil {

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +48,9 @@ const (
 	EnvGracePeriod    = "THEMIS_GRACE_PERIOD"
 	EnvCheckpointDir  = "THEMIS_CHECKPOINT_DIR"
 	EnvPriority       = "THEMIS_PRIORITY"
+	EnvResumeFrom     = "THEMIS_RESUME_FROM"
+	EnvRestartCount   = "THEMIS_RESTART_COUNT"
+	EnvNoticeFile     = "THEMIS_NOTICE_FILE"
 	attrVersion       = "driver.themis.version"
 	attrLeaseCheck    = "driver.themis.lease_check"
 	eventLeaseChecked = "GPU leases verified"
@@ -140,8 +140,8 @@ func (d *Driver) SetConfig(c *base.Config) error {
 		}
 	}
 	cfg = cfg.withDefaults()
-	if !filepath.IsAbs(cfg.CheckpointRoot) {
-		return fmt.Errorf("checkpoint_root: must be an absolute path, got %q", cfg.CheckpointRoot)
+	if err := cfg.validate(); err != nil {
+		return err
 	}
 	reader := d.leaseOverride
 	if reader == nil {
@@ -158,7 +158,7 @@ func (d *Driver) SetConfig(c *base.Config) error {
 	}
 	d.mu.Unlock()
 	d.logger.Info("configured", "consul_address", cfg.ConsulAddress, "lease_check", cfg.LeaseCheck,
-		"checkpoint_root", cfg.CheckpointRoot)
+		"checkpoint_root", cfg.CheckpointRoot, "keep_checkpoints", cfg.KeepCheckpoints)
 	return nil
 }
 
@@ -285,7 +285,19 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err != nil {
 		return nil, nil, err
 	}
-	env := taskEnv(cfg, intent, gpuIDs, ckpt)
+	proto, err := newProtocol(ckpt, pcfg.KeepCheckpoints, intent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid task config: %w", err)
+	}
+	resume, err := proto.prepare(logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint dir %s: %w", ckpt, err)
+	}
+	restarts, err := restartCount(cfg.Env)
+	if err != nil {
+		logger.Warn("ignoring a bad restart count; the task sees 0", "error", err)
+	}
+	env := taskEnv(cfg, intent, gpuIDs, checkpointEnv{dir: ckpt, resumeFrom: resume, notice: proto.noticeFile, restarts: restarts})
 
 	stdout, err := openLog(cfg.StdoutPath)
 	if err != nil {
@@ -296,7 +308,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		_ = stdout.Close()
 		return nil, nil, fmt.Errorf("open stderr: %w", err)
 	}
-	h, err := startProcess(logger, cfg, path, tc.Args, taskDir, env, stdout, stderr)
+	h, err := startProcess(logger, cfg, proto, path, tc.Args, taskDir, env, stdout, stderr)
 	if err != nil {
 		_ = stdout.Close()
 		_ = stderr.Close()
@@ -312,8 +324,12 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	d.tasksMu.Lock()
 	d.tasks[cfg.ID] = h
 	d.tasksMu.Unlock()
+	if resume != "" {
+		d.emit(cfg, eventResuming, map[string]string{"checkpoint": resume, "restart_count": strconv.Itoa(restarts)})
+	}
 	logger.Info("task started", "pid", h.pid, "command", path, "gpus", gpuIDs, "vc", intent.VC,
-		"class", intent.Class, "grace_period", intent.GracePeriod.String(), "checkpoint_dir", ckpt)
+		"class", intent.Class, "grace_period", intent.GracePeriod.String(), "checkpoint_signal", intent.CheckpointSignal,
+		"checkpoint_dir", ckpt, "resume_from", resume, "restart_count", restarts)
 	return handle, nil, nil
 }
 
@@ -357,51 +373,6 @@ func isExecutable(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// checkpointDir creates <root>/<namespace>/<job>/<group>/<task>. It lives
-// outside the alloc dir, so a replacement alloc of the job on this node finds
-// the checkpoints of the one it replaces.
-func checkpointDir(root string, cfg *drivers.TaskConfig) (string, error) {
-	parts := []string{root}
-	for _, p := range []struct{ what, v string }{
-		{"namespace", cfg.Namespace}, {"job id", cfg.JobID}, {"task group", cfg.TaskGroupName}, {"task name", cfg.Name},
-	} {
-		v := url.PathEscape(p.v)
-		if v == "" || v == "." || v == ".." {
-			return "", fmt.Errorf("checkpoint dir: %s %q cannot be a directory name", p.what, p.v)
-		}
-		parts = append(parts, v)
-	}
-	dir := filepath.Join(parts...)
-	if err := os.MkdirAll(dir, checkpointDirPerms); err != nil {
-		return "", fmt.Errorf("create checkpoint dir: %w", err)
-	}
-	return dir, nil
-}
-
-func taskEnv(cfg *drivers.TaskConfig, in spec.Intent, gpuIDs []string, ckpt string) []string {
-	env := maps.Clone(cfg.DeviceEnv)
-	if env == nil {
-		env = map[string]string{}
-	}
-	maps.Copy(env, cfg.Env)
-	maps.Copy(env, map[string]string{
-		EnvJobID:         cfg.JobID,
-		EnvVC:            in.VC,
-		EnvClass:         string(in.Class),
-		EnvGPUs:          strconv.Itoa(in.GPUs),
-		EnvGPUIDs:        strings.Join(gpuIDs, ","),
-		EnvPriority:      strconv.Itoa(in.Priority),
-		EnvGracePeriod:   strconv.FormatFloat(in.GracePeriod.Seconds(), 'f', -1, 64),
-		EnvCheckpointDir: ckpt,
-	})
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // openLog opens the task's log FIFO for writing (Nomad's logmon reads the
 // other end), or /dev/null when Nomad gives no path.
 func openLog(path string) (*os.File, error) {
@@ -443,6 +414,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if cfg == nil {
 		cfg = handle.Config
 	}
+	proto := d.recoverProtocol(st, handle.Config)
 	h := &taskHandle{
 		logger:        d.logger.With("alloc_id", cfg.AllocID, "job_id", cfg.JobID, "task_name", cfg.Name, "pid", st.Pid),
 		cfg:           cfg,
@@ -450,6 +422,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 		procStartTime: st.ProcStartTime,
 		startedAt:     st.StartedAt,
 		recovered:     true,
+		proto:         proto,
 		done:          make(chan struct{}),
 		state:         drivers.TaskStateRunning,
 	}
@@ -486,20 +459,49 @@ func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.E
 	return ch, nil
 }
 
-// StopTask implements drivers.DriverPlugin.
+// StopTask implements drivers.DriverPlugin with the checkpoint protocol:
+// it writes the notice file, sends the stanza's checkpoint signal to the
+// task's process group, waits until the process exits or the grace period
+// (cut to Nomad's timeout when that is shorter) is over, then kills the
+// group. Nomad's kill_signal is not used: checkpoint_signal names the signal.
 func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) error {
+	began := time.Now()
 	h, err := d.task(taskID)
 	if err != nil {
 		return err
 	}
-	if signal == drivers.DetachSignal {
+	if signal == drivers.DetachSignal || !h.running() {
 		return nil
 	}
-	sig, err := parseSignal(signal)
+	p := h.proto
+	if signal != "" && spec.CanonicalSignal(signal) != p.signalName {
+		h.logger.Debug("Nomad's kill_signal is not used; sending the stanza's checkpoint_signal", "kill_signal", signal,
+			"checkpoint_signal", p.signalName)
+	}
+	wait, cut := p.wait(timeout)
+	if cut {
+		h.logger.Warn("grace period cut by Nomad's kill timeout (min(kill_timeout, max_kill_timeout))",
+			"grace_period", p.grace.String(), "timeout", wait.String(), "cut_by", (p.grace - wait).String())
+		d.emit(h.cfg, eventGraceCut, map[string]string{
+			"grace_period": p.grace.String(), "timeout": wait.String(), "cut_by": (p.grace - wait).String()})
+	}
+	deadline := began.Add(wait)
+	_, leases := d.current()
+	reason := stopReason(d.ctx, h.logger, leases, h.cfg, wait)
+	notice := Notice{Reason: reason, Deadline: deadline, Signal: p.signalName}
+	if err := writeNotice(p.noticeFile, notice); err != nil {
+		h.logger.Warn("cannot write the notice file; the signal still goes out", "notice_file", p.noticeFile, "error", err)
+	}
+	d.emit(h.cfg, eventCheckpointAsk, map[string]string{
+		"signal": p.signalName, "reason": reason, "deadline": deadline.UTC().Format(time.RFC3339)})
+	killed, err := h.stop(p.signal, deadline)
+	if killed {
+		d.emit(h.cfg, eventKilledAtExpiry, map[string]string{"deadline": deadline.UTC().Format(time.RFC3339)})
+	}
 	if err != nil {
 		return fmt.Errorf("stop task %s: %w", taskID, err)
 	}
-	return h.stop(sig, timeout)
+	return nil
 }
 
 // DestroyTask implements drivers.DriverPlugin.

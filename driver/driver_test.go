@@ -32,8 +32,17 @@ const (
 // fakeLeases is the LeaseReader double: a map of GPU id to lease.
 type fakeLeases struct {
 	leases  map[string]*lease.GPULease
+	jobs    map[string]*lease.JobLease // by lease.JobKey
 	pingErr error
 	readErr error
+	jobErr  error
+}
+
+func (f *fakeLeases) JobLease(_ context.Context, namespace, jobID string) (*lease.JobLease, error) {
+	if f.jobErr != nil {
+		return nil, f.jobErr
+	}
+	return f.jobs[lease.JobKey(namespace, jobID)], nil
 }
 
 func (f *fakeLeases) GPULeases(_ context.Context, ids []string) (map[string]*lease.GPULease, error) {
@@ -228,6 +237,7 @@ func TestStartTask_BadStanzaNamesField(t *testing.T) {
 		{spec.Stanza{GPUs: 1, Class: "batch"}, "themis.class"},
 		{spec.Stanza{GPUs: 1, Priority: -2}, "themis.priority"},
 		{spec.Stanza{GPUs: 1, GracePeriod: "soon"}, "themis.grace_period"},
+		{spec.Stanza{GPUs: 1, CheckpointSignal: "SIGKILL"}, "themis.checkpoint_signal"},
 	}
 	for _, c := range cases {
 		t.Run(c.field, func(t *testing.T) {
@@ -276,24 +286,24 @@ func TestStartTask_LeaseCheck(t *testing.T) {
 	}
 }
 
+// TestStopTask: StopTask sends the stanza's checkpoint_signal (not Nomad's
+// kill_signal) and returns as soon as the task exits.
 func TestStopTask(t *testing.T) {
 	cases := []struct {
-		name       string
-		script     string
-		signal     string
-		timeout    time.Duration
-		wantSignal int
-		wantCode   int
-		killed     bool // must take at least the timeout
+		name     string
+		script   string
+		stanza   string // checkpoint_signal
+		signal   string // Nomad's kill_signal, not used
+		wantCode int
 	}{
-		{"traps SIGINT and exits", `trap 'echo got INT; exit 0' INT; echo ready; while :; do sleep 0.05; done`, "", 10 * time.Second, 0, 0, false},
-		{"traps SIGTERM and exits", `trap 'exit 5' TERM; echo ready; while :; do sleep 0.05; done`, "SIGTERM", 10 * time.Second, 0, 5, false},
-		{"ignores SIGINT, killed", `trap '' INT; echo ready; while :; do sleep 0.05; done`, "SIGINT", time.Second, int(syscall.SIGKILL), 128 + int(syscall.SIGKILL), true},
+		{"default SIGTERM", `trap 'exit 5' TERM; echo ready; while :; do sleep 0.05; done`, "", "SIGINT", 5},
+		{"checkpoint_signal SIGINT", `trap 'echo got INT; exit 0' INT; trap '' TERM; echo ready; while :; do sleep 0.05; done`, "SIGINT", "SIGTERM", 0},
+		{"checkpoint_signal usr1", `trap 'exit 7' USR1; echo ready; while :; do sleep 0.05; done`, "usr1", "", 7},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newTestEnv(t, false, nil)
-			task, tc := newTask("stop", c.script, spec.Stanza{GPUs: 1})
+			task, tc := newTask("stop", c.script, spec.Stanza{GPUs: 1, GracePeriod: "20s", CheckpointSignal: c.stanza})
 			_, err := e.start(t, task, tc, true)
 			must.NoError(t, err)
 			must.NoError(t, e.h.WaitUntilStarted(task.ID, 5*time.Second))
@@ -303,16 +313,12 @@ func TestStopTask(t *testing.T) {
 			must.ErrorContains(t, e.h.DestroyTask(task.ID, false), "still running")
 
 			began := time.Now()
-			must.NoError(t, e.h.StopTask(task.ID, c.timeout, c.signal))
+			must.NoError(t, e.h.StopTask(task.ID, 20*time.Second, c.signal))
 			took := time.Since(began)
 			res := e.wait(t, task.ID, 5*time.Second)
-			must.Eq(t, c.wantSignal, res.Signal)
+			must.Eq(t, 0, res.Signal)
 			must.Eq(t, c.wantCode, res.ExitCode)
-			if c.killed {
-				must.Greater(t, c.timeout-50*time.Millisecond, took)
-			} else {
-				must.Less(t, c.timeout/2, took) // returned promptly once the process was gone
-			}
+			must.Less(t, 10*time.Second, took) // returned once the process was gone
 			st, err := e.h.InspectTask(task.ID)
 			must.NoError(t, err)
 			must.Eq(t, drivers.TaskStateExited, st.State)
@@ -381,7 +387,7 @@ func TestSignalTaskAndStats(t *testing.T) {
 
 func TestRecoverTask(t *testing.T) {
 	e := newTestEnv(t, false, nil)
-	task, tc := newTask("recover", `trap 'exit 0' INT; while :; do sleep 0.05; done`, spec.Stanza{GPUs: 1})
+	task, tc := newTask("recover", `trap 'exit 0' TERM; while :; do sleep 0.05; done`, spec.Stanza{GPUs: 1})
 	handle, err := e.start(t, task, tc, false)
 	must.NoError(t, err)
 	must.NoError(t, e.h.WaitUntilStarted(task.ID, 5*time.Second))
@@ -397,6 +403,10 @@ func TestRecoverTask(t *testing.T) {
 	must.NoError(t, fresh.h.StopTask(task.ID, 5*time.Second, "SIGINT"))
 	res := fresh.wait(t, task.ID, 5*time.Second)
 	must.ErrorContains(t, res.Err, "exit status unknown")
+	// The re-adopted task went through the checkpoint protocol too.
+	n, err := ReadNotice(filepath.Join(e.ckptDir, testNamespace, testJob, "group", "recover", NoticeFileName))
+	must.NoError(t, err)
+	must.Eq(t, DefaultStopReason, n.Reason)
 
 	// The process is gone now: recovery must fail so Nomad restarts the task.
 	again := newTestEnv(t, false, nil)
@@ -460,21 +470,26 @@ config {
     gpus         = 2
     vc           = "research"
     grace_period = "2m"
+    checkpoint_signal = "SIGUSR1"
   }
 }`, &tc)
 	must.Eq(t, &TaskConfig{
 		Command: "hello",
 		Args:    []string{"-steps", "5"},
-		Themis:  spec.Stanza{GPUs: 2, VC: "research", GracePeriod: "2m"},
+		Themis:  spec.Stanza{GPUs: 2, VC: "research", GracePeriod: "2m", CheckpointSignal: "SIGUSR1"},
 	}, tc)
 	in, err := tc.intent()
 	must.NoError(t, err)
 	must.Eq(t, 2*time.Minute, in.GracePeriod)
 	must.Eq(t, spec.DefaultClass, in.Class)
+	must.Eq(t, "SIGUSR1", in.CheckpointSignal)
 
 	var pc *Config
 	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config {}`, &pc)
-	must.Eq(t, &Config{ConsulAddress: DefaultConsulAddress, LeaseCheck: true, CheckpointRoot: DefaultCheckpointRoot()}, pc)
+	must.Eq(t, &Config{ConsulAddress: DefaultConsulAddress, LeaseCheck: true, CheckpointRoot: DefaultCheckpointRoot(),
+		KeepCheckpoints: DefaultKeepCheckpoints}, pc)
+	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config { keep_checkpoints = 5 }`, &pc)
+	must.Eq(t, 5, pc.KeepCheckpoints)
 }
 
 // HCL numbers can be fractional; the error must still name the field.

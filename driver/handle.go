@@ -38,6 +38,12 @@ type taskState struct {
 	// the process even if the pid is reused.
 	ProcStartTime uint64
 	StartedAt     time.Time
+	// The task's part in the checkpoint protocol. The TaskConfig above
+	// keeps no driver config (it is not encoded), so RecoverTask needs
+	// these. Empty in the state of a driver before the protocol.
+	CheckpointDir    string
+	GracePeriod      time.Duration
+	CheckpointSignal string
 }
 
 // taskHandle tracks one running process, which leads its own process group.
@@ -48,6 +54,7 @@ type taskHandle struct {
 	procStartTime uint64
 	startedAt     time.Time
 	recovered     bool
+	proto         protocol
 	done          chan struct{} // closed once the process has exited
 
 	mu          sync.Mutex
@@ -59,7 +66,7 @@ type taskHandle struct {
 // startProcess runs argv in dir with env as the leader of a new process
 // group, its stdout/stderr written straight into the given files so that the
 // process keeps logging if the driver restarts.
-func startProcess(logger hclog.Logger, cfg *drivers.TaskConfig, path string, args []string, dir string, env []string, stdout, stderr *os.File) (*taskHandle, error) {
+func startProcess(logger hclog.Logger, cfg *drivers.TaskConfig, proto protocol, path string, args []string, dir string, env []string, stdout, stderr *os.File) (*taskHandle, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -72,6 +79,7 @@ func startProcess(logger hclog.Logger, cfg *drivers.TaskConfig, path string, arg
 	h := &taskHandle{
 		logger:    logger.With("pid", cmd.Process.Pid),
 		cfg:       cfg,
+		proto:     proto,
 		pid:       cmd.Process.Pid,
 		startedAt: time.Now(),
 		done:      make(chan struct{}),
@@ -130,6 +138,9 @@ func (h *taskHandle) finish(res *drivers.ExitResult) {
 	h.mu.Unlock()
 	h.logger.Info("task process exited", "exit_code", res.ExitCode, "signal", res.Signal, "error", res.Err)
 	close(h.done)
+	if h.proto.checkpointDir != "" {
+		h.proto.prune(h.logger)
+	}
 }
 
 func (h *taskHandle) running() bool {
@@ -165,7 +176,8 @@ func (h *taskHandle) status() *drivers.TaskStatus {
 }
 
 func (h *taskHandle) driverState() taskState {
-	return taskState{TaskConfig: h.cfg, Pid: h.pid, ProcStartTime: h.procStartTime, StartedAt: h.startedAt}
+	return taskState{TaskConfig: h.cfg, Pid: h.pid, ProcStartTime: h.procStartTime, StartedAt: h.startedAt,
+		CheckpointDir: h.proto.checkpointDir, GracePeriod: h.proto.grace, CheckpointSignal: h.proto.signalName}
 }
 
 // signal sends sig to the task's whole process group, so that it reaches
@@ -183,28 +195,28 @@ func (h *taskHandle) signal(sig syscall.Signal) error {
 	return nil
 }
 
-// stop sends sig, waits up to timeout for the process to exit, then kills
-// the process group.
-func (h *taskHandle) stop(sig syscall.Signal, timeout time.Duration) error {
+// stop sends sig to the process group, waits until the process exits or the
+// deadline passes, then kills the process group. killed reports the latter.
+func (h *taskHandle) stop(sig syscall.Signal, deadline time.Time) (killed bool, err error) {
 	if !h.running() {
-		return nil
+		return false, nil
 	}
 	if sig == syscall.SIGKILL {
-		return h.kill()
+		return true, h.kill()
 	}
-	h.logger.Info("stopping task", "signal", unix.SignalName(sig), "timeout", timeout.String())
+	h.logger.Info("stopping task", "signal", unix.SignalName(sig), "deadline", deadline.Format(time.RFC3339Nano))
 	if err := h.signal(sig); err != nil && h.running() {
-		return err
+		return false, err
 	}
-	t := time.NewTimer(timeout)
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case <-h.done:
-		return nil
+		return false, nil
 	case <-t.C:
 	}
-	h.logger.Warn("task did not exit within its timeout; killing its process group", "timeout", timeout.String())
-	return h.kill()
+	h.logger.Warn("task did not exit by its deadline; killing its process group", "deadline", deadline.Format(time.RFC3339Nano))
+	return true, h.kill()
 }
 
 // kill sends SIGKILL to the process group and waits for the leader to go.
