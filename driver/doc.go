@@ -12,6 +12,7 @@
 //	    consul_address  = "127.0.0.1:8500"   # Consul holding the GPU leases
 //	    lease_check     = true               # refuse tasks whose GPUs are not leased to them
 //	    checkpoint_root = "/tmp/themis/checkpoints"  # default: $TMPDIR/themis/checkpoints
+//	    keep_checkpoints = 3     # complete checkpoints kept per task (>= 1)
 //	  }
 //	}
 //
@@ -28,6 +29,7 @@
 //	      class        = "be"      # "be" or "te"
 //	      priority     = 0         # -1 = opportunistic
 //	      grace_period = "2m"
+//	      checkpoint_signal = "SIGTERM"  # sent on stop; Nomad's kill_signal is not used
 //	    }
 //	  }
 //	  resources { device "themis/gpu" { count = 2 } }
@@ -75,23 +77,48 @@
 //	THEMIS_GPU_IDS         comma-separated GPU instance IDs Nomad allocated
 //	THEMIS_GRACE_PERIOD    grace period in seconds (e.g. "30", "1.5")
 //	THEMIS_CHECKPOINT_DIR  <checkpoint_root>/<namespace>/<job>/<group>/<task>
+//	THEMIS_RESUME_FROM     newest complete checkpoint in it; "" on a first start
+//	THEMIS_RESTART_COUNT   times the job was preempted and resumed (job meta
+//	                       themis.restart_count, which Nomad passes as
+//	                       NOMAD_META_themis.restart_count); "0" when missing
+//	THEMIS_NOTICE_FILE     <checkpoint dir>/notice.json, written on stop
 //
 // The checkpoint dir (mode 0700) lives outside the alloc dir, so a job
 // re-placed on the same node after preemption finds its checkpoints and
 // resumes.
 //
-// # Stopping, signals, recovery
+// # Checkpoint protocol
 //
-// StopTask sends the signal (SIGINT when none is given) to the whole process
-// group, waits up to the kill timeout Nomad passes (min(kill_timeout,
-// max_kill_timeout): raise the latter for long grace periods), then sends
-// SIGKILL to the group; DestroyTask kills whatever is left of the group
-// after its leader exited. Task stats (RSS, user/system CPU) come from /proc for
-// every member of the process group.
+// docs/checkpoints.md is the whole contract; in short:
 //
-// The task handle records the pid and the process start time from
-// /proc/<pid>/stat. After a driver restart RecoverTask re-adopts the process
-// only if both still match; as it is then not the driver's child, its exit is
-// noticed by polling and reported with an unknown exit status (ExitResult.Err
-// set). Otherwise RecoverTask fails and Nomad restarts the task.
+//   - A checkpoint is a subdirectory of THEMIS_CHECKPOINT_DIR, complete once
+//     the workload has written a COMPLETE file into it last; newest is by the
+//     marker's modification time, then by name (package checkpoint, whose
+//     Latest the planner and Go workloads can use too). Incomplete ones are
+//     never handed back.
+//   - At start the driver removes a stale notice file, prunes the dir to the
+//     newest keep_checkpoints complete checkpoints (and incomplete leftovers
+//     older than the newest complete one), and sets THEMIS_RESUME_FROM. It
+//     prunes again when the task's process exits.
+//   - StopTask waits the stanza's grace_period, or Nomad's timeout
+//     (min(kill_timeout, max_kill_timeout)) when that is shorter, with a
+//     warning and a task event saying by how much the grace was cut. It writes
+//     the notice file {"reason", "deadline" (RFC 3339), "signal"}, the reason
+//     being the job lease's revoke reason (read best effort from Consul,
+//     within a second) or "stopped by Nomad"; sends checkpoint_signal to the
+//     whole process group; waits until the process exits or the deadline
+//     passes; then sends SIGKILL to the group.
+//
+// # Signals, recovery
+//
+// SignalTask sends a signal to the whole process group; DestroyTask kills
+// whatever is left of the group after its leader exited. Task stats (RSS,
+// user/system CPU) come from /proc for every member of the process group.
+//
+// The task handle records the pid, the process start time from
+// /proc/<pid>/stat, and the task's part of the checkpoint protocol. After a
+// driver restart RecoverTask re-adopts the process only if pid and start time
+// still match; as it is then not the driver's child, its exit is noticed by
+// polling and reported with an unknown exit status (ExitResult.Err set).
+// Otherwise RecoverTask fails and Nomad restarts the task.
 package driver
