@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/nomad/plugins/drivers"
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
@@ -39,6 +40,11 @@ type Config struct {
 	// KeepCheckpoints is how many complete checkpoints per task survive
 	// pruning (at task start and after the task exits); at least 1.
 	KeepCheckpoints int `codec:"keep_checkpoints"`
+	// DefaultUser is the user tasks that name none run as.
+	DefaultUser string `codec:"default_user"`
+	// AllowRootJobs lists the jobs ("<namespace>/<job>", or "*" for all)
+	// whose tasks may run as root.
+	AllowRootJobs []string `codec:"allow_root_jobs"`
 }
 
 // TaskConfig is the driver config of one task in a jobspec.
@@ -66,6 +72,11 @@ func configSpec() *hclspec.Spec {
 			hclspec.NewAttr("keep_checkpoints", "number", false),
 			hclspec.NewLiteral(strconv.Itoa(DefaultKeepCheckpoints)),
 		),
+		"default_user": hclspec.NewDefault(
+			hclspec.NewAttr("default_user", "string", false),
+			hclspec.NewLiteral(strconv.Quote(DefaultTaskUser)),
+		),
+		"allow_root_jobs": hclspec.NewAttr("allow_root_jobs", "list(string)", false),
 	})
 }
 
@@ -100,6 +111,9 @@ func (c Config) withDefaults() Config {
 	if c.KeepCheckpoints == 0 {
 		c.KeepCheckpoints = DefaultKeepCheckpoints
 	}
+	if c.DefaultUser == "" {
+		c.DefaultUser = DefaultTaskUser
+	}
 	return c
 }
 
@@ -110,6 +124,11 @@ func (c Config) validate() error {
 	}
 	if c.KeepCheckpoints < 1 {
 		return fmt.Errorf("keep_checkpoints: must be at least 1, got %d", c.KeepCheckpoints)
+	}
+	for _, j := range c.AllowRootJobs {
+		if j != AllowRootAll && !strings.Contains(j, "/") {
+			return fmt.Errorf("allow_root_jobs: want \"<namespace>/<job>\" or %q, got %q", AllowRootAll, j)
+		}
 	}
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/client/lib/cpustats"
-	"github.com/hashicorp/nomad/client/lib/fifo"
 	cstructs "github.com/hashicorp/nomad/client/structs"
 	"github.com/hashicorp/nomad/drivers/shared/eventer"
 	"github.com/hashicorp/nomad/plugins/base"
@@ -36,6 +35,9 @@ const (
 	fingerprintPeriod  = 30 * time.Second
 	leaseCheckTimeout  = 10 * time.Second
 	checkpointDirPerms = 0o700
+	// checkpointParentPerms lets a task's user reach its own checkpoint dir
+	// without listing the others.
+	checkpointParentPerms = 0o711
 )
 
 // Environment variables the driver sets for every task.
@@ -53,6 +55,9 @@ const (
 	EnvNoticeFile     = "THEMIS_NOTICE_FILE"
 	attrVersion       = "driver.themis.version"
 	attrLeaseCheck    = "driver.themis.lease_check"
+	attrCgroups       = "driver.themis.cgroups"
+	attrLimits        = "driver.themis.resource_limits"
+	attrUsers         = "driver.themis.user_isolation"
 	eventLeaseChecked = "GPU leases verified"
 )
 
@@ -95,10 +100,11 @@ type Driver struct {
 	fingerprintPeriod time.Duration
 	leaseOverride     LeaseReader
 
-	mu      sync.RWMutex
-	config  Config
-	leases  LeaseReader
-	compute cpustats.Compute // from the agent; turns CPU percent into MHz
+	mu          sync.RWMutex
+	config      Config
+	leases      LeaseReader
+	compute     cpustats.Compute         // from the agent; turns CPU percent into MHz
+	nomadConfig *base.ClientDriverConfig // from the agent; the executor needs it
 
 	tasksMu sync.RWMutex
 	tasks   map[string]*taskHandle
@@ -115,8 +121,10 @@ func New(ctx context.Context, logger hclog.Logger, opts ...Option) *Driver {
 		eventer:           eventer.NewEventer(ctx, logger),
 		fingerprintPeriod: fingerprintPeriod,
 		config:            Config{LeaseCheck: true}.withDefaults(),
+		nomadConfig:       defaultDriverConfig(),
 		tasks:             make(map[string]*taskHandle),
 	}
+	d.compute = d.nomadConfig.Topology.Compute()
 	for _, o := range opts {
 		o(d)
 	}
@@ -155,10 +163,14 @@ func (d *Driver) SetConfig(c *base.Config) error {
 	d.config, d.leases = cfg, reader
 	if c.AgentConfig != nil {
 		d.compute = c.AgentConfig.Compute()
+		if c.AgentConfig.Driver != nil {
+			d.nomadConfig = c.AgentConfig.Driver
+		}
 	}
 	d.mu.Unlock()
 	d.logger.Info("configured", "consul_address", cfg.ConsulAddress, "lease_check", cfg.LeaseCheck,
-		"checkpoint_root", cfg.CheckpointRoot, "keep_checkpoints", cfg.KeepCheckpoints)
+		"checkpoint_root", cfg.CheckpointRoot, "keep_checkpoints", cfg.KeepCheckpoints, "default_user", cfg.DefaultUser,
+		"allow_root_jobs", cfg.AllowRootJobs)
 	return nil
 }
 
@@ -211,6 +223,12 @@ func (d *Driver) buildFingerprint(ctx context.Context) *drivers.Fingerprint {
 		Attributes: map[string]*pstructs.Attribute{
 			attrVersion:    pstructs.NewStringAttribute(PluginVersion),
 			attrLeaseCheck: pstructs.NewBoolAttribute(cfg.LeaseCheck),
+			attrCgroups:    pstructs.NewStringAttribute(cgroupsMode()),
+			// The executor applies cpu and memory limits only as root with
+			// cgroups; without them a task can take the whole node.
+			attrLimits: pstructs.NewBoolAttribute(os.Geteuid() == 0 && cgroupsMode() != "off"),
+			// Tasks run as their user only when the driver is root.
+			attrUsers: pstructs.NewBoolAttribute(os.Geteuid() == 0),
 		},
 		Health:            drivers.HealthStateHealthy,
 		HealthDescription: drivers.DriverHealthy,
@@ -281,7 +299,11 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err != nil {
 		return nil, nil, err
 	}
-	ckpt, err := checkpointDir(pcfg.CheckpointRoot, cfg)
+	who, err := resolveUser(pcfg, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid task config: %w", err)
+	}
+	ckpt, err := checkpointDir(pcfg.CheckpointRoot, cfg, who)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -299,35 +321,27 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	}
 	env := taskEnv(cfg, intent, gpuIDs, checkpointEnv{dir: ckpt, resumeFrom: resume, notice: proto.noticeFile, restarts: restarts})
 
-	stdout, err := openLog(cfg.StdoutPath)
+	h, err := d.launch(logger, cfg, launchSpec{path: path, dir: taskDir, args: tc.Args, env: env, user: who})
 	if err != nil {
-		return nil, nil, fmt.Errorf("open stdout: %w", err)
-	}
-	stderr, err := openLog(cfg.StderrPath)
-	if err != nil {
-		_ = stdout.Close()
-		return nil, nil, fmt.Errorf("open stderr: %w", err)
-	}
-	h, err := startProcess(logger, cfg, proto, path, tc.Args, taskDir, env, stdout, stderr)
-	if err != nil {
-		_ = stdout.Close()
-		_ = stderr.Close()
 		return nil, nil, err
 	}
+	h.proto = proto
 
 	handle := drivers.NewTaskHandle(taskHandleVersion)
 	handle.Config = cfg
 	if err := handle.SetDriverState(h.driverState()); err != nil {
-		_ = h.kill()
+		_ = h.exec.Shutdown("SIGKILL", 0)
+		h.pluginClient.Kill()
 		return nil, nil, fmt.Errorf("encode driver state: %w", err)
 	}
 	d.tasksMu.Lock()
 	d.tasks[cfg.ID] = h
 	d.tasksMu.Unlock()
+	go h.run()
 	if resume != "" {
 		d.emit(cfg, eventResuming, map[string]string{"checkpoint": resume, "restart_count": strconv.Itoa(restarts)})
 	}
-	logger.Info("task started", "pid", h.pid, "command", path, "gpus", gpuIDs, "vc", intent.VC,
+	logger.Info("task started", "pid", h.pid, "user", who.name, "command", path, "gpus", gpuIDs, "vc", intent.VC,
 		"class", intent.Class, "grace_period", intent.GracePeriod.String(), "checkpoint_signal", intent.CheckpointSignal,
 		"checkpoint_dir", ckpt, "resume_from", resume, "restart_count", restarts)
 	return handle, nil, nil
@@ -373,26 +387,8 @@ func isExecutable(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// openLog opens the task's log FIFO for writing (Nomad's logmon reads the
-// other end), or /dev/null when Nomad gives no path.
-func openLog(path string) (*os.File, error) {
-	if path == "" {
-		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	}
-	w, err := fifo.OpenWriter(path)
-	if err != nil {
-		return nil, err
-	}
-	f, ok := w.(*os.File)
-	if !ok {
-		_ = w.Close()
-		return nil, fmt.Errorf("log fifo %s: unexpected writer %T", path, w)
-	}
-	return f, nil
-}
-
-// RecoverTask implements drivers.DriverPlugin: it re-adopts the task's
-// process if the same process (pid and start time) is still running.
+// RecoverTask implements drivers.DriverPlugin: it re-attaches to the task's
+// executor, which still runs the process and will report its real exit.
 func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if handle == nil || handle.Config == nil {
 		return errors.New("recover task: handle has no config")
@@ -404,33 +400,21 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if err := handle.GetDriverState(&st); err != nil {
 		return fmt.Errorf("recover task %s: decode driver state: %w", handle.Config.ID, err)
 	}
-	if st.Pid <= 0 || st.ProcStartTime == 0 {
-		return fmt.Errorf("recover task %s: driver state has no process identity", handle.Config.ID)
-	}
-	if !processAlive(st.Pid, st.ProcStartTime) {
-		return fmt.Errorf("recover task %s: process %d is gone (or its pid was reused); the task must be restarted", handle.Config.ID, st.Pid)
+	if st.TaskConfig == nil {
+		st.TaskConfig = handle.Config
 	}
 	cfg := st.TaskConfig
-	if cfg == nil {
-		cfg = handle.Config
+	logger := d.logger.With("alloc_id", cfg.AllocID, "job_id", cfg.JobID, "task_name", cfg.Name)
+	h, err := d.reattach(logger, st)
+	if err != nil {
+		return fmt.Errorf("recover task %s: %w", cfg.ID, err)
 	}
-	proto := d.recoverProtocol(st, handle.Config)
-	h := &taskHandle{
-		logger:        d.logger.With("alloc_id", cfg.AllocID, "job_id", cfg.JobID, "task_name", cfg.Name, "pid", st.Pid),
-		cfg:           cfg,
-		pid:           st.Pid,
-		procStartTime: st.ProcStartTime,
-		startedAt:     st.StartedAt,
-		recovered:     true,
-		proto:         proto,
-		done:          make(chan struct{}),
-		state:         drivers.TaskStateRunning,
-	}
+	h.proto = d.recoverProtocol(st, handle.Config)
 	d.tasksMu.Lock()
 	d.tasks[cfg.ID] = h
 	d.tasksMu.Unlock()
-	go h.adopt()
-	h.logger.Info("re-adopted running task after a driver restart")
+	go h.run()
+	h.logger.Info("re-attached to the task's executor after a driver restart")
 	return nil
 }
 
@@ -519,6 +503,7 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 		}
 	}
 	h.reapGroup()
+	h.pluginClient.Kill()
 	d.tasksMu.Lock()
 	delete(d.tasks, taskID)
 	d.tasksMu.Unlock()
@@ -534,19 +519,14 @@ func (d *Driver) InspectTask(taskID string) (*drivers.TaskStatus, error) {
 	return h.status(), nil
 }
 
-// TaskStats implements drivers.DriverPlugin: RSS and CPU of the task's
-// process group, read from /proc every interval.
+// TaskStats implements drivers.DriverPlugin with the executor's resource
+// usage of the task (its cgroup where it has one, else its processes).
 func (d *Driver) TaskStats(ctx context.Context, taskID string, interval time.Duration) (<-chan *cstructs.TaskResourceUsage, error) {
 	h, err := d.task(taskID)
 	if err != nil {
 		return nil, err
 	}
-	d.mu.RLock()
-	compute := d.compute
-	d.mu.RUnlock()
-	ch := make(chan *cstructs.TaskResourceUsage)
-	go h.stats(ctx, interval, compute, ch)
-	return ch, nil
+	return h.stats(ctx, interval)
 }
 
 // TaskEvents implements drivers.DriverPlugin.

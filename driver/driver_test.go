@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/client/lib/cgroupslib"
 	"github.com/hashicorp/nomad/helper/pluginutils/hclutils"
 	"github.com/hashicorp/nomad/helper/uuid"
 	"github.com/hashicorp/nomad/nomad/structs"
@@ -90,7 +92,11 @@ func newTestEnv(t *testing.T, leaseCheck bool, reader LeaseReader) *testEnv {
 	h := dtestutil.NewDriverHarness(t, d)
 	root := t.TempDir()
 	var data []byte
-	must.NoError(t, base.MsgPackEncode(&data, &Config{LeaseCheck: leaseCheck, CheckpointRoot: root}))
+	// The harness makes alloc dirs in root's 0700 temp dirs, where the
+	// default user (nobody) cannot go: tests of anything but the task's
+	// user run tasks as the test's own user (root allowed explicitly).
+	must.NoError(t, base.MsgPackEncode(&data, &Config{LeaseCheck: leaseCheck, CheckpointRoot: root,
+		DefaultUser: currentUser(t), AllowRootJobs: []string{AllowRootAll}}))
 	must.NoError(t, h.SetConfig(&base.Config{PluginConfig: data}))
 	return &testEnv{d: d, h: h, ckptDir: root}
 }
@@ -105,6 +111,13 @@ func (e *testEnv) setCheckpointRoot(root string) error {
 	}
 	e.ckptDir = root
 	return e.h.SetConfig(&base.Config{PluginConfig: data})
+}
+
+func currentUser(t *testing.T) string {
+	t.Helper()
+	u, err := user.Current()
+	must.NoError(t, err)
+	return u.Username
 }
 
 type testWriter struct{ t *testing.T }
@@ -330,7 +343,9 @@ func TestStopTask(t *testing.T) {
 func TestDestroyTask_KillsLeftoverGroup(t *testing.T) {
 	e := newTestEnv(t, false, nil)
 	task, tc := newTask("orphans", `sleep 60 & echo $! > orphan.pid; exit 0`, spec.Stanza{GPUs: 1})
-	_, err := e.start(t, task, tc, false)
+	// With logs, stdout is a FIFO the orphan inherits as a file; without,
+	// the executor copies from a pipe the orphan holds open until it dies.
+	_, err := e.start(t, task, tc, true)
 	must.NoError(t, err)
 	must.Eq(t, 0, e.wait(t, task.ID, 5*time.Second).ExitCode)
 	b, err := os.ReadFile(filepath.Join(task.TaskDir().Dir, "orphan.pid"))
@@ -359,16 +374,23 @@ func TestSignalTaskAndStats(t *testing.T) {
 	e := newTestEnv(t, false, nil)
 	// Burns CPU and holds ~ a few MB; exits 3 on SIGUSR1.
 	task, tc := newTask("sig", `trap 'exit 3' USR1; echo ready; while :; do :; done`, spec.Stanza{GPUs: 1})
+	// The executor finds the task's processes in its cgroup where cgroups
+	// are on, and by pid where they are off.
+	if ok, why := taskCgroups(t, task, 256); !ok && cgroupslib.GetMode() != cgroupslib.OFF {
+		t.Skipf("the executor cannot see the task's processes here: %s", why)
+	}
 	_, err := e.start(t, task, tc, true)
 	must.NoError(t, err)
 	readEventually(t, filepath.Join(task.TaskDir().LogDir, "sig.stdout.0"), "ready")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := e.h.TaskStats(ctx, task.ID, 200*time.Millisecond)
+	// The executor rescans the task's processes every 5s, and a process's
+	// CPU share needs two scans.
+	ch, err := e.h.TaskStats(ctx, task.ID, 500*time.Millisecond)
 	must.NoError(t, err)
 	var sawCPU bool
-	for i := 0; i < 10 && !sawCPU; i++ {
+	for i := 0; i < 40 && !sawCPU; i++ {
 		select {
 		case u := <-ch:
 			must.NotNil(t, u.ResourceUsage)
@@ -385,14 +407,16 @@ func TestSignalTaskAndStats(t *testing.T) {
 	must.Eq(t, 3, e.wait(t, task.ID, 5*time.Second).ExitCode)
 }
 
+// TestRecoverTask: a fresh driver, as after a plugin restart, re-attaches
+// to the task's executor, runs the checkpoint protocol through it and
+// reports the task's real exit code.
 func TestRecoverTask(t *testing.T) {
 	e := newTestEnv(t, false, nil)
-	task, tc := newTask("recover", `trap 'exit 0' TERM; while :; do sleep 0.05; done`, spec.Stanza{GPUs: 1})
+	task, tc := newTask("recover", `trap 'exit 42' TERM; while :; do sleep 0.05; done`, spec.Stanza{GPUs: 1})
 	handle, err := e.start(t, task, tc, false)
 	must.NoError(t, err)
 	must.NoError(t, e.h.WaitUntilStarted(task.ID, 5*time.Second))
 
-	// A fresh driver, as after a plugin restart, re-adopts the process.
 	fresh := newTestEnv(t, false, nil)
 	must.NoError(t, fresh.h.RecoverTask(handle))
 	st, err := fresh.h.InspectTask(task.ID)
@@ -402,29 +426,25 @@ func TestRecoverTask(t *testing.T) {
 
 	must.NoError(t, fresh.h.StopTask(task.ID, 5*time.Second, "SIGINT"))
 	res := fresh.wait(t, task.ID, 5*time.Second)
-	must.ErrorContains(t, res.Err, "exit status unknown")
-	// The re-adopted task went through the checkpoint protocol too.
+	must.NoError(t, res.Err)
+	must.Eq(t, 42, res.ExitCode)
+	// The re-attached task went through the checkpoint protocol too.
 	n, err := ReadNotice(filepath.Join(e.ckptDir, testNamespace, testJob, "group", "recover", NoticeFileName))
 	must.NoError(t, err)
 	must.Eq(t, DefaultStopReason, n.Reason)
 
-	// The process is gone now: recovery must fail so Nomad restarts the task.
+	// The executor is gone now: recovery must fail so Nomad restarts the task.
 	again := newTestEnv(t, false, nil)
-	must.ErrorContains(t, again.h.RecoverTask(handle), "is gone")
+	must.ErrorContains(t, again.h.RecoverTask(handle), "re-attach to executor")
 }
 
-func TestRecoverTask_PidReused(t *testing.T) {
+func TestRecoverTask_NoExecutor(t *testing.T) {
+	task, _ := newTask("old", `exit 0`, spec.Stanza{GPUs: 1})
+	handle := drivers.NewTaskHandle(taskHandleVersion)
+	handle.Config = task
+	must.NoError(t, handle.SetDriverState(taskState{TaskConfig: task, Pid: 1}))
 	e := newTestEnv(t, false, nil)
-	task, tc := newTask("reuse", `sleep 30`, spec.Stanza{GPUs: 1})
-	handle, err := e.start(t, task, tc, false)
-	must.NoError(t, err)
-
-	var st taskState
-	must.NoError(t, handle.GetDriverState(&st))
-	st.ProcStartTime++ // same pid, different process
-	must.NoError(t, handle.SetDriverState(st))
-	fresh := newTestEnv(t, false, nil)
-	must.ErrorContains(t, fresh.h.RecoverTask(handle), "is gone")
+	must.ErrorContains(t, e.h.RecoverTask(handle), "no executor to re-attach to")
 }
 
 func TestFingerprint(t *testing.T) {
@@ -487,7 +507,7 @@ config {
 	var pc *Config
 	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config {}`, &pc)
 	must.Eq(t, &Config{ConsulAddress: DefaultConsulAddress, LeaseCheck: true, CheckpointRoot: DefaultCheckpointRoot(),
-		KeepCheckpoints: DefaultKeepCheckpoints}, pc)
+		KeepCheckpoints: DefaultKeepCheckpoints, DefaultUser: DefaultTaskUser}, pc)
 	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config { keep_checkpoints = 5 }`, &pc)
 	must.Eq(t, 5, pc.KeepCheckpoints)
 }

@@ -20,7 +20,11 @@ import (
 // checkpointDir creates <root>/<namespace>/<job>/<group>/<task>. It lives
 // outside the alloc dir, so a replacement alloc of the job on this node finds
 // the checkpoints of the one it replaces.
-func checkpointDir(root string, cfg *drivers.TaskConfig) (string, error) {
+//
+// The dirs above the task's are root's and traversable only (0711), so a
+// task sees no other job's names; the task's own dir (0700) belongs to the
+// task's user.
+func checkpointDir(root string, cfg *drivers.TaskConfig, owner taskUser) (string, error) {
 	parts := []string{root}
 	for _, p := range []struct{ what, v string }{
 		{"namespace", cfg.Namespace}, {"job id", cfg.JobID}, {"task group", cfg.TaskGroupName}, {"task name", cfg.Name},
@@ -32,8 +36,21 @@ func checkpointDir(root string, cfg *drivers.TaskConfig) (string, error) {
 		parts = append(parts, v)
 	}
 	dir := filepath.Join(parts...)
-	if err := os.MkdirAll(dir, checkpointDirPerms); err != nil {
+	if err := os.MkdirAll(dir, checkpointParentPerms); err != nil {
 		return "", fmt.Errorf("create checkpoint dir: %w", err)
+	}
+	for i := 1; i < len(parts); i++ { // root and the dirs between it and the task's
+		if err := os.Chmod(filepath.Join(parts[:i]...), checkpointParentPerms); err != nil {
+			return "", fmt.Errorf("checkpoint dir: %w", err)
+		}
+	}
+	if err := os.Chmod(dir, checkpointDirPerms); err != nil {
+		return "", fmt.Errorf("checkpoint dir: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(dir, owner.uid, owner.gid); err != nil {
+			return "", fmt.Errorf("checkpoint dir: give it to the task's user: %w", err)
+		}
 	}
 	return dir, nil
 }
@@ -93,9 +110,6 @@ func (d *Driver) recoverProtocol(st taskState, handleCfg *drivers.TaskConfig) pr
 		}
 	}
 	dir := st.CheckpointDir
-	if dir == "" {
-		dir, _ = checkpointDir(pcfg.CheckpointRoot, cfg)
-	}
 	p, err := newProtocol(dir, pcfg.KeepCheckpoints, in)
 	if err != nil { // a signal this driver cannot send: fall back to the default
 		d.logger.Warn("recovered task has an unknown checkpoint signal; using the default", "task_id", cfg.ID,

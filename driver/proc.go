@@ -62,16 +62,6 @@ func parseProcStat(line string) (procStat, error) {
 	return st, nil
 }
 
-// processAlive reports whether pid is still the process that started at
-// startTime (and has not exited into a zombie).
-func processAlive(pid int, startTime uint64) bool {
-	st, err := readProcStat(pid)
-	if err != nil {
-		return false
-	}
-	return st.StartTime == startTime && st.State != 'Z' && st.State != 'X'
-}
-
 // groupUsage sums CPU time and RSS over the live members of process group
 // pgid. ok is false when no member was found.
 type groupUsage struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/client/taskenv"
 	"github.com/hashicorp/nomad/plugins/drivers"
+	"golang.org/x/sys/unix"
 
 	"github.com/themis-nomad/themis/driver/checkpoint"
 	"github.com/themis-nomad/themis/planner/spec"
@@ -213,4 +214,15 @@ func restartCount(env map[string]string) (int, error) {
 		return n, nil
 	}
 	return 0, nil
+}
+
+// parseSignal turns "SIGTERM", "TERM" or "" (SIGINT) into a signal.
+func parseSignal(name string) (syscall.Signal, error) {
+	if name == "" {
+		return syscall.SIGINT, nil
+	}
+	if s := unix.SignalNum(spec.CanonicalSignal(name)); s != 0 {
+		return s, nil
+	}
+	return 0, fmt.Errorf("unknown signal %q", name)
 }
