@@ -219,19 +219,17 @@ func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, 
 
 func (d *Driver) buildFingerprint(ctx context.Context) *drivers.Fingerprint {
 	cfg, leases := d.current()
+	iso := currentIsolation()
 	fp := &drivers.Fingerprint{
 		Attributes: map[string]*pstructs.Attribute{
 			attrVersion:    pstructs.NewStringAttribute(PluginVersion),
 			attrLeaseCheck: pstructs.NewBoolAttribute(cfg.LeaseCheck),
-			attrCgroups:    pstructs.NewStringAttribute(cgroupsMode()),
-			// The executor applies cpu and memory limits only as root with
-			// cgroups; without them a task can take the whole node.
-			attrLimits: pstructs.NewBoolAttribute(os.Geteuid() == 0 && cgroupsMode() != "off"),
-			// Tasks run as their user only when the driver is root.
-			attrUsers: pstructs.NewBoolAttribute(os.Geteuid() == 0),
+			attrCgroups:    pstructs.NewStringAttribute(iso.cgroups),
+			attrLimits:     pstructs.NewBoolAttribute(iso.limits),
+			attrUsers:      pstructs.NewBoolAttribute(iso.users),
 		},
 		Health:            drivers.HealthStateHealthy,
-		HealthDescription: drivers.DriverHealthy,
+		HealthDescription: iso.describe(),
 	}
 	if !cfg.LeaseCheck {
 		return fp

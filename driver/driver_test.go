@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -473,6 +474,17 @@ func TestFingerprint(t *testing.T) {
 				v, ok := fp.Attributes[attrVersion].GetString()
 				must.True(t, ok)
 				must.Eq(t, PluginVersion, v)
+				// What the executor can isolate on this client is said.
+				iso := currentIsolation()
+				cg, _ := fp.Attributes[attrCgroups].GetString()
+				must.Eq(t, iso.cgroups, cg)
+				users, _ := fp.Attributes[attrUsers].GetBool()
+				must.Eq(t, os.Geteuid() == 0, users)
+				limits, _ := fp.Attributes[attrLimits].GetBool()
+				must.Eq(t, os.Geteuid() == 0 && cgroupslib.GetMode() != cgroupslib.OFF, limits)
+				if !limits && c.health == drivers.HealthStateHealthy {
+					must.StrContains(t, fp.HealthDescription, "without cpu and memory limits")
+				}
 			case <-time.After(5 * time.Second):
 				t.Fatal("no fingerprint")
 			}
@@ -560,12 +572,13 @@ func TestParseSignal(t *testing.T) {
 }
 
 func TestParseProcStat(t *testing.T) {
-	line := "4242 (my (odd) cmd) S 1 4242 4242 0 -1 4194560 100 0 0 0 25 7 0 0 20 0 1 0 123456 1000000 321 18446744073709551615"
+	line := "4242 (my (odd) cmd) S 1 4200 4242 0 -1 4194560 100 0 0 0 25 7 0 0 20 0 1 0 123456 1000000 321 18446744073709551615"
 	st, err := parseProcStat(line)
 	must.NoError(t, err)
-	must.Eq(t, procStat{State: 'S', PGrp: 4242, UTime: 25, STime: 7, StartTime: 123456, RSSPages: 321}, st)
-	_, err = parseProcStat("4242 (x) S 1 2")
+	must.Eq(t, procStat{State: 'S', PGrp: 4200}, st)
+	_, err = parseProcStat("4242 (x) S 1")
 	must.Error(t, err)
+	must.Eq(t, []int{os.Getpid()}, slices.DeleteFunc(groupMembers(syscall.Getpgrp()), func(p int) bool { return p != os.Getpid() }))
 }
 
 func TestAllocatedGPUs(t *testing.T) {

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -125,4 +126,34 @@ func cgroupsMode() string {
 	default:
 		return "off"
 	}
+}
+
+// isolation is what the executor can do for tasks on this client.
+type isolation struct {
+	cgroups string // "v1", "v2" or "off"
+	limits  bool   // cpu and memory limits are applied
+	users   bool   // tasks run as their user
+	why     string // why not, when limits or users is false
+}
+
+// currentIsolation: the executor applies cgroup limits only when the driver
+// runs as root with cgroups on, and only root can run tasks as another user.
+func currentIsolation() isolation {
+	iso := isolation{cgroups: cgroupsMode(), users: os.Geteuid() == 0}
+	iso.limits = iso.users && iso.cgroups != "off"
+	switch {
+	case !iso.users:
+		iso.why = "the driver does not run as root: tasks run as its user, without cpu and memory limits"
+	case !iso.limits:
+		iso.why = "cgroups are off on this client: tasks run without cpu and memory limits"
+	}
+	return iso
+}
+
+// describe is the fingerprint's health description.
+func (iso isolation) describe() string {
+	if iso.why == "" {
+		return drivers.DriverHealthy
+	}
+	return drivers.DriverHealthy + "; " + iso.why
 }

@@ -201,8 +201,8 @@ func (h *taskHandle) reapGroup() {
 	if h.running() {
 		return
 	}
-	if u, ok := readGroupUsage(h.pid); ok {
-		h.logger.Info("killing processes left in the task's process group", "pids", u.Pids)
+	if pids := groupMembers(h.pid); len(pids) > 0 {
+		h.logger.Info("killing processes left in the task's process group", "pids", pids)
 		if err := unix.Kill(-h.pid, syscall.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
 			h.logger.Warn("cannot kill the task's process group", "error", err)
 		}
