@@ -168,6 +168,10 @@ func (d *Driver) SetConfig(c *base.Config) error {
 		}
 	}
 	d.mu.Unlock()
+	if fi, err := os.Stat(cfg.CheckpointRoot); err == nil && fi.Mode().Perm()&0o001 == 0 {
+		d.logger.Warn("checkpoint_root is not traversable by other users: tasks that run as another user than the driver's cannot reach their checkpoint dirs",
+			"checkpoint_root", cfg.CheckpointRoot, "mode", fi.Mode().Perm().String())
+	}
 	d.logger.Info("configured", "consul_address", cfg.ConsulAddress, "lease_check", cfg.LeaseCheck,
 		"checkpoint_root", cfg.CheckpointRoot, "keep_checkpoints", cfg.KeepCheckpoints, "default_user", cfg.DefaultUser,
 		"allow_root_jobs", cfg.AllowRootJobs)

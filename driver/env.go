@@ -21,9 +21,10 @@ import (
 // outside the alloc dir, so a replacement alloc of the job on this node finds
 // the checkpoints of the one it replaces.
 //
-// The dirs above the task's are root's and traversable only (0711), so a
-// task sees no other job's names; the task's own dir (0700) belongs to the
-// task's user.
+// The dirs between checkpoint_root and the task's are the driver's and
+// traversable only (0711), so a task sees no other job's names; the task's
+// own dir (0700) belongs to the task's user. checkpoint_root itself is made
+// 0711 when the driver creates it and otherwise left as the operator set it.
 func checkpointDir(root string, cfg *drivers.TaskConfig, owner taskUser) (string, error) {
 	parts := []string{root}
 	for _, p := range []struct{ what, v string }{
@@ -39,7 +40,9 @@ func checkpointDir(root string, cfg *drivers.TaskConfig, owner taskUser) (string
 	if err := os.MkdirAll(dir, checkpointParentPerms); err != nil {
 		return "", fmt.Errorf("create checkpoint dir: %w", err)
 	}
-	for i := 1; i < len(parts); i++ { // root and the dirs between it and the task's
+	// The dirs between the root (the operator's, left as it is) and the
+	// task's are the driver's.
+	for i := 2; i < len(parts); i++ {
 		if err := os.Chmod(filepath.Join(parts[:i]...), checkpointParentPerms); err != nil {
 			return "", fmt.Errorf("checkpoint dir: %w", err)
 		}

@@ -49,6 +49,7 @@ func TestTaskUser(t *testing.T) {
 			root, err := os.MkdirTemp("", "themis-ckpt-")
 			must.NoError(t, err)
 			t.Cleanup(func() { _ = os.RemoveAll(root) })
+			must.NoError(t, os.Chmod(root, 0o711))
 			cfg, _ := e.d.current()
 			cfg.CheckpointRoot, cfg.DefaultUser, cfg.AllowRootJobs = root, DefaultTaskUser, c.allow
 			var data []byte
@@ -82,6 +83,11 @@ func TestTaskUser(t *testing.T) {
 			must.NoError(t, err)
 			must.Eq(t, c.wantUID, strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)))
 			must.Eq(t, os.FileMode(0o700), fi.Mode().Perm())
+			for d := filepath.Dir(dir); d != root; d = filepath.Dir(d) {
+				fi, err := os.Stat(d)
+				must.NoError(t, err)
+				must.Eq(t, os.FileMode(0o711), fi.Mode().Perm(), must.Sprint(d))
+			}
 			st, err := e.h.InspectTask(task.ID)
 			must.NoError(t, err)
 			want := c.taskUser
