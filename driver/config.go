@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/nomad/plugins/drivers"
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
@@ -15,6 +16,9 @@ import (
 // Defaults of the plugin config.
 const (
 	DefaultConsulAddress = "127.0.0.1:8500"
+	// DefaultKeepCheckpoints is how many complete checkpoints of a task
+	// the driver keeps when it prunes.
+	DefaultKeepCheckpoints = 3
 )
 
 // DefaultCheckpointRoot is where checkpoint directories live unless the
@@ -33,6 +37,14 @@ type Config struct {
 	LeaseCheck bool `codec:"lease_check"`
 	// CheckpointRoot is the node-local root of the per-task checkpoint dirs.
 	CheckpointRoot string `codec:"checkpoint_root"`
+	// KeepCheckpoints is how many complete checkpoints per task survive
+	// pruning (at task start and after the task exits); at least 1.
+	KeepCheckpoints int `codec:"keep_checkpoints"`
+	// DefaultUser is the user tasks that name none run as.
+	DefaultUser string `codec:"default_user"`
+	// AllowRootJobs lists the jobs ("<namespace>/<job>", or "*" for all)
+	// whose tasks may run as root.
+	AllowRootJobs []string `codec:"allow_root_jobs"`
 }
 
 // TaskConfig is the driver config of one task in a jobspec.
@@ -56,6 +68,15 @@ func configSpec() *hclspec.Spec {
 			hclspec.NewAttr("checkpoint_root", "string", false),
 			hclspec.NewLiteral(strconv.Quote(DefaultCheckpointRoot())),
 		),
+		"keep_checkpoints": hclspec.NewDefault(
+			hclspec.NewAttr("keep_checkpoints", "number", false),
+			hclspec.NewLiteral(strconv.Itoa(DefaultKeepCheckpoints)),
+		),
+		"default_user": hclspec.NewDefault(
+			hclspec.NewAttr("default_user", "string", false),
+			hclspec.NewLiteral(strconv.Quote(DefaultTaskUser)),
+		),
+		"allow_root_jobs": hclspec.NewAttr("allow_root_jobs", "list(string)", false),
 	})
 }
 
@@ -67,11 +88,12 @@ func taskConfigSpec() *hclspec.Spec {
 		"command": hclspec.NewAttr("command", "string", true),
 		"args":    hclspec.NewAttr("args", "list(string)", false),
 		spec.BlockName: hclspec.NewBlock(spec.BlockName, true, hclspec.NewObject(map[string]*hclspec.Spec{
-			"gpus":         hclspec.NewAttr("gpus", "number", true),
-			"vc":           hclspec.NewAttr("vc", "string", false),
-			"class":        hclspec.NewAttr("class", "string", false),
-			"priority":     hclspec.NewAttr("priority", "number", false),
-			"grace_period": hclspec.NewAttr("grace_period", "string", false),
+			"gpus":              hclspec.NewAttr("gpus", "number", true),
+			"vc":                hclspec.NewAttr("vc", "string", false),
+			"class":             hclspec.NewAttr("class", "string", false),
+			"priority":          hclspec.NewAttr("priority", "number", false),
+			"grace_period":      hclspec.NewAttr("grace_period", "string", false),
+			"checkpoint_signal": hclspec.NewAttr("checkpoint_signal", "string", false),
 		})),
 	})
 }
@@ -86,7 +108,29 @@ func (c Config) withDefaults() Config {
 	if c.CheckpointRoot == "" {
 		c.CheckpointRoot = DefaultCheckpointRoot()
 	}
+	if c.KeepCheckpoints == 0 {
+		c.KeepCheckpoints = DefaultKeepCheckpoints
+	}
+	if c.DefaultUser == "" {
+		c.DefaultUser = DefaultTaskUser
+	}
 	return c
+}
+
+// validate checks a config after withDefaults; errors name the field.
+func (c Config) validate() error {
+	if !filepath.IsAbs(c.CheckpointRoot) {
+		return fmt.Errorf("checkpoint_root: must be an absolute path, got %q", c.CheckpointRoot)
+	}
+	if c.KeepCheckpoints < 1 {
+		return fmt.Errorf("keep_checkpoints: must be at least 1, got %d", c.KeepCheckpoints)
+	}
+	for _, j := range c.AllowRootJobs {
+		if j != AllowRootAll && !strings.Contains(j, "/") {
+			return fmt.Errorf("allow_root_jobs: want \"<namespace>/<job>\" or %q, got %q", AllowRootAll, j)
+		}
+	}
+	return nil
 }
 
 // wireTaskConfig is TaskConfig as it arrives: HCL numbers may be fractional,
@@ -101,6 +145,7 @@ type wireTaskConfig struct {
 		Class       string  `codec:"class"`
 		Priority    float64 `codec:"priority"`
 		GracePeriod string  `codec:"grace_period"`
+		Signal      string  `codec:"checkpoint_signal"`
 	} `codec:"themis"`
 }
 
@@ -111,7 +156,7 @@ func decodeTaskConfig(cfg *drivers.TaskConfig) (TaskConfig, error) {
 		return TaskConfig{}, fmt.Errorf("decode task config: %w", err)
 	}
 	tc := TaskConfig{Command: w.Command, Args: w.Args, Themis: spec.Stanza{
-		VC: w.Themis.VC, Class: w.Themis.Class, GracePeriod: w.Themis.GracePeriod,
+		VC: w.Themis.VC, Class: w.Themis.Class, GracePeriod: w.Themis.GracePeriod, CheckpointSignal: w.Themis.Signal,
 	}}
 	var err error
 	if tc.Themis.GPUs, err = spec.WholeNumber("gpus", w.Themis.GPUs); err != nil {

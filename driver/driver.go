@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,7 +13,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/client/lib/cpustats"
-	"github.com/hashicorp/nomad/client/lib/fifo"
 	cstructs "github.com/hashicorp/nomad/client/structs"
 	"github.com/hashicorp/nomad/drivers/shared/eventer"
 	"github.com/hashicorp/nomad/plugins/base"
@@ -39,6 +35,9 @@ const (
 	fingerprintPeriod  = 30 * time.Second
 	leaseCheckTimeout  = 10 * time.Second
 	checkpointDirPerms = 0o700
+	// checkpointParentPerms lets a task's user reach its own checkpoint dir
+	// without listing the others.
+	checkpointParentPerms = 0o711
 )
 
 // Environment variables the driver sets for every task.
@@ -51,8 +50,14 @@ const (
 	EnvGracePeriod    = "THEMIS_GRACE_PERIOD"
 	EnvCheckpointDir  = "THEMIS_CHECKPOINT_DIR"
 	EnvPriority       = "THEMIS_PRIORITY"
+	EnvResumeFrom     = "THEMIS_RESUME_FROM"
+	EnvRestartCount   = "THEMIS_RESTART_COUNT"
+	EnvNoticeFile     = "THEMIS_NOTICE_FILE"
 	attrVersion       = "driver.themis.version"
 	attrLeaseCheck    = "driver.themis.lease_check"
+	attrCgroups       = "driver.themis.cgroups"
+	attrLimits        = "driver.themis.resource_limits"
+	attrUsers         = "driver.themis.user_isolation"
 	eventLeaseChecked = "GPU leases verified"
 )
 
@@ -95,10 +100,11 @@ type Driver struct {
 	fingerprintPeriod time.Duration
 	leaseOverride     LeaseReader
 
-	mu      sync.RWMutex
-	config  Config
-	leases  LeaseReader
-	compute cpustats.Compute // from the agent; turns CPU percent into MHz
+	mu          sync.RWMutex
+	config      Config
+	leases      LeaseReader
+	compute     cpustats.Compute         // from the agent; turns CPU percent into MHz
+	nomadConfig *base.ClientDriverConfig // from the agent; the executor needs it
 
 	tasksMu sync.RWMutex
 	tasks   map[string]*taskHandle
@@ -115,8 +121,10 @@ func New(ctx context.Context, logger hclog.Logger, opts ...Option) *Driver {
 		eventer:           eventer.NewEventer(ctx, logger),
 		fingerprintPeriod: fingerprintPeriod,
 		config:            Config{LeaseCheck: true}.withDefaults(),
+		nomadConfig:       defaultDriverConfig(),
 		tasks:             make(map[string]*taskHandle),
 	}
+	d.compute = d.nomadConfig.Topology.Compute()
 	for _, o := range opts {
 		o(d)
 	}
@@ -140,8 +148,8 @@ func (d *Driver) SetConfig(c *base.Config) error {
 		}
 	}
 	cfg = cfg.withDefaults()
-	if !filepath.IsAbs(cfg.CheckpointRoot) {
-		return fmt.Errorf("checkpoint_root: must be an absolute path, got %q", cfg.CheckpointRoot)
+	if err := cfg.validate(); err != nil {
+		return err
 	}
 	reader := d.leaseOverride
 	if reader == nil {
@@ -155,10 +163,18 @@ func (d *Driver) SetConfig(c *base.Config) error {
 	d.config, d.leases = cfg, reader
 	if c.AgentConfig != nil {
 		d.compute = c.AgentConfig.Compute()
+		if c.AgentConfig.Driver != nil {
+			d.nomadConfig = c.AgentConfig.Driver
+		}
 	}
 	d.mu.Unlock()
+	if fi, err := os.Stat(cfg.CheckpointRoot); err == nil && fi.Mode().Perm()&0o001 == 0 {
+		d.logger.Warn("checkpoint_root is not traversable by other users: tasks that run as another user than the driver's cannot reach their checkpoint dirs",
+			"checkpoint_root", cfg.CheckpointRoot, "mode", fi.Mode().Perm().String())
+	}
 	d.logger.Info("configured", "consul_address", cfg.ConsulAddress, "lease_check", cfg.LeaseCheck,
-		"checkpoint_root", cfg.CheckpointRoot)
+		"checkpoint_root", cfg.CheckpointRoot, "keep_checkpoints", cfg.KeepCheckpoints, "default_user", cfg.DefaultUser,
+		"allow_root_jobs", cfg.AllowRootJobs)
 	return nil
 }
 
@@ -207,13 +223,17 @@ func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, 
 
 func (d *Driver) buildFingerprint(ctx context.Context) *drivers.Fingerprint {
 	cfg, leases := d.current()
+	iso := currentIsolation()
 	fp := &drivers.Fingerprint{
 		Attributes: map[string]*pstructs.Attribute{
 			attrVersion:    pstructs.NewStringAttribute(PluginVersion),
 			attrLeaseCheck: pstructs.NewBoolAttribute(cfg.LeaseCheck),
+			attrCgroups:    pstructs.NewStringAttribute(iso.cgroups),
+			attrLimits:     pstructs.NewBoolAttribute(iso.limits),
+			attrUsers:      pstructs.NewBoolAttribute(iso.users),
 		},
 		Health:            drivers.HealthStateHealthy,
-		HealthDescription: drivers.DriverHealthy,
+		HealthDescription: iso.describe(),
 	}
 	if !cfg.LeaseCheck {
 		return fp
@@ -281,39 +301,51 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err != nil {
 		return nil, nil, err
 	}
-	ckpt, err := checkpointDir(pcfg.CheckpointRoot, cfg)
+	who, err := resolveUser(pcfg, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid task config: %w", err)
+	}
+	ckpt, err := checkpointDir(pcfg.CheckpointRoot, cfg, who)
 	if err != nil {
 		return nil, nil, err
 	}
-	env := taskEnv(cfg, intent, gpuIDs, ckpt)
+	proto, err := newProtocol(ckpt, pcfg.KeepCheckpoints, intent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid task config: %w", err)
+	}
+	resume, err := proto.prepare(logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint dir %s: %w", ckpt, err)
+	}
+	restarts, err := restartCount(cfg.Env)
+	if err != nil {
+		logger.Warn("ignoring a bad restart count; the task sees 0", "error", err)
+	}
+	env := taskEnv(cfg, intent, gpuIDs, checkpointEnv{dir: ckpt, resumeFrom: resume, notice: proto.noticeFile, restarts: restarts})
 
-	stdout, err := openLog(cfg.StdoutPath)
+	h, err := d.launch(logger, cfg, launchSpec{path: path, dir: taskDir, args: tc.Args, env: env, user: who})
 	if err != nil {
-		return nil, nil, fmt.Errorf("open stdout: %w", err)
-	}
-	stderr, err := openLog(cfg.StderrPath)
-	if err != nil {
-		_ = stdout.Close()
-		return nil, nil, fmt.Errorf("open stderr: %w", err)
-	}
-	h, err := startProcess(logger, cfg, path, tc.Args, taskDir, env, stdout, stderr)
-	if err != nil {
-		_ = stdout.Close()
-		_ = stderr.Close()
 		return nil, nil, err
 	}
+	h.proto = proto
 
 	handle := drivers.NewTaskHandle(taskHandleVersion)
 	handle.Config = cfg
 	if err := handle.SetDriverState(h.driverState()); err != nil {
-		_ = h.kill()
+		_ = h.exec.Shutdown("SIGKILL", 0)
+		h.pluginClient.Kill()
 		return nil, nil, fmt.Errorf("encode driver state: %w", err)
 	}
 	d.tasksMu.Lock()
 	d.tasks[cfg.ID] = h
 	d.tasksMu.Unlock()
-	logger.Info("task started", "pid", h.pid, "command", path, "gpus", gpuIDs, "vc", intent.VC,
-		"class", intent.Class, "grace_period", intent.GracePeriod.String(), "checkpoint_dir", ckpt)
+	go h.run()
+	if resume != "" {
+		d.emit(cfg, eventResuming, map[string]string{"checkpoint": resume, "restart_count": strconv.Itoa(restarts)})
+	}
+	logger.Info("task started", "pid", h.pid, "user", who.name, "command", path, "gpus", gpuIDs, "vc", intent.VC,
+		"class", intent.Class, "grace_period", intent.GracePeriod.String(), "checkpoint_signal", intent.CheckpointSignal,
+		"checkpoint_dir", ckpt, "resume_from", resume, "restart_count", restarts)
 	return handle, nil, nil
 }
 
@@ -357,71 +389,8 @@ func isExecutable(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// checkpointDir creates <root>/<namespace>/<job>/<group>/<task>. It lives
-// outside the alloc dir, so a replacement alloc of the job on this node finds
-// the checkpoints of the one it replaces.
-func checkpointDir(root string, cfg *drivers.TaskConfig) (string, error) {
-	parts := []string{root}
-	for _, p := range []struct{ what, v string }{
-		{"namespace", cfg.Namespace}, {"job id", cfg.JobID}, {"task group", cfg.TaskGroupName}, {"task name", cfg.Name},
-	} {
-		v := url.PathEscape(p.v)
-		if v == "" || v == "." || v == ".." {
-			return "", fmt.Errorf("checkpoint dir: %s %q cannot be a directory name", p.what, p.v)
-		}
-		parts = append(parts, v)
-	}
-	dir := filepath.Join(parts...)
-	if err := os.MkdirAll(dir, checkpointDirPerms); err != nil {
-		return "", fmt.Errorf("create checkpoint dir: %w", err)
-	}
-	return dir, nil
-}
-
-func taskEnv(cfg *drivers.TaskConfig, in spec.Intent, gpuIDs []string, ckpt string) []string {
-	env := maps.Clone(cfg.DeviceEnv)
-	if env == nil {
-		env = map[string]string{}
-	}
-	maps.Copy(env, cfg.Env)
-	maps.Copy(env, map[string]string{
-		EnvJobID:         cfg.JobID,
-		EnvVC:            in.VC,
-		EnvClass:         string(in.Class),
-		EnvGPUs:          strconv.Itoa(in.GPUs),
-		EnvGPUIDs:        strings.Join(gpuIDs, ","),
-		EnvPriority:      strconv.Itoa(in.Priority),
-		EnvGracePeriod:   strconv.FormatFloat(in.GracePeriod.Seconds(), 'f', -1, 64),
-		EnvCheckpointDir: ckpt,
-	})
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// openLog opens the task's log FIFO for writing (Nomad's logmon reads the
-// other end), or /dev/null when Nomad gives no path.
-func openLog(path string) (*os.File, error) {
-	if path == "" {
-		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	}
-	w, err := fifo.OpenWriter(path)
-	if err != nil {
-		return nil, err
-	}
-	f, ok := w.(*os.File)
-	if !ok {
-		_ = w.Close()
-		return nil, fmt.Errorf("log fifo %s: unexpected writer %T", path, w)
-	}
-	return f, nil
-}
-
-// RecoverTask implements drivers.DriverPlugin: it re-adopts the task's
-// process if the same process (pid and start time) is still running.
+// RecoverTask implements drivers.DriverPlugin: it re-attaches to the task's
+// executor, which still runs the process and will report its real exit.
 func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if handle == nil || handle.Config == nil {
 		return errors.New("recover task: handle has no config")
@@ -433,31 +402,21 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if err := handle.GetDriverState(&st); err != nil {
 		return fmt.Errorf("recover task %s: decode driver state: %w", handle.Config.ID, err)
 	}
-	if st.Pid <= 0 || st.ProcStartTime == 0 {
-		return fmt.Errorf("recover task %s: driver state has no process identity", handle.Config.ID)
-	}
-	if !processAlive(st.Pid, st.ProcStartTime) {
-		return fmt.Errorf("recover task %s: process %d is gone (or its pid was reused); the task must be restarted", handle.Config.ID, st.Pid)
+	if st.TaskConfig == nil {
+		st.TaskConfig = handle.Config
 	}
 	cfg := st.TaskConfig
-	if cfg == nil {
-		cfg = handle.Config
+	logger := d.logger.With("alloc_id", cfg.AllocID, "job_id", cfg.JobID, "task_name", cfg.Name)
+	h, err := d.reattach(logger, st)
+	if err != nil {
+		return fmt.Errorf("recover task %s: %w", cfg.ID, err)
 	}
-	h := &taskHandle{
-		logger:        d.logger.With("alloc_id", cfg.AllocID, "job_id", cfg.JobID, "task_name", cfg.Name, "pid", st.Pid),
-		cfg:           cfg,
-		pid:           st.Pid,
-		procStartTime: st.ProcStartTime,
-		startedAt:     st.StartedAt,
-		recovered:     true,
-		done:          make(chan struct{}),
-		state:         drivers.TaskStateRunning,
-	}
+	h.proto = d.recoverProtocol(st, handle.Config)
 	d.tasksMu.Lock()
 	d.tasks[cfg.ID] = h
 	d.tasksMu.Unlock()
-	go h.adopt()
-	h.logger.Info("re-adopted running task after a driver restart")
+	go h.run()
+	h.logger.Info("re-attached to the task's executor after a driver restart")
 	return nil
 }
 
@@ -486,20 +445,49 @@ func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.E
 	return ch, nil
 }
 
-// StopTask implements drivers.DriverPlugin.
+// StopTask implements drivers.DriverPlugin with the checkpoint protocol:
+// it writes the notice file, sends the stanza's checkpoint signal to the
+// task's process group, waits until the process exits or the grace period
+// (cut to Nomad's timeout when that is shorter) is over, then kills the
+// group. Nomad's kill_signal is not used: checkpoint_signal names the signal.
 func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) error {
+	began := time.Now()
 	h, err := d.task(taskID)
 	if err != nil {
 		return err
 	}
-	if signal == drivers.DetachSignal {
+	if signal == drivers.DetachSignal || !h.running() {
 		return nil
 	}
-	sig, err := parseSignal(signal)
+	p := h.proto
+	if signal != "" && spec.CanonicalSignal(signal) != p.signalName {
+		h.logger.Debug("Nomad's kill_signal is not used; sending the stanza's checkpoint_signal", "kill_signal", signal,
+			"checkpoint_signal", p.signalName)
+	}
+	wait, cut := p.wait(timeout)
+	if cut {
+		h.logger.Warn("grace period cut by Nomad's kill timeout (min(kill_timeout, max_kill_timeout))",
+			"grace_period", p.grace.String(), "timeout", wait.String(), "cut_by", (p.grace - wait).String())
+		d.emit(h.cfg, eventGraceCut, map[string]string{
+			"grace_period": p.grace.String(), "timeout": wait.String(), "cut_by": (p.grace - wait).String()})
+	}
+	deadline := began.Add(wait)
+	_, leases := d.current()
+	reason := stopReason(d.ctx, h.logger, leases, h.cfg, wait)
+	notice := Notice{Reason: reason, Deadline: deadline, Signal: p.signalName}
+	if err := writeNotice(p.noticeFile, notice); err != nil {
+		h.logger.Warn("cannot write the notice file; the signal still goes out", "notice_file", p.noticeFile, "error", err)
+	}
+	d.emit(h.cfg, eventCheckpointAsk, map[string]string{
+		"signal": p.signalName, "reason": reason, "deadline": deadline.UTC().Format(time.RFC3339)})
+	killed, err := h.stop(p.signal, deadline)
+	if killed {
+		d.emit(h.cfg, eventKilledAtExpiry, map[string]string{"deadline": deadline.UTC().Format(time.RFC3339)})
+	}
 	if err != nil {
 		return fmt.Errorf("stop task %s: %w", taskID, err)
 	}
-	return h.stop(sig, timeout)
+	return nil
 }
 
 // DestroyTask implements drivers.DriverPlugin.
@@ -517,6 +505,7 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 		}
 	}
 	h.reapGroup()
+	h.pluginClient.Kill()
 	d.tasksMu.Lock()
 	delete(d.tasks, taskID)
 	d.tasksMu.Unlock()
@@ -532,19 +521,14 @@ func (d *Driver) InspectTask(taskID string) (*drivers.TaskStatus, error) {
 	return h.status(), nil
 }
 
-// TaskStats implements drivers.DriverPlugin: RSS and CPU of the task's
-// process group, read from /proc every interval.
+// TaskStats implements drivers.DriverPlugin with the executor's resource
+// usage of the task (its cgroup where it has one, else its processes).
 func (d *Driver) TaskStats(ctx context.Context, taskID string, interval time.Duration) (<-chan *cstructs.TaskResourceUsage, error) {
 	h, err := d.task(taskID)
 	if err != nil {
 		return nil, err
 	}
-	d.mu.RLock()
-	compute := d.compute
-	d.mu.RUnlock()
-	ch := make(chan *cstructs.TaskResourceUsage)
-	go h.stats(ctx, interval, compute, ch)
-	return ch, nil
+	return h.stats(ctx, interval)
 }
 
 // TaskEvents implements drivers.DriverPlugin.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/client/lib/cgroupslib"
 	"github.com/hashicorp/nomad/helper/pluginutils/hclutils"
 	"github.com/hashicorp/nomad/helper/uuid"
 	"github.com/hashicorp/nomad/nomad/structs"
@@ -32,8 +35,17 @@ const (
 // fakeLeases is the LeaseReader double: a map of GPU id to lease.
 type fakeLeases struct {
 	leases  map[string]*lease.GPULease
+	jobs    map[string]*lease.JobLease // by lease.JobKey
 	pingErr error
 	readErr error
+	jobErr  error
+}
+
+func (f *fakeLeases) JobLease(_ context.Context, namespace, jobID string) (*lease.JobLease, error) {
+	if f.jobErr != nil {
+		return nil, f.jobErr
+	}
+	return f.jobs[lease.JobKey(namespace, jobID)], nil
 }
 
 func (f *fakeLeases) GPULeases(_ context.Context, ids []string) (map[string]*lease.GPULease, error) {
@@ -81,7 +93,11 @@ func newTestEnv(t *testing.T, leaseCheck bool, reader LeaseReader) *testEnv {
 	h := dtestutil.NewDriverHarness(t, d)
 	root := t.TempDir()
 	var data []byte
-	must.NoError(t, base.MsgPackEncode(&data, &Config{LeaseCheck: leaseCheck, CheckpointRoot: root}))
+	// The harness makes alloc dirs in root's 0700 temp dirs, where the
+	// default user (nobody) cannot go: tests of anything but the task's
+	// user run tasks as the test's own user (root allowed explicitly).
+	must.NoError(t, base.MsgPackEncode(&data, &Config{LeaseCheck: leaseCheck, CheckpointRoot: root,
+		DefaultUser: currentUser(t), AllowRootJobs: []string{AllowRootAll}}))
 	must.NoError(t, h.SetConfig(&base.Config{PluginConfig: data}))
 	return &testEnv{d: d, h: h, ckptDir: root}
 }
@@ -96,6 +112,13 @@ func (e *testEnv) setCheckpointRoot(root string) error {
 	}
 	e.ckptDir = root
 	return e.h.SetConfig(&base.Config{PluginConfig: data})
+}
+
+func currentUser(t *testing.T) string {
+	t.Helper()
+	u, err := user.Current()
+	must.NoError(t, err)
+	return u.Username
 }
 
 type testWriter struct{ t *testing.T }
@@ -228,6 +251,7 @@ func TestStartTask_BadStanzaNamesField(t *testing.T) {
 		{spec.Stanza{GPUs: 1, Class: "batch"}, "themis.class"},
 		{spec.Stanza{GPUs: 1, Priority: -2}, "themis.priority"},
 		{spec.Stanza{GPUs: 1, GracePeriod: "soon"}, "themis.grace_period"},
+		{spec.Stanza{GPUs: 1, CheckpointSignal: "SIGKILL"}, "themis.checkpoint_signal"},
 	}
 	for _, c := range cases {
 		t.Run(c.field, func(t *testing.T) {
@@ -276,24 +300,24 @@ func TestStartTask_LeaseCheck(t *testing.T) {
 	}
 }
 
+// TestStopTask: StopTask sends the stanza's checkpoint_signal (not Nomad's
+// kill_signal) and returns as soon as the task exits.
 func TestStopTask(t *testing.T) {
 	cases := []struct {
-		name       string
-		script     string
-		signal     string
-		timeout    time.Duration
-		wantSignal int
-		wantCode   int
-		killed     bool // must take at least the timeout
+		name     string
+		script   string
+		stanza   string // checkpoint_signal
+		signal   string // Nomad's kill_signal, not used
+		wantCode int
 	}{
-		{"traps SIGINT and exits", `trap 'echo got INT; exit 0' INT; echo ready; while :; do sleep 0.05; done`, "", 10 * time.Second, 0, 0, false},
-		{"traps SIGTERM and exits", `trap 'exit 5' TERM; echo ready; while :; do sleep 0.05; done`, "SIGTERM", 10 * time.Second, 0, 5, false},
-		{"ignores SIGINT, killed", `trap '' INT; echo ready; while :; do sleep 0.05; done`, "SIGINT", time.Second, int(syscall.SIGKILL), 128 + int(syscall.SIGKILL), true},
+		{"default SIGTERM", `trap 'exit 5' TERM; echo ready; while :; do sleep 0.05; done`, "", "SIGINT", 5},
+		{"checkpoint_signal SIGINT", `trap 'echo got INT; exit 0' INT; trap '' TERM; echo ready; while :; do sleep 0.05; done`, "SIGINT", "SIGTERM", 0},
+		{"checkpoint_signal usr1", `trap 'exit 7' USR1; echo ready; while :; do sleep 0.05; done`, "usr1", "", 7},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newTestEnv(t, false, nil)
-			task, tc := newTask("stop", c.script, spec.Stanza{GPUs: 1})
+			task, tc := newTask("stop", c.script, spec.Stanza{GPUs: 1, GracePeriod: "20s", CheckpointSignal: c.stanza})
 			_, err := e.start(t, task, tc, true)
 			must.NoError(t, err)
 			must.NoError(t, e.h.WaitUntilStarted(task.ID, 5*time.Second))
@@ -303,16 +327,12 @@ func TestStopTask(t *testing.T) {
 			must.ErrorContains(t, e.h.DestroyTask(task.ID, false), "still running")
 
 			began := time.Now()
-			must.NoError(t, e.h.StopTask(task.ID, c.timeout, c.signal))
+			must.NoError(t, e.h.StopTask(task.ID, 20*time.Second, c.signal))
 			took := time.Since(began)
 			res := e.wait(t, task.ID, 5*time.Second)
-			must.Eq(t, c.wantSignal, res.Signal)
+			must.Eq(t, 0, res.Signal)
 			must.Eq(t, c.wantCode, res.ExitCode)
-			if c.killed {
-				must.Greater(t, c.timeout-50*time.Millisecond, took)
-			} else {
-				must.Less(t, c.timeout/2, took) // returned promptly once the process was gone
-			}
+			must.Less(t, 10*time.Second, took) // returned once the process was gone
 			st, err := e.h.InspectTask(task.ID)
 			must.NoError(t, err)
 			must.Eq(t, drivers.TaskStateExited, st.State)
@@ -324,7 +344,9 @@ func TestStopTask(t *testing.T) {
 func TestDestroyTask_KillsLeftoverGroup(t *testing.T) {
 	e := newTestEnv(t, false, nil)
 	task, tc := newTask("orphans", `sleep 60 & echo $! > orphan.pid; exit 0`, spec.Stanza{GPUs: 1})
-	_, err := e.start(t, task, tc, false)
+	// With logs, stdout is a FIFO the orphan inherits as a file; without,
+	// the executor copies from a pipe the orphan holds open until it dies.
+	_, err := e.start(t, task, tc, true)
 	must.NoError(t, err)
 	must.Eq(t, 0, e.wait(t, task.ID, 5*time.Second).ExitCode)
 	b, err := os.ReadFile(filepath.Join(task.TaskDir().Dir, "orphan.pid"))
@@ -353,16 +375,23 @@ func TestSignalTaskAndStats(t *testing.T) {
 	e := newTestEnv(t, false, nil)
 	// Burns CPU and holds ~ a few MB; exits 3 on SIGUSR1.
 	task, tc := newTask("sig", `trap 'exit 3' USR1; echo ready; while :; do :; done`, spec.Stanza{GPUs: 1})
+	// The executor finds the task's processes in its cgroup where cgroups
+	// are on, and by pid where they are off.
+	if ok, why := taskCgroups(t, task, 256); !ok && cgroupslib.GetMode() != cgroupslib.OFF {
+		t.Skipf("the executor cannot see the task's processes here: %s", why)
+	}
 	_, err := e.start(t, task, tc, true)
 	must.NoError(t, err)
 	readEventually(t, filepath.Join(task.TaskDir().LogDir, "sig.stdout.0"), "ready")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := e.h.TaskStats(ctx, task.ID, 200*time.Millisecond)
+	// The executor rescans the task's processes every 5s, and a process's
+	// CPU share needs two scans.
+	ch, err := e.h.TaskStats(ctx, task.ID, 500*time.Millisecond)
 	must.NoError(t, err)
 	var sawCPU bool
-	for i := 0; i < 10 && !sawCPU; i++ {
+	for i := 0; i < 40 && !sawCPU; i++ {
 		select {
 		case u := <-ch:
 			must.NotNil(t, u.ResourceUsage)
@@ -379,14 +408,16 @@ func TestSignalTaskAndStats(t *testing.T) {
 	must.Eq(t, 3, e.wait(t, task.ID, 5*time.Second).ExitCode)
 }
 
+// TestRecoverTask: a fresh driver, as after a plugin restart, re-attaches
+// to the task's executor, runs the checkpoint protocol through it and
+// reports the task's real exit code.
 func TestRecoverTask(t *testing.T) {
 	e := newTestEnv(t, false, nil)
-	task, tc := newTask("recover", `trap 'exit 0' INT; while :; do sleep 0.05; done`, spec.Stanza{GPUs: 1})
+	task, tc := newTask("recover", `trap 'exit 42' TERM; while :; do sleep 0.05; done`, spec.Stanza{GPUs: 1})
 	handle, err := e.start(t, task, tc, false)
 	must.NoError(t, err)
 	must.NoError(t, e.h.WaitUntilStarted(task.ID, 5*time.Second))
 
-	// A fresh driver, as after a plugin restart, re-adopts the process.
 	fresh := newTestEnv(t, false, nil)
 	must.NoError(t, fresh.h.RecoverTask(handle))
 	st, err := fresh.h.InspectTask(task.ID)
@@ -396,25 +427,25 @@ func TestRecoverTask(t *testing.T) {
 
 	must.NoError(t, fresh.h.StopTask(task.ID, 5*time.Second, "SIGINT"))
 	res := fresh.wait(t, task.ID, 5*time.Second)
-	must.ErrorContains(t, res.Err, "exit status unknown")
+	must.NoError(t, res.Err)
+	must.Eq(t, 42, res.ExitCode)
+	// The re-attached task went through the checkpoint protocol too.
+	n, err := ReadNotice(filepath.Join(e.ckptDir, testNamespace, testJob, "group", "recover", NoticeFileName))
+	must.NoError(t, err)
+	must.Eq(t, DefaultStopReason, n.Reason)
 
-	// The process is gone now: recovery must fail so Nomad restarts the task.
+	// The executor is gone now: recovery must fail so Nomad restarts the task.
 	again := newTestEnv(t, false, nil)
-	must.ErrorContains(t, again.h.RecoverTask(handle), "is gone")
+	must.ErrorContains(t, again.h.RecoverTask(handle), "re-attach to executor")
 }
 
-func TestRecoverTask_PidReused(t *testing.T) {
+func TestRecoverTask_NoExecutor(t *testing.T) {
+	task, _ := newTask("old", `exit 0`, spec.Stanza{GPUs: 1})
+	handle := drivers.NewTaskHandle(taskHandleVersion)
+	handle.Config = task
+	must.NoError(t, handle.SetDriverState(taskState{TaskConfig: task, Pid: 1}))
 	e := newTestEnv(t, false, nil)
-	task, tc := newTask("reuse", `sleep 30`, spec.Stanza{GPUs: 1})
-	handle, err := e.start(t, task, tc, false)
-	must.NoError(t, err)
-
-	var st taskState
-	must.NoError(t, handle.GetDriverState(&st))
-	st.ProcStartTime++ // same pid, different process
-	must.NoError(t, handle.SetDriverState(st))
-	fresh := newTestEnv(t, false, nil)
-	must.ErrorContains(t, fresh.h.RecoverTask(handle), "is gone")
+	must.ErrorContains(t, e.h.RecoverTask(handle), "no executor to re-attach to")
 }
 
 func TestFingerprint(t *testing.T) {
@@ -443,6 +474,17 @@ func TestFingerprint(t *testing.T) {
 				v, ok := fp.Attributes[attrVersion].GetString()
 				must.True(t, ok)
 				must.Eq(t, PluginVersion, v)
+				// What the executor can isolate on this client is said.
+				iso := currentIsolation()
+				cg, _ := fp.Attributes[attrCgroups].GetString()
+				must.Eq(t, iso.cgroups, cg)
+				users, _ := fp.Attributes[attrUsers].GetBool()
+				must.Eq(t, os.Geteuid() == 0, users)
+				limits, _ := fp.Attributes[attrLimits].GetBool()
+				must.Eq(t, os.Geteuid() == 0 && cgroupslib.GetMode() != cgroupslib.OFF, limits)
+				if !limits && c.health == drivers.HealthStateHealthy {
+					must.StrContains(t, fp.HealthDescription, "without cpu and memory limits")
+				}
 			case <-time.After(5 * time.Second):
 				t.Fatal("no fingerprint")
 			}
@@ -460,21 +502,26 @@ config {
     gpus         = 2
     vc           = "research"
     grace_period = "2m"
+    checkpoint_signal = "SIGUSR1"
   }
 }`, &tc)
 	must.Eq(t, &TaskConfig{
 		Command: "hello",
 		Args:    []string{"-steps", "5"},
-		Themis:  spec.Stanza{GPUs: 2, VC: "research", GracePeriod: "2m"},
+		Themis:  spec.Stanza{GPUs: 2, VC: "research", GracePeriod: "2m", CheckpointSignal: "SIGUSR1"},
 	}, tc)
 	in, err := tc.intent()
 	must.NoError(t, err)
 	must.Eq(t, 2*time.Minute, in.GracePeriod)
 	must.Eq(t, spec.DefaultClass, in.Class)
+	must.Eq(t, "SIGUSR1", in.CheckpointSignal)
 
 	var pc *Config
 	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config {}`, &pc)
-	must.Eq(t, &Config{ConsulAddress: DefaultConsulAddress, LeaseCheck: true, CheckpointRoot: DefaultCheckpointRoot()}, pc)
+	must.Eq(t, &Config{ConsulAddress: DefaultConsulAddress, LeaseCheck: true, CheckpointRoot: DefaultCheckpointRoot(),
+		KeepCheckpoints: DefaultKeepCheckpoints, DefaultUser: DefaultTaskUser}, pc)
+	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config { keep_checkpoints = 5 }`, &pc)
+	must.Eq(t, 5, pc.KeepCheckpoints)
 }
 
 // HCL numbers can be fractional; the error must still name the field.
@@ -525,12 +572,13 @@ func TestParseSignal(t *testing.T) {
 }
 
 func TestParseProcStat(t *testing.T) {
-	line := "4242 (my (odd) cmd) S 1 4242 4242 0 -1 4194560 100 0 0 0 25 7 0 0 20 0 1 0 123456 1000000 321 18446744073709551615"
+	line := "4242 (my (odd) cmd) S 1 4200 4242 0 -1 4194560 100 0 0 0 25 7 0 0 20 0 1 0 123456 1000000 321 18446744073709551615"
 	st, err := parseProcStat(line)
 	must.NoError(t, err)
-	must.Eq(t, procStat{State: 'S', PGrp: 4242, UTime: 25, STime: 7, StartTime: 123456, RSSPages: 321}, st)
-	_, err = parseProcStat("4242 (x) S 1 2")
+	must.Eq(t, procStat{State: 'S', PGrp: 4200}, st)
+	_, err = parseProcStat("4242 (x) S 1")
 	must.Error(t, err)
+	must.Eq(t, []int{os.Getpid()}, slices.DeleteFunc(groupMembers(syscall.Getpgrp()), func(p int) bool { return p != os.Getpid() }))
 }
 
 func TestAllocatedGPUs(t *testing.T) {

@@ -4,51 +4,54 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/client/lib/cpustats"
+	"github.com/hashicorp/go-plugin"
 	cstructs "github.com/hashicorp/nomad/client/structs"
+	"github.com/hashicorp/nomad/drivers/shared/executor"
 	"github.com/hashicorp/nomad/plugins/drivers"
+	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
 	"golang.org/x/sys/unix"
 )
 
-// recoverPollInterval is how often a re-adopted process, which is not our
-// child and so cannot be waited for, is checked for exit.
-const recoverPollInterval = 500 * time.Millisecond
-
-// errExitUnknown is the ExitResult error of a re-adopted process: once the
-// driver has restarted, the process is no longer its child and its exit
-// status cannot be read.
-var errExitUnknown = errors.New("exit status unknown: the process was re-adopted after a driver restart and is not the driver's child")
+// killWait bounds how long the driver waits for the executor to report a
+// killed process gone.
+const killWait = 20 * time.Second
 
 // taskState is stored in the TaskHandle's DriverState so that RecoverTask can
-// find the process again.
+// re-attach to the task's executor.
 type taskState struct {
-	TaskConfig *drivers.TaskConfig
-	Pid        int
-	// ProcStartTime is field 22 of /proc/<pid>/stat: with Pid it identifies
-	// the process even if the pid is reused.
-	ProcStartTime uint64
-	StartedAt     time.Time
+	TaskConfig     *drivers.TaskConfig
+	ReattachConfig *pstructs.ReattachConfig
+	Pid            int
+	StartedAt      time.Time
+	// User is the user the task runs as ("" = the driver's own user).
+	User string
+	// The task's part in the checkpoint protocol. The TaskConfig above
+	// keeps no driver config (it is not encoded), so RecoverTask needs
+	// these.
+	CheckpointDir    string
+	GracePeriod      time.Duration
+	CheckpointSignal string
 }
 
-// taskHandle tracks one running process, which leads its own process group.
+// taskHandle tracks one task: its executor and the process the executor
+// runs, which leads its own process group.
 type taskHandle struct {
-	logger        hclog.Logger
-	cfg           *drivers.TaskConfig
-	pid           int
-	procStartTime uint64
-	startedAt     time.Time
-	recovered     bool
-	done          chan struct{} // closed once the process has exited
+	logger       hclog.Logger
+	cfg          *drivers.TaskConfig
+	exec         executor.Executor
+	pluginClient *plugin.Client
+	pid          int
+	user         string
+	startedAt    time.Time
+	recovered    bool
+	proto        protocol
+	done         chan struct{} // closed once the process has exited
 
 	mu          sync.Mutex
 	state       drivers.TaskState
@@ -56,80 +59,38 @@ type taskHandle struct {
 	exit        *drivers.ExitResult
 }
 
-// startProcess runs argv in dir with env as the leader of a new process
-// group, its stdout/stderr written straight into the given files so that the
-// process keeps logging if the driver restarts.
-func startProcess(logger hclog.Logger, cfg *drivers.TaskConfig, path string, args []string, dir string, env []string, stdout, stderr *os.File) (*taskHandle, error) {
-	cmd := exec.Command(path, args...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", path, err)
-	}
-	h := &taskHandle{
-		logger:    logger.With("pid", cmd.Process.Pid),
-		cfg:       cfg,
-		pid:       cmd.Process.Pid,
-		startedAt: time.Now(),
-		done:      make(chan struct{}),
-		state:     drivers.TaskStateRunning,
-	}
-	if st, err := readProcStat(h.pid); err == nil {
-		h.procStartTime = st.StartTime
-	} else {
-		h.logger.Warn("cannot read process start time; the task will not survive a driver restart", "error", err)
-	}
-	go h.wait(cmd, stdout, stderr)
-	return h, nil
-}
-
-func (h *taskHandle) wait(cmd *exec.Cmd, closers ...io.Closer) {
-	err := cmd.Wait()
-	for _, c := range closers {
-		_ = c.Close()
-	}
+// run waits for the executor to report the process's exit, then stops the
+// executor. The exit status is the process's own, also after a driver
+// restart (the executor is its parent, not the driver).
+func (h *taskHandle) run() {
+	ps, err := h.exec.Wait(context.Background())
 	res := &drivers.ExitResult{}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		ws, ok := ee.Sys().(syscall.WaitStatus)
-		switch {
-		case ok && ws.Signaled():
-			res.Signal = int(ws.Signal())
-			res.ExitCode = 128 + res.Signal
-		default:
-			res.ExitCode = ee.ExitCode()
+	if err != nil {
+		res.Err = fmt.Errorf("executor: %w", err)
+	} else {
+		res.ExitCode, res.Signal, res.OOMKilled = ps.ExitCode, ps.Signal, ps.OOMKilled
+		if res.Signal == int(syscall.SIGKILL) && !res.OOMKilled {
+			res.OOMKilled = oomKilled(statsCgroup(h.cfg))
 		}
-	default:
-		res.Err = err
 	}
+	h.pluginClient.Kill()
 	h.finish(res)
-}
-
-// adopt polls a process that survived a driver restart until it is gone.
-func (h *taskHandle) adopt() {
-	t := time.NewTicker(recoverPollInterval)
-	defer t.Stop()
-	for range t.C {
-		if !processAlive(h.pid, h.procStartTime) {
-			h.finish(&drivers.ExitResult{Err: errExitUnknown})
-			return
-		}
-	}
 }
 
 func (h *taskHandle) finish(res *drivers.ExitResult) {
 	h.mu.Lock()
 	h.state = drivers.TaskStateExited
+	if res.Err != nil {
+		h.state = drivers.TaskStateUnknown
+	}
 	h.completedAt = time.Now()
 	h.exit = res
 	h.mu.Unlock()
-	h.logger.Info("task process exited", "exit_code", res.ExitCode, "signal", res.Signal, "error", res.Err)
+	h.logger.Info("task process exited", "exit_code", res.ExitCode, "signal", res.Signal, "oom_killed", res.OOMKilled, "error", res.Err)
 	close(h.done)
+	if h.proto.checkpointDir != "" {
+		h.proto.prune(h.logger)
+	}
 }
 
 func (h *taskHandle) running() bool {
@@ -159,22 +120,23 @@ func (h *taskHandle) status() *drivers.TaskStatus {
 		ExitResult:  h.exit.Copy(),
 		DriverAttributes: map[string]string{
 			"pid":       strconv.Itoa(h.pid),
+			"user":      h.user,
 			"recovered": strconv.FormatBool(h.recovered),
 		},
 	}
 }
 
 func (h *taskHandle) driverState() taskState {
-	return taskState{TaskConfig: h.cfg, Pid: h.pid, ProcStartTime: h.procStartTime, StartedAt: h.startedAt}
+	return taskState{TaskConfig: h.cfg, Pid: h.pid, StartedAt: h.startedAt, User: h.user,
+		ReattachConfig: pstructs.ReattachConfigFromGoPlugin(h.pluginClient.ReattachConfig()),
+		CheckpointDir:  h.proto.checkpointDir, GracePeriod: h.proto.grace, CheckpointSignal: h.proto.signalName}
 }
 
-// signal sends sig to the task's whole process group, so that it reaches
-// the children of the command too.
+// signal sends sig to the task's whole process group (the executor starts
+// the command as a group leader), so that it reaches the command's children
+// too; the executor's own Signal reaches the leader only.
 func (h *taskHandle) signal(sig syscall.Signal) error {
 	if !h.running() {
-		return fmt.Errorf("task %s has exited", h.cfg.ID)
-	}
-	if h.recovered && !processAlive(h.pid, h.procStartTime) {
 		return fmt.Errorf("task %s has exited", h.cfg.ID)
 	}
 	if err := unix.Kill(-h.pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
@@ -183,36 +145,45 @@ func (h *taskHandle) signal(sig syscall.Signal) error {
 	return nil
 }
 
-// stop sends sig, waits up to timeout for the process to exit, then kills
-// the process group.
-func (h *taskHandle) stop(sig syscall.Signal, timeout time.Duration) error {
+// stop sends sig to the process group, waits until the process exits or the
+// deadline passes, then kills the process group. killed reports the latter.
+func (h *taskHandle) stop(sig syscall.Signal, deadline time.Time) (killed bool, err error) {
 	if !h.running() {
-		return nil
+		return false, nil
 	}
 	if sig == syscall.SIGKILL {
-		return h.kill()
+		return true, h.kill()
 	}
-	h.logger.Info("stopping task", "signal", unix.SignalName(sig), "timeout", timeout.String())
+	h.logger.Info("stopping task", "signal", unix.SignalName(sig), "deadline", deadline.Format(time.RFC3339Nano))
 	if err := h.signal(sig); err != nil && h.running() {
-		return err
+		return false, err
 	}
-	t := time.NewTimer(timeout)
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case <-h.done:
-		return nil
+		return false, nil
 	case <-t.C:
 	}
-	h.logger.Warn("task did not exit within its timeout; killing its process group", "timeout", timeout.String())
-	return h.kill()
+	h.logger.Warn("task did not exit by its deadline; killing its process group", "deadline", deadline.Format(time.RFC3339Nano))
+	return true, h.kill()
 }
 
-// kill sends SIGKILL to the process group and waits for the leader to go.
+// kill has the executor kill the process and its process group, and waits
+// for the exit to be reported.
 func (h *taskHandle) kill() error {
-	if err := h.signal(syscall.SIGKILL); err != nil && h.running() {
-		return err
+	if !h.running() {
+		return nil
 	}
-	t := time.NewTimer(5*time.Second + recoverPollInterval)
+	if err := h.exec.Shutdown("SIGKILL", 0); err != nil && h.running() {
+		// The executor is gone (say, killed with the client): kill the
+		// group ourselves.
+		h.logger.Warn("executor shutdown failed; killing the process group directly", "error", err)
+		if kerr := unix.Kill(-h.pid, syscall.SIGKILL); kerr != nil && !errors.Is(kerr, unix.ESRCH) {
+			return fmt.Errorf("kill task %s: %w", h.cfg.ID, errors.Join(err, kerr))
+		}
+	}
+	t := time.NewTimer(killWait)
 	defer t.Stop()
 	select {
 	case <-h.done:
@@ -225,110 +196,23 @@ func (h *taskHandle) kill() error {
 // reapGroup kills what is left of the process group after its leader has
 // exited (say, a data loader the trainer forked), so that nothing of a task
 // outlives it on the GPUs. While any member lives the kernel does not reuse
-// the group ID, so only our own processes can be hit.
+// the group ID, so only the task's own processes can be hit.
 func (h *taskHandle) reapGroup() {
 	if h.running() {
 		return
 	}
-	if u, ok := readGroupUsage(h.pid); ok {
-		h.logger.Info("killing processes left in the task's process group", "pids", u.Pids)
+	if pids := groupMembers(h.pid); len(pids) > 0 {
+		h.logger.Info("killing processes left in the task's process group", "pids", pids)
 		if err := unix.Kill(-h.pid, syscall.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
 			h.logger.Warn("cannot kill the task's process group", "error", err)
 		}
 	}
 }
 
-// stats streams the resource usage of the process group every interval.
-// CPU is reported in percent of one core and, when the agent told the driver
-// the node's compute, in MHz (TotalTicks) as Nomad shows it.
-func (h *taskHandle) stats(ctx context.Context, interval time.Duration, compute cpustats.Compute, ch chan<- *cstructs.TaskResourceUsage) {
-	defer close(ch)
+// stats streams the executor's resource usage of the task.
+func (h *taskHandle) stats(ctx context.Context, interval time.Duration) (<-chan *cstructs.TaskResourceUsage, error) {
 	if interval <= 0 {
 		interval = time.Second
 	}
-	var prev groupUsage
-	var prevAt time.Time
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-h.done:
-			return
-		case <-t.C:
-			t.Reset(interval)
-		}
-		now := time.Now()
-		u, ok := readGroupUsage(h.pid)
-		if !ok {
-			continue
-		}
-		var userPct, sysPct float64
-		if !prevAt.IsZero() {
-			wall := now.Sub(prevAt).Seconds() * clockTicks
-			if wall > 0 {
-				userPct = 100 * float64(sub(u.UTicks, prev.UTicks)) / wall
-				sysPct = 100 * float64(sub(u.STicks, prev.STicks)) / wall
-			}
-		}
-		prev, prevAt = u, now
-		var ticks float64
-		if compute.NumCores > 0 {
-			ticks = (userPct + sysPct) / 100 * float64(compute.TotalCompute) / float64(compute.NumCores)
-		}
-		usage := &cstructs.ResourceUsage{
-			MemoryStats: &cstructs.MemoryStats{RSS: u.RSSBytes, Measured: []string{"RSS"}},
-			CpuStats: &cstructs.CpuStats{
-				UserMode:   userPct,
-				SystemMode: sysPct,
-				Percent:    userPct + sysPct,
-				TotalTicks: ticks,
-				Measured:   []string{"User Mode", "System Mode", "Percent"},
-			},
-		}
-		select {
-		case ch <- &cstructs.TaskResourceUsage{ResourceUsage: usage, Timestamp: now.UnixNano(), Pids: pidUsage(u.Pids)}:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-func sub(a, b uint64) uint64 {
-	if a < b {
-		return 0 // a group member exited and took its CPU time with it
-	}
-	return a - b
-}
-
-// pidUsage reports each group member's RSS (CPU is reported for the group).
-func pidUsage(pids []int) map[string]*cstructs.ResourceUsage {
-	out := make(map[string]*cstructs.ResourceUsage, len(pids))
-	for _, p := range pids {
-		st, err := readProcStat(p)
-		if err != nil {
-			continue
-		}
-		out[strconv.Itoa(p)] = &cstructs.ResourceUsage{
-			MemoryStats: &cstructs.MemoryStats{RSS: st.RSSPages * uint64(os.Getpagesize()), Measured: []string{"RSS"}},
-			CpuStats:    &cstructs.CpuStats{},
-		}
-	}
-	return out
-}
-
-// parseSignal turns "SIGTERM", "TERM" or "" (SIGINT) into a signal.
-func parseSignal(name string) (syscall.Signal, error) {
-	if name == "" {
-		return syscall.SIGINT, nil
-	}
-	n := strings.ToUpper(strings.TrimSpace(name))
-	if !strings.HasPrefix(n, "SIG") {
-		n = "SIG" + n
-	}
-	if s := unix.SignalNum(n); s != 0 {
-		return s, nil
-	}
-	return 0, fmt.Errorf("unknown signal %q", name)
+	return h.exec.Stats(ctx, interval)
 }

@@ -20,7 +20,9 @@ func buildHello(t *testing.T) string {
 		t.Skip("the go tool is not on PATH; cannot build examples/hello")
 	}
 	bin := filepath.Join(t.TempDir(), "hello")
-	out, err := exec.Command(goBin, "build", "-o", bin, "github.com/themis-nomad/themis/examples/hello").CombinedOutput()
+	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/themis-nomad/themis/examples/hello")
+	cmd.Dir = moduleDir
+	out, err := cmd.CombinedOutput()
 	must.NoError(t, err, must.Sprint(string(out)))
 	return bin
 }

@@ -33,6 +33,9 @@ type LeaseReader interface {
 	// GPULeases returns the lease of each GPU that has one; a GPU without a
 	// lease has no entry.
 	GPULeases(ctx context.Context, gpuIDs []string) (map[string]*lease.GPULease, error)
+	// JobLease returns the job's lease, or nil when it has none. StopTask
+	// reads it, best effort, for the reason of a revoke (preemption).
+	JobLease(ctx context.Context, namespace, jobID string) (*lease.JobLease, error)
 	// Ping reports whether leases can be read at all.
 	Ping(ctx context.Context) error
 }
@@ -75,6 +78,26 @@ func (c *ConsulLeases) GPULeases(ctx context.Context, gpuIDs []string) (map[stri
 		out[id] = &l
 	}
 	return out, nil
+}
+
+// JobLease implements LeaseReader. It reads with Consul's default
+// consistency (the leader answers, without RequireConsistent's extra quorum
+// round): the planner writes a revoke before it stops the job, well before
+// the driver asks.
+func (c *ConsulLeases) JobLease(ctx context.Context, namespace, jobID string) (*lease.JobLease, error) {
+	key := lease.JobKey(namespace, jobID)
+	pair, _, err := c.kv.Get(key, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("read lease %s from consul at %s: %w", key, c.addr, err)
+	}
+	if pair == nil {
+		return nil, nil
+	}
+	var l lease.JobLease
+	if err := json.Unmarshal(pair.Value, &l); err != nil {
+		return nil, fmt.Errorf("decode lease %s: %w", key, err)
+	}
+	return &l, nil
 }
 
 // Ping implements LeaseReader: Consul must answer and have a leader.

@@ -18,7 +18,7 @@ import (
 )
 
 // fakeConsul serves the two Consul HTTP endpoints ConsulLeases uses.
-func fakeConsul(t *testing.T, leader string, kv map[string]lease.GPULease) string {
+func fakeConsul(t *testing.T, leader string, kv map[string]any) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -43,8 +43,11 @@ func fakeConsul(t *testing.T, leader string, kv map[string]lease.GPULease) strin
 
 func TestConsulLeases(t *testing.T) {
 	g0 := lease.GPULease{LeaseID: "l1", Namespace: "default", JobID: "train", GPU: "GPU-0"}
-	addr := fakeConsul(t, "10.0.0.1:8300", map[string]lease.GPULease{
-		lease.GPUKey("GPU-0"): g0,
+	revoke := &lease.Revoke{Reason: "preempted for default/te by fitgpp", Since: time.Unix(100, 0).UTC(), Deadline: time.Unix(130, 0).UTC()}
+	addr := fakeConsul(t, "10.0.0.1:8300", map[string]any{
+		lease.GPUKey("GPU-0"):              g0,
+		lease.JobKey("default", "train"):   lease.JobLease{LeaseID: "l1", Namespace: "default", JobID: "train", Revoke: revoke},
+		lease.JobKey("default", "corrupt"): "not a lease",
 	})
 	r, err := NewConsulLeases(addr)
 	must.NoError(t, err)
@@ -55,6 +58,15 @@ func TestConsulLeases(t *testing.T) {
 	must.Eq(t, map[string]*lease.GPULease{"GPU-0": &g0}, got)
 	must.NoError(t, lease.Verify("default", "train", []string{"GPU-0"}, got))
 	must.Error(t, lease.Verify("default", "train", []string{"GPU-0", "GPU-1"}, got))
+
+	jl, err := r.JobLease(context.Background(), "default", "train")
+	must.NoError(t, err)
+	must.Eq(t, revoke, jl.Revoke)
+	jl, err = r.JobLease(context.Background(), "default", "other")
+	must.NoError(t, err)
+	must.Nil(t, jl)
+	_, err = r.JobLease(context.Background(), "default", "corrupt")
+	must.ErrorContains(t, err, "decode lease "+lease.JobKey("default", "corrupt"))
 
 	noLeader, err := NewConsulLeases(fakeConsul(t, "", nil))
 	must.NoError(t, err)

@@ -7,18 +7,14 @@ import (
 	"strings"
 )
 
-// clockTicks is USER_HZ, the unit of the times in /proc/<pid>/stat. Linux
-// exposes 100 to user space on every architecture Nomad supports.
-const clockTicks = 100
+// The executor kills a task's process group when it stops the task, but not
+// when the group's leader exits on its own; DestroyTask finds what is left
+// of the group through /proc.
 
 // procStat is the part of /proc/<pid>/stat the driver uses.
 type procStat struct {
-	State     byte
-	PGrp      int
-	UTime     uint64 // clock ticks
-	STime     uint64 // clock ticks
-	StartTime uint64 // clock ticks after boot; with the pid, identifies a process
-	RSSPages  uint64
+	State byte
+	PGrp  int
 }
 
 func readProcStat(pid int) (procStat, error) {
@@ -38,56 +34,23 @@ func parseProcStat(line string) (procStat, error) {
 	}
 	f := strings.Fields(line[i+1:])
 	// f[0] is field 3 (state) of proc(5); field n is f[n-3].
-	if len(f) < 22 || len(f[0]) != 1 {
-		return procStat{}, fmt.Errorf("proc stat %q: want at least 24 fields", line)
-	}
-	var st procStat
-	st.State = f[0][0]
-	nums := []struct {
-		field int
-		dst   *uint64
-	}{{14, &st.UTime}, {15, &st.STime}, {22, &st.StartTime}, {24, &st.RSSPages}}
-	for _, n := range nums {
-		v, err := strconv.ParseUint(f[n.field-3], 10, 64)
-		if err != nil {
-			return procStat{}, fmt.Errorf("proc stat field %d: %w", n.field, err)
-		}
-		*n.dst = v
+	if len(f) < 3 || len(f[0]) != 1 {
+		return procStat{}, fmt.Errorf("proc stat %q: want at least 5 fields", line)
 	}
 	pg, err := strconv.Atoi(f[5-3])
 	if err != nil {
 		return procStat{}, fmt.Errorf("proc stat field 5: %w", err)
 	}
-	st.PGrp = pg
-	return st, nil
+	return procStat{State: f[0][0], PGrp: pg}, nil
 }
 
-// processAlive reports whether pid is still the process that started at
-// startTime (and has not exited into a zombie).
-func processAlive(pid int, startTime uint64) bool {
-	st, err := readProcStat(pid)
-	if err != nil {
-		return false
-	}
-	return st.StartTime == startTime && st.State != 'Z' && st.State != 'X'
-}
-
-// groupUsage sums CPU time and RSS over the live members of process group
-// pgid. ok is false when no member was found.
-type groupUsage struct {
-	Pids     []int
-	UTicks   uint64
-	STicks   uint64
-	RSSBytes uint64
-}
-
-func readGroupUsage(pgid int) (groupUsage, bool) {
-	var u groupUsage
+// groupMembers lists the live (not zombie) members of process group pgid.
+func groupMembers(pgid int) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return u, false
+		return nil
 	}
-	page := uint64(os.Getpagesize())
+	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -97,10 +60,7 @@ func readGroupUsage(pgid int) (groupUsage, bool) {
 		if err != nil || st.PGrp != pgid || st.State == 'Z' {
 			continue
 		}
-		u.Pids = append(u.Pids, pid)
-		u.UTicks += st.UTime
-		u.STicks += st.STime
-		u.RSSBytes += st.RSSPages * page
+		pids = append(pids, pid)
 	}
-	return u, len(u.Pids) > 0
+	return pids
 }

@@ -1,36 +1,44 @@
-// Command hello is a stand-in for a training job under the themis driver. It
-// "trains" for a number of steps, checkpoints to $THEMIS_CHECKPOINT_DIR every
-// few steps, on SIGUSR1 (and continues) and on SIGINT/SIGTERM (and exits 0),
-// and resumes from its checkpoint when restarted. Tests parse its output:
+// Command hello is a stand-in for a training job under the themis driver,
+// and follows its checkpoint protocol (docs/checkpoints.md). It "trains" for
+// a number of steps and:
+//
+//   - resumes from $THEMIS_RESUME_FROM, the newest complete checkpoint the
+//     driver found (run outside the driver, without that variable, it looks
+//     for the newest complete checkpoint in $THEMIS_CHECKPOINT_DIR itself);
+//   - writes each checkpoint as a subdirectory step-<N> of
+//     $THEMIS_CHECKPOINT_DIR holding hello.ckpt, complete once its COMPLETE
+//     marker is written last (package driver/checkpoint);
+//   - checkpoints every -checkpoint-every steps, on SIGUSR1 (and continues),
+//     and on SIGINT/SIGTERM or when the notice file $THEMIS_NOTICE_FILE
+//     appears (polled every step), then exits 0.
+//
+// -checkpoint-time makes each checkpoint take that long (a stand-in for a
+// real checkpoint's cost); -ignore-signals makes it ignore SIGINT, SIGTERM
+// and the notice, a workload the driver must kill at the deadline.
+//
+// Tests parse its output:
 //
 //	hello: visible GPUs NVIDIA_VISIBLE_DEVICES=<v> CUDA_VISIBLE_DEVICES=<v>
+//	hello: restart count N                       (when N > 0)
 //	hello: resumed from step N
 //	hello: step i/N loss=<decreasing number>
+//	hello: notice: <reason>, deadline <RFC 3339>
+//	hello: ignoring SIGTERM
+//	hello: checkpointed at step N, continuing
 //	hello: checkpointed at step N, exiting
 //	hello: done
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
-	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
-
-const checkpointFile = "hello.ckpt"
-
-// checkpoint is what hello saves: the number of steps completed.
-type checkpoint struct {
-	Step int     `json:"step"`
-	Loss float64 `json:"loss"`
-}
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -39,135 +47,111 @@ func main() {
 	}
 }
 
-func run(args []string) error {
+type options struct {
+	steps          int
+	stepTime       time.Duration
+	every          int
+	checkpointTime time.Duration
+	ignoreSignals  bool
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
 	flags := flag.NewFlagSet("hello", flag.ContinueOnError)
-	steps := flags.Int("steps", 100, "number of training steps")
-	stepTime := flags.Duration("step-time", 100*time.Millisecond, "time one step takes")
-	every := flags.Int("checkpoint-every", 10, "checkpoint every this many steps (0: only on signals and at the end)")
+	flags.IntVar(&o.steps, "steps", 100, "number of training steps")
+	flags.DurationVar(&o.stepTime, "step-time", 100*time.Millisecond, "time one step takes")
+	flags.IntVar(&o.every, "checkpoint-every", 10, "checkpoint every this many steps (0: only on signals, the notice and at the end)")
+	flags.DurationVar(&o.checkpointTime, "checkpoint-time", 0, "time one checkpoint takes")
+	flags.BoolVar(&o.ignoreSignals, "ignore-signals", false, "ignore SIGINT, SIGTERM and the notice file (the driver must kill it)")
 	if err := flags.Parse(args); err != nil {
+		return o, err
+	}
+	if o.steps < 0 || o.every < 0 || o.stepTime < 0 || o.checkpointTime < 0 {
+		return o, errors.New("-steps, -step-time, -checkpoint-every and -checkpoint-time must not be negative")
+	}
+	return o, nil
+}
+
+func run(args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
 		return err
 	}
-	if *steps < 0 || *every < 0 || *stepTime < 0 {
-		return errors.New("-steps, -step-time and -checkpoint-every must not be negative")
-	}
-
 	// Register before anything else so that no early signal kills us.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGINT, syscall.SIGTERM)
 
 	fmt.Printf("hello: visible GPUs NVIDIA_VISIBLE_DEVICES=%s CUDA_VISIBLE_DEVICES=%s\n",
 		os.Getenv("NVIDIA_VISIBLE_DEVICES"), os.Getenv("CUDA_VISIBLE_DEVICES"))
+	if n, _ := strconv.Atoi(os.Getenv("THEMIS_RESTART_COUNT")); n > 0 {
+		fmt.Printf("hello: restart count %d\n", n)
+	}
 
-	dir := os.Getenv("THEMIS_CHECKPOINT_DIR")
-	done := 0
-	if dir != "" {
-		ck, ok, err := load(filepath.Join(dir, checkpointFile))
-		if err != nil {
-			return err
-		}
-		if ok {
-			done = min(ck.Step, *steps)
-			fmt.Printf("hello: resumed from step %d\n", done)
-		}
-	} else {
+	store := newStore(os.Getenv("THEMIS_CHECKPOINT_DIR"), o.checkpointTime)
+	if store.dir == "" {
 		fmt.Println("hello: THEMIS_CHECKPOINT_DIR is not set; running without checkpoints")
 	}
-
-	save := func(step int) error {
-		if dir == "" {
-			return nil
-		}
-		return store(filepath.Join(dir, checkpointFile), checkpoint{Step: step, Loss: loss(step, *steps)})
+	from, hasFrom := os.LookupEnv("THEMIS_RESUME_FROM")
+	done, resumed, err := store.resume(from, hasFrom)
+	if err != nil {
+		return err
 	}
+	done = min(done, o.steps)
+	if resumed {
+		fmt.Printf("hello: resumed from step %d\n", done)
+	}
+	notice := os.Getenv("THEMIS_NOTICE_FILE")
 
-	tick := time.NewTicker(max(*stepTime, time.Nanosecond))
+	tick := time.NewTicker(max(o.stepTime, time.Nanosecond))
 	defer tick.Stop()
-	for done < *steps {
+	for done < o.steps {
 		select {
 		case s := <-sigs:
-			if err := save(done); err != nil {
-				return err
-			}
 			if s == syscall.SIGUSR1 {
-				if dir != "" {
+				if err := store.save(done, o.steps); err != nil {
+					return err
+				}
+				if store.dir != "" {
 					fmt.Printf("hello: checkpointed at step %d, continuing\n", done)
 				}
 				continue
 			}
-			if dir == "" {
-				fmt.Printf("hello: stopped at step %d without a checkpoint, exiting\n", done)
-			} else {
-				fmt.Printf("hello: checkpointed at step %d, exiting\n", done)
+			if o.ignoreSignals {
+				fmt.Printf("hello: ignoring %s\n", signalName(s))
+				continue
 			}
-			return nil
+			return store.exit(done, o.steps)
 		case <-tick.C:
 		}
+		if !o.ignoreSignals {
+			if n, ok := readNotice(notice); ok {
+				fmt.Printf("hello: notice: %s, deadline %s\n", n.Reason, n.Deadline)
+				return store.exit(done, o.steps)
+			}
+		}
 		done++
-		fmt.Printf("hello: step %d/%d loss=%.4f\n", done, *steps, loss(done, *steps))
-		if *every > 0 && done%*every == 0 {
-			if err := save(done); err != nil {
+		fmt.Printf("hello: step %d/%d loss=%.4f\n", done, o.steps, loss(done, o.steps))
+		if o.every > 0 && done%o.every == 0 {
+			if err := store.save(done, o.steps); err != nil {
 				return err
 			}
 		}
 	}
-	if err := save(done); err != nil {
+	if err := store.save(done, o.steps); err != nil {
 		return err
 	}
 	fmt.Println("hello: done")
 	return nil
 }
 
-// loss falls from about 2.3 towards 0.1 as training progresses.
-func loss(step, steps int) float64 {
-	if steps <= 0 {
-		return 0.1
+func signalName(s os.Signal) string {
+	if s, ok := s.(syscall.Signal); ok {
+		switch s {
+		case syscall.SIGINT:
+			return "SIGINT"
+		case syscall.SIGTERM:
+			return "SIGTERM"
+		}
 	}
-	return 0.1 + 2.2*math.Exp(-4*float64(step)/float64(steps))
-}
-
-func load(path string) (checkpoint, bool, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return checkpoint{}, false, nil
-	}
-	if err != nil {
-		return checkpoint{}, false, fmt.Errorf("read checkpoint: %w", err)
-	}
-	var ck checkpoint
-	if err := json.Unmarshal(b, &ck); err != nil {
-		return checkpoint{}, false, fmt.Errorf("checkpoint %s: %w", path, err)
-	}
-	if ck.Step < 0 {
-		return checkpoint{}, false, fmt.Errorf("checkpoint %s: negative step %d", path, ck.Step)
-	}
-	return ck, true, nil
-}
-
-// store writes the checkpoint atomically: a temporary file in the same
-// directory, synced, then renamed over the old one.
-func store(path string, ck checkpoint) error {
-	b, err := json.Marshal(ck)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), checkpointFile+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync checkpoint: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("install checkpoint: %w", err)
-	}
-	return nil
+	return s.String()
 }

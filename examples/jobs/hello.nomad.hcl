@@ -1,6 +1,7 @@
 # A themis training job: `hello` stands in for a training script. It "trains"
 # for a number of steps, prints its progress and the GPUs it was given, and
-# checkpoints when asked (SIGINT/SIGTERM on stop, SIGUSR1 on demand).
+# checkpoints when asked (its checkpoint_signal or the notice file on stop,
+# SIGUSR1 on demand) and resumes from THEMIS_RESUME_FROM (docs/checkpoints.md).
 #
 #   nomad job run examples/jobs/hello.nomad.hcl
 #   nomad job status hello
@@ -49,13 +50,17 @@ job "hello" {
           vc           = "default"
           class        = "be"
           grace_period = "30s"
+          # sent to the task's process group on stop; Nomad's kill_signal
+          # is not used by the themis driver
+          checkpoint_signal = "SIGTERM"
         }
       }
 
-      # Nomad gives the task this long to checkpoint after the stop signal;
-      # keep it at least the grace period.
+      # Nomad gives the driver min(kill_timeout, the client's
+      # max_kill_timeout) to stop the task; the driver waits the grace
+      # period, cut to that. Keep it at least the grace period (the planner
+      # sets it to the grace period when it pins the job).
       kill_timeout = "30s"
-      kill_signal  = "SIGINT"
 
       resources {
         cpu    = 100

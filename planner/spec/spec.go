@@ -38,7 +38,16 @@ const (
 	DefaultVC          = "default"
 	DefaultClass       = ClassBestEffort
 	DefaultGracePeriod = 30 * time.Second
-	MaxGracePeriod     = 24 * time.Hour
+	// MaxGracePeriod bounds the stanza alone. A grace period that long only
+	// holds if the client's max_kill_timeout allows it: Nomad gives the
+	// driver min(kill_timeout, max_kill_timeout) to stop a task, and the
+	// driver cuts the grace to that. The planner, which knows the clients'
+	// configs, checks the grace against max_kill_timeout; this package stays
+	// free of agent config.
+	MaxGracePeriod = 24 * time.Hour
+	// DefaultCheckpointSignal is sent to the task's process group when it
+	// must checkpoint and exit.
+	DefaultCheckpointSignal = "SIGTERM"
 	// PriorityOpportunistic marks a job that may use any idle GPU and is
 	// preempted when a guaranteed job (priority >= 0) needs it (HiveD).
 	PriorityOpportunistic = -1
@@ -46,7 +55,18 @@ const (
 )
 
 // Fields lists the stanza's attributes, in the order the docs present them.
-var Fields = []string{"gpus", "vc", "class", "priority", "grace_period"}
+var Fields = []string{"gpus", "vc", "class", "priority", "grace_period", "checkpoint_signal"}
+
+// CheckpointSignals are the signals checkpoint_signal may name: those a
+// workload can trap (not SIGKILL or SIGSTOP) and that mean "stop" by
+// convention or by agreement.
+var CheckpointSignals = []string{"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"}
+
+// MetaRestartCount is the job meta key the planner sets when it pins a job:
+// how many times the job was preempted and resumed, in decimal. Nomad
+// exposes it to the task as NOMAD_META_themis.restart_count (and upper-cased,
+// NOMAD_META_THEMIS.RESTART_COUNT): its env cleaning keeps dots.
+const MetaRestartCount = "themis.restart_count"
 
 var vcName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
@@ -57,6 +77,9 @@ type Intent struct {
 	Class       Class
 	Priority    int
 	GracePeriod time.Duration
+	// CheckpointSignal is the canonical name ("SIGTERM") of the signal that
+	// asks the workload to checkpoint and exit.
+	CheckpointSignal string
 }
 
 // Stanza is the stanza as decoded by the driver's HCL schema; its zero values
@@ -67,6 +90,9 @@ type Stanza struct {
 	Class       string `codec:"class"`
 	Priority    int    `codec:"priority"`
 	GracePeriod string `codec:"grace_period"`
+	// CheckpointSignal is a name from CheckpointSignals, with or without
+	// "SIG", in any case.
+	CheckpointSignal string `codec:"checkpoint_signal"`
 }
 
 // FieldError is a user error in the stanza; it names the field and the value.
@@ -96,7 +122,8 @@ func show(v any) string {
 
 // Intent validates the decoded stanza and applies defaults.
 func (s Stanza) Intent() (Intent, error) {
-	in := Intent{GPUs: s.GPUs, VC: s.VC, Class: Class(s.Class), Priority: s.Priority, GracePeriod: DefaultGracePeriod}
+	in := Intent{GPUs: s.GPUs, VC: s.VC, Class: Class(s.Class), Priority: s.Priority, GracePeriod: DefaultGracePeriod,
+		CheckpointSignal: DefaultCheckpointSignal}
 	if in.VC == "" {
 		in.VC = DefaultVC
 	}
@@ -109,6 +136,12 @@ func (s Stanza) Intent() (Intent, error) {
 			return Intent{}, &FieldError{"grace_period", s.GracePeriod, `must be a duration such as "30s" or "5m"`}
 		}
 		in.GracePeriod = d
+	}
+	if s.CheckpointSignal != "" {
+		in.CheckpointSignal = CanonicalSignal(s.CheckpointSignal)
+		if !isCheckpointSignal(in.CheckpointSignal) {
+			return Intent{}, &FieldError{"checkpoint_signal", s.CheckpointSignal, checkpointSignalRule()}
+		}
 	}
 	return in, in.Validate()
 }
@@ -126,6 +159,8 @@ func (in Intent) Validate() error {
 		return &FieldError{"priority", in.Priority, fmt.Sprintf("must be a whole number from -1 (opportunistic) to %d", MaxPriority)}
 	case in.GracePeriod < 0 || in.GracePeriod > MaxGracePeriod:
 		return &FieldError{"grace_period", in.GracePeriod.String(), fmt.Sprintf("must be between 0s and %s", MaxGracePeriod)}
+	case !isCheckpointSignal(in.CheckpointSignal):
+		return &FieldError{"checkpoint_signal", in.CheckpointSignal, checkpointSignalRule()}
 	}
 	return nil
 }
@@ -193,7 +228,7 @@ func fromMap(m map[string]any) (Intent, error) {
 	for _, f := range []struct {
 		field string
 		dst   *string
-	}{{"vc", &s.VC}, {"class", &s.Class}, {"grace_period", &s.GracePeriod}} {
+	}{{"vc", &s.VC}, {"class", &s.Class}, {"grace_period", &s.GracePeriod}, {"checkpoint_signal", &s.CheckpointSignal}} {
 		field, dst := f.field, f.dst
 		v, ok := m[field]
 		if !ok {
@@ -206,6 +241,29 @@ func fromMap(m map[string]any) (Intent, error) {
 		*dst = str
 	}
 	return s.Intent()
+}
+
+// CanonicalSignal upper-cases a signal name and adds "SIG" when it is
+// missing: "term" and "SIGTERM" are both "SIGTERM".
+func CanonicalSignal(name string) string {
+	n := strings.ToUpper(strings.TrimSpace(name))
+	if !strings.HasPrefix(n, "SIG") {
+		n = "SIG" + n
+	}
+	return n
+}
+
+func isCheckpointSignal(canonical string) bool {
+	for _, s := range CheckpointSignals {
+		if s == canonical {
+			return true
+		}
+	}
+	return false
+}
+
+func checkpointSignalRule() string {
+	return "must be a signal the workload can trap: one of " + strings.Join(CheckpointSignals, ", ")
 }
 
 func known(field string) bool {

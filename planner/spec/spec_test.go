@@ -19,11 +19,13 @@ func TestFromTaskConfig(t *testing.T) {
 	}{
 		{"no stanza", map[string]any{"command": "x"}, false, Intent{}, ""},
 		{"defaults", block(map[string]any{"gpus": 2.0}), true,
-			Intent{GPUs: 2, VC: "default", Class: ClassBestEffort, GracePeriod: 30 * time.Second}, ""},
-		{"all fields", block(map[string]any{"gpus": 4, "vc": "vision", "class": "te", "priority": -1.0, "grace_period": "2m"}), true,
-			Intent{GPUs: 4, VC: "vision", Class: ClassTrialAndError, Priority: -1, GracePeriod: 2 * time.Minute}, ""},
+			Intent{GPUs: 2, VC: "default", Class: ClassBestEffort, GracePeriod: 30 * time.Second, CheckpointSignal: "SIGTERM"}, ""},
+		{"all fields", block(map[string]any{"gpus": 4, "vc": "vision", "class": "te", "priority": -1.0, "grace_period": "2m", "checkpoint_signal": "SIGUSR1"}), true,
+			Intent{GPUs: 4, VC: "vision", Class: ClassTrialAndError, Priority: -1, GracePeriod: 2 * time.Minute, CheckpointSignal: "SIGUSR1"}, ""},
+		{"signal without SIG, lower case", block(map[string]any{"gpus": 1, "checkpoint_signal": "int"}), true,
+			Intent{GPUs: 1, VC: "default", Class: ClassBestEffort, GracePeriod: 30 * time.Second, CheckpointSignal: "SIGINT"}, ""},
 		{"map instead of list", map[string]any{BlockName: map[string]any{"gpus": 1}}, true,
-			Intent{GPUs: 1, VC: "default", Class: ClassBestEffort, GracePeriod: 30 * time.Second}, ""},
+			Intent{GPUs: 1, VC: "default", Class: ClassBestEffort, GracePeriod: 30 * time.Second, CheckpointSignal: "SIGTERM"}, ""},
 		{"gpus missing", block(map[string]any{"vc": "a"}), true, Intent{}, "themis.gpus: is required"},
 		{"gpus a string", block(map[string]any{"gpus": "two"}), true, Intent{}, `themis.gpus: must be a whole number, got "two"`},
 		{"gpus fractional", block(map[string]any{"gpus": 1.5}), true, Intent{}, "themis.gpus: must be a whole number, got 1.5"},
@@ -35,7 +37,11 @@ func TestFromTaskConfig(t *testing.T) {
 		{"bad priority", block(map[string]any{"gpus": 1, "priority": -2}), true, Intent{}, "themis.priority: must be a whole number from -1"},
 		{"bad grace", block(map[string]any{"gpus": 1, "grace_period": "soon"}), true, Intent{}, `themis.grace_period: must be a duration`},
 		{"negative grace", block(map[string]any{"gpus": 1, "grace_period": "-1s"}), true, Intent{}, "themis.grace_period: must be between 0s and 24h0m0s"},
-		{"unknown field", block(map[string]any{"gpus": 1, "gpu": 2}), true, Intent{}, "themis.gpu: unknown field; the stanza accepts gpus, vc, class, priority, grace_period"},
+		{"SIGKILL cannot be trapped", block(map[string]any{"gpus": 1, "checkpoint_signal": "SIGKILL"}), true, Intent{},
+			`themis.checkpoint_signal: must be a signal the workload can trap: one of SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, got "SIGKILL"`},
+		{"unknown signal", block(map[string]any{"gpus": 1, "checkpoint_signal": "SIGBOGUS"}), true, Intent{}, `themis.checkpoint_signal: must be a signal the workload can trap`},
+		{"signal not a string", block(map[string]any{"gpus": 1, "checkpoint_signal": 15}), true, Intent{}, "themis.checkpoint_signal: must be a string, got 15"},
+		{"unknown field", block(map[string]any{"gpus": 1, "gpu": 2}), true, Intent{}, "themis.gpu: unknown field; the stanza accepts gpus, vc, class, priority, grace_period, checkpoint_signal"},
 		{"two blocks", map[string]any{BlockName: []any{map[string]any{"gpus": 1}, map[string]any{"gpus": 1}}}, true, Intent{}, `exactly one "themis" block`},
 		{"not a block", map[string]any{BlockName: "gpus=1"}, true, Intent{}, "themis: must be a block"},
 	}
@@ -63,12 +69,12 @@ func TestFromTaskConfig(t *testing.T) {
 
 func TestStanzaIntentMatchesMap(t *testing.T) {
 	// The driver's decoded struct and the planner's map reading agree.
-	s := Stanza{GPUs: 3, Class: "te", GracePeriod: "45s"}
+	s := Stanza{GPUs: 3, Class: "te", GracePeriod: "45s", CheckpointSignal: "usr2"}
 	a, err := s.Intent()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := FromTaskConfig(map[string]any{BlockName: []any{map[string]any{"gpus": 3.0, "class": "te", "grace_period": "45s"}}})
+	b, _, err := FromTaskConfig(map[string]any{BlockName: []any{map[string]any{"gpus": 3.0, "class": "te", "grace_period": "45s", "checkpoint_signal": "SIGUSR2"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +83,25 @@ func TestStanzaIntentMatchesMap(t *testing.T) {
 	}
 }
 
+func TestValidateCheckpointSignal(t *testing.T) {
+	in := Intent{GPUs: 1, VC: "default", Class: ClassBestEffort, GracePeriod: time.Second, CheckpointSignal: "SIGSTOP"}
+	err := in.Validate()
+	if err == nil || !strings.HasPrefix(err.Error(), "themis.checkpoint_signal: ") {
+		t.Fatalf("Validate of SIGSTOP: %v, want a themis.checkpoint_signal error", err)
+	}
+	in.CheckpointSignal = "SIGTERM"
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func FuzzFromTaskConfig(f *testing.F) {
 	f.Add("gpus", "2", "vc", "default", 1.0)
 	f.Add("gpus", "", "grace_period", "10m", -1.0)
 	f.Add("class", "te", "priority", "x", 1e300)
+	f.Add("checkpoint_signal", "SIGUSR1", "grace_period", "1m", 4.0)
+	f.Add("checkpoint_signal", "kill", "vc", "a", 1.0)
+	f.Add("checkpoint_signal", "", "class", "be", 2.0)
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string, n float64) {
 		m := map[string]any{k1: v1, k2: v2, "gpus": n}
 		in, _, err := FromTaskConfig(map[string]any{BlockName: []any{m}})

@@ -1,0 +1,159 @@
+package driver
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/client/lib/cgroupslib"
+	"github.com/hashicorp/nomad/client/lib/numalib"
+	"github.com/hashicorp/nomad/drivers/shared/executor"
+	"github.com/hashicorp/nomad/plugins/base"
+	"github.com/hashicorp/nomad/plugins/drivers"
+	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
+)
+
+// Tasks run through Nomad's executor (drivers/shared/executor), as with the
+// exec and raw_exec drivers: the driver starts one executor process per task
+// (this binary re-executed as "themis-driver executor <config>"; the
+// executor package's init serves it), and the executor starts the command
+// as the task's user, in its own process group and, where the client can,
+// in the task's cgroups with its CPU and memory limits. The executor is the
+// command's parent: it survives a driver restart, RecoverTask re-attaches to
+// it, and it reports the real exit status and the resource usage.
+
+// launchSpec is what launch starts.
+type launchSpec struct {
+	path, dir string
+	args, env []string
+	user      taskUser
+}
+
+// launch starts the task's command through a new executor.
+func (d *Driver) launch(logger hclog.Logger, cfg *drivers.TaskConfig, spec launchSpec) (*taskHandle, error) {
+	d.mu.RLock()
+	nomadCfg, compute := d.nomadConfig, d.compute
+	d.mu.RUnlock()
+	execCfg := &executor.ExecutorConfig{
+		LogFile:  filepath.Join(cfg.TaskDir().Dir, "executor.out"),
+		LogLevel: "debug",
+		Compute:  compute,
+	}
+	exec, client, err := executor.CreateExecutor(logger, nomadCfg, execCfg)
+	if err != nil {
+		return nil, fmt.Errorf("start executor: %w", err)
+	}
+	ps, err := exec.Launch(&executor.ExecCommand{
+		Cmd:              spec.path,
+		Args:             spec.args,
+		Env:              spec.env,
+		User:             spec.user.name,
+		TaskDir:          spec.dir,
+		StdoutPath:       cfg.StdoutPath,
+		StderrPath:       cfg.StderrPath,
+		NetworkIsolation: cfg.NetworkIsolation,
+		Resources:        cfg.Resources.Copy(),
+	})
+	if err != nil {
+		client.Kill()
+		return nil, fmt.Errorf("launch %s: %w", spec.path, err)
+	}
+	h := &taskHandle{
+		logger:       logger.With("pid", ps.Pid),
+		cfg:          cfg,
+		exec:         exec,
+		pluginClient: client,
+		pid:          ps.Pid,
+		user:         spec.user.name,
+		startedAt:    time.Now(),
+		done:         make(chan struct{}),
+		state:        drivers.TaskStateRunning,
+	}
+	return h, nil
+}
+
+// reattach re-attaches to the executor of a task started before a driver
+// restart.
+func (d *Driver) reattach(logger hclog.Logger, st taskState) (*taskHandle, error) {
+	if st.ReattachConfig == nil {
+		return nil, fmt.Errorf("driver state has no executor to re-attach to (a task of an older driver)")
+	}
+	rc, err := pstructs.ReattachConfigToGoPlugin(st.ReattachConfig)
+	if err != nil {
+		return nil, fmt.Errorf("executor reattach config: %w", err)
+	}
+	d.mu.RLock()
+	compute := d.compute
+	d.mu.RUnlock()
+	exec, client, err := executor.ReattachToExecutor(rc, logger, compute)
+	if err != nil {
+		return nil, fmt.Errorf("re-attach to executor: %w", err)
+	}
+	return &taskHandle{
+		logger:       logger.With("pid", st.Pid),
+		cfg:          st.TaskConfig,
+		exec:         exec,
+		pluginClient: client,
+		pid:          st.Pid,
+		user:         st.User,
+		startedAt:    st.StartedAt,
+		recovered:    true,
+		done:         make(chan struct{}),
+		state:        drivers.TaskStateRunning,
+	}, nil
+}
+
+// defaultDriverConfig stands in for the agent's driver config when the
+// driver runs without an agent (tests): the executor needs the node's CPU
+// topology.
+func defaultDriverConfig() *base.ClientDriverConfig {
+	return &base.ClientDriverConfig{
+		Topology:      numalib.Scan(numalib.PlatformScanners(false)),
+		ClientMinPort: executor.ExecutorDefaultMinPort,
+		ClientMaxPort: executor.ExecutorDefaultMaxPort,
+	}
+}
+
+// cgroupsMode names the client's cgroups mode for the fingerprint.
+func cgroupsMode() string {
+	switch cgroupslib.GetMode() {
+	case cgroupslib.CG1:
+		return "v1"
+	case cgroupslib.CG2:
+		return "v2"
+	default:
+		return "off"
+	}
+}
+
+// isolation is what the executor can do for tasks on this client.
+type isolation struct {
+	cgroups string // "v1", "v2" or "off"
+	limits  bool   // cpu and memory limits are applied
+	users   bool   // tasks run as their user
+	why     string // why not, when limits or users is false
+}
+
+// currentIsolation: the executor applies cgroup limits only when the driver
+// runs as root with cgroups on, and only root can run tasks as another user.
+func currentIsolation() isolation {
+	iso := isolation{cgroups: cgroupsMode(), users: os.Geteuid() == 0}
+	iso.limits = iso.users && iso.cgroups != "off"
+	switch {
+	case !iso.users:
+		iso.why = "the driver does not run as root: tasks run as its user, without cpu and memory limits"
+	case !iso.limits:
+		iso.why = "cgroups are off on this client: tasks run without cpu and memory limits"
+	}
+	return iso
+}
+
+// describe is the fingerprint's health description.
+func (iso isolation) describe() string {
+	if iso.why == "" {
+		return drivers.DriverHealthy
+	}
+	return drivers.DriverHealthy + "; " + iso.why
+}
