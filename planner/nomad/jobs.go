@@ -61,8 +61,9 @@ const (
 	// CountMeta keeps a suspended group's count, restored at the next pin.
 	CountMeta = "themis.count"
 	// RestartCountMeta tells the task how many times the job was
-	// preempted and resumed (the driver's THEMIS_RESTART_COUNT).
-	RestartCountMeta = "themis.restart_count"
+	// preempted and resumed (the driver's THEMIS_RESTART_COUNT); the
+	// driver reads it under the same name.
+	RestartCountMeta = spec.MetaRestartCount
 )
 
 // SuspendedLease is the lease whose revocation suspended the job, "" when
