@@ -31,10 +31,12 @@ const (
 	// node attribute driver.themis.version.
 	PluginVersion = "0.1.0"
 
-	taskHandleVersion  = 1
-	fingerprintPeriod  = 30 * time.Second
-	leaseCheckTimeout  = 10 * time.Second
-	checkpointDirPerms = 0o700
+	taskHandleVersion = 1
+	fingerprintPeriod = 30 * time.Second
+	// checkpointReportPeriod: see Driver.checkpointReportPeriod.
+	checkpointReportPeriod = 5 * time.Second
+	leaseCheckTimeout      = 10 * time.Second
+	checkpointDirPerms     = 0o700
 	// checkpointParentPerms lets a task's user reach its own checkpoint dir
 	// without listing the others.
 	checkpointParentPerms = 0o711
@@ -89,6 +91,12 @@ func WithLeaseReader(r LeaseReader) Option {
 	return func(d *Driver) { d.leaseOverride = r }
 }
 
+// WithCheckpointReportPeriod sets how often running tasks' checkpoint dirs
+// are looked at for a newer complete checkpoint to publish (default 5s).
+func WithCheckpointReportPeriod(p time.Duration) Option {
+	return func(d *Driver) { d.checkpointReportPeriod = p }
+}
+
 // Driver is the themis task driver. See the package doc.
 type Driver struct {
 	drivers.DriverExecTaskNotSupported
@@ -99,6 +107,9 @@ type Driver struct {
 
 	fingerprintPeriod time.Duration
 	leaseOverride     LeaseReader
+	// checkpointReportPeriod is how often a running task's checkpoint dir
+	// is looked at for a newer complete checkpoint to publish.
+	checkpointReportPeriod time.Duration
 
 	mu          sync.RWMutex
 	config      Config
@@ -116,13 +127,14 @@ var _ drivers.DriverPlugin = (*Driver)(nil)
 func New(ctx context.Context, logger hclog.Logger, opts ...Option) *Driver {
 	logger = logger.Named(PluginName)
 	d := &Driver{
-		ctx:               ctx,
-		logger:            logger,
-		eventer:           eventer.NewEventer(ctx, logger),
-		fingerprintPeriod: fingerprintPeriod,
-		config:            Config{LeaseCheck: true}.withDefaults(),
-		nomadConfig:       defaultDriverConfig(),
-		tasks:             make(map[string]*taskHandle),
+		ctx:                    ctx,
+		logger:                 logger,
+		eventer:                eventer.NewEventer(ctx, logger),
+		fingerprintPeriod:      fingerprintPeriod,
+		checkpointReportPeriod: checkpointReportPeriod,
+		config:                 Config{LeaseCheck: true}.withDefaults(),
+		nomadConfig:            defaultDriverConfig(),
+		tasks:                  make(map[string]*taskHandle),
 	}
 	d.compute = d.nomadConfig.Topology.Compute()
 	for _, o := range opts {
@@ -340,6 +352,9 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	d.tasks[cfg.ID] = h
 	d.tasksMu.Unlock()
 	go h.run()
+	if leases != nil {
+		go h.reportCheckpoints(d.ctx, leases, d.checkpointReportPeriod)
+	}
 	if resume != "" {
 		d.emit(cfg, eventResuming, map[string]string{"checkpoint": resume, "restart_count": strconv.Itoa(restarts)})
 	}
@@ -416,6 +431,9 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	d.tasks[cfg.ID] = h
 	d.tasksMu.Unlock()
 	go h.run()
+	if _, leases := d.current(); leases != nil {
+		go h.reportCheckpoints(d.ctx, leases, d.checkpointReportPeriod)
+	}
 	h.logger.Info("re-attached to the task's executor after a driver restart")
 	return nil
 }

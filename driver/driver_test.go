@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,6 +40,9 @@ type fakeLeases struct {
 	pingErr error
 	readErr error
 	jobErr  error
+
+	mu      sync.Mutex
+	reports []lease.CheckpointRecord
 }
 
 func (f *fakeLeases) JobLease(_ context.Context, namespace, jobID string) (*lease.JobLease, error) {
@@ -62,6 +66,19 @@ func (f *fakeLeases) GPULeases(_ context.Context, ids []string) (map[string]*lea
 }
 
 func (f *fakeLeases) Ping(context.Context) error { return f.pingErr }
+
+func (f *fakeLeases) ReportCheckpoint(_ context.Context, rec lease.CheckpointRecord) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reports = append(f.reports, rec)
+	return nil
+}
+
+func (f *fakeLeases) reported() []lease.CheckpointRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reports)
+}
 
 func leasedTo(job string, gpus ...string) map[string]*lease.GPULease {
 	m := map[string]*lease.GPULease{}

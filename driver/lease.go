@@ -38,6 +38,7 @@ type LeaseReader interface {
 	JobLease(ctx context.Context, namespace, jobID string) (*lease.JobLease, error)
 	// Ping reports whether leases can be read at all.
 	Ping(ctx context.Context) error
+	CheckpointReporter
 }
 
 // ConsulLeases reads leases from Consul KV in the layout of planner/lease.
@@ -165,6 +166,27 @@ func checkLeases(ctx context.Context, r LeaseReader, cfg *drivers.TaskConfig, in
 	}
 	if err := lease.Verify(cfg.Namespace, cfg.JobID, ids, leases); err != nil {
 		return fmt.Errorf("lease check: %w", err)
+	}
+	return nil
+}
+
+// CheckpointReporter publishes a task's newest complete checkpoint, so the
+// planner can prefer victims that lose the least work. ConsulLeases writes
+// it to Consul KV (the one write the driver makes there); tests substitute
+// a double.
+type CheckpointReporter interface {
+	ReportCheckpoint(ctx context.Context, rec lease.CheckpointRecord) error
+}
+
+// ReportCheckpoint writes the job's checkpoint record (lease.CheckpointKey).
+func (c *ConsulLeases) ReportCheckpoint(ctx context.Context, rec lease.CheckpointRecord) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	key := lease.CheckpointKey(rec.Namespace, rec.JobID)
+	if _, err := c.kv.Put(&api.KVPair{Key: key, Value: v}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
 	}
 	return nil
 }

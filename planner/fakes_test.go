@@ -228,10 +228,11 @@ type fakeStore struct {
 	records  map[core.JobKey]consul.JobRecord
 	recIndex map[core.JobKey]uint64
 	statuses map[core.JobKey]consul.JobStatus
+	ckpts    map[core.JobKey]lease.CheckpointRecord
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{leases: map[core.JobKey]lease.JobLease{}, gpus: map[string]string{},
+	return &fakeStore{leases: map[core.JobKey]lease.JobLease{}, gpus: map[string]string{}, ckpts: map[core.JobKey]lease.CheckpointRecord{},
 		records: map[core.JobKey]consul.JobRecord{}, recIndex: map[core.JobKey]uint64{}, statuses: map[core.JobKey]consul.JobStatus{}}
 }
 
@@ -327,7 +328,12 @@ func (s *fakeStore) DeleteRecord(_ context.Context, k core.JobKey) error {
 	}
 	delete(s.records, k)
 	delete(s.recIndex, k)
+	delete(s.ckpts, k)
 	return nil
+}
+
+func (s *fakeStore) Checkpoints(context.Context) (map[core.JobKey]lease.CheckpointRecord, error) {
+	return maps.Clone(s.ckpts), nil
 }
 
 func (s *fakeStore) Statuses(context.Context) ([]consul.JobStatus, error) {

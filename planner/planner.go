@@ -52,6 +52,7 @@ type Store interface {
 	Records(ctx context.Context) (map[core.JobKey]consul.JobRecord, error)
 	PutRecord(ctx context.Context, r consul.JobRecord) (consul.JobRecord, error)
 	DeleteRecord(ctx context.Context, k core.JobKey) error
+	Checkpoints(ctx context.Context) (map[core.JobKey]lease.CheckpointRecord, error)
 	Statuses(ctx context.Context) ([]consul.JobStatus, error)
 	PutStatus(ctx context.Context, st consul.JobStatus) error
 	DeleteStatus(ctx context.Context, k core.JobKey) error

@@ -95,12 +95,15 @@ func (s *Store) PutRecord(ctx context.Context, r JobRecord) (JobRecord, error) {
 	return r, nil
 }
 
-// DeleteRecord removes a job's record (the job finished or left Nomad).
+// DeleteRecord removes a job's record and its checkpoint record (the job
+// finished or left Nomad).
 func (s *Store) DeleteRecord(ctx context.Context, k core.JobKey) error {
-	if _, err := s.api.KV().Delete(RecordKey(k), (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("delete %s: %w", RecordKey(k), err)
+	ops := api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: RecordKey(k)}},
+		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: lease.CheckpointKey(k.Namespace, k.ID)}},
 	}
-	return nil
+	_, err := s.txnOps(ctx, "delete the records of "+k.String(), ops)
+	return err
 }
 
 func recordOp(r JobRecord) (*api.TxnOp, error) {
@@ -140,4 +143,22 @@ func rollback(resp *api.TxnResponse, ops api.TxnOps) string {
 func WithIndex(r JobRecord, index uint64) JobRecord {
 	r.index = index
 	return r
+}
+
+// Checkpoints lists the jobs' newest complete checkpoints, as the task
+// driver published them (lease.CheckpointKey).
+func (s *Store) Checkpoints(ctx context.Context) (map[core.JobKey]lease.CheckpointRecord, error) {
+	pairs, _, err := s.api.KV().List(lease.CheckpointPrefix(), (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", lease.CheckpointPrefix(), err)
+	}
+	out := make(map[core.JobKey]lease.CheckpointRecord, len(pairs))
+	for _, p := range pairs {
+		var c lease.CheckpointRecord
+		if err := json.Unmarshal(p.Value, &c); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", p.Key, err)
+		}
+		out[core.JobKey{Namespace: c.Namespace, ID: c.JobID}] = c
+	}
+	return out, nil
 }
