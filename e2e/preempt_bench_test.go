@@ -27,6 +27,7 @@ const slowCheckpoint = `trap 'sleep 2; exit 0' INT TERM; while :; do sleep 0.05;
 //	THEMIS_AGENTS_DIR=$(e2e/agents/build.sh) \
 //	  go test ./e2e -run '^$' -bench PreemptToRunning -benchtime 10x
 func BenchmarkPreemptToRunning(b *testing.B) {
+	benchRun++
 	usePolicy(b, "fitgpp")
 	setNomadPreemption(b, true)
 	var themis, themisAPI, native, nativeAPI, toRevoke, ckpt, gap, teStart, resume []time.Duration
@@ -63,8 +64,12 @@ type preemptSample struct {
 	teStarted, teVisible, toRevoke, checkpoint, leaseGap, teStart, resume time.Duration
 }
 
+// benchRun numbers the benchmark function's runs (the runner calls it with
+// b.N = 1, then 10), so job IDs never repeat.
+var benchRun int
+
 func themisPreemption(b *testing.B, i int) preemptSample {
-	be, te := fmt.Sprintf("bench-be-%d", i), fmt.Sprintf("bench-te-%d", i)
+	be, te := fmt.Sprintf("bench-be-%d-%d", benchRun, i), fmt.Sprintf("bench-te-%d-%d", benchRun, i)
 	register(b, trainJob{gpus: 8, grace: "10s", shell: slowCheckpoint}.build(b, be))
 	first := waitRunning(b, be, 60*time.Second)
 	seen := watchLease(b, be)
@@ -101,7 +106,7 @@ func themisPreemption(b *testing.B, i int) preemptSample {
 }
 
 func nativePreemption(b *testing.B, i int) (started, visible time.Duration) {
-	be, te := rawPriority(b, fmt.Sprintf("bench-nbe-%d", i), 20, 8), rawPriority(b, fmt.Sprintf("bench-nte-%d", i), 80, 2)
+	be, te := rawPriority(b, fmt.Sprintf("bench-nbe-%d-%d", benchRun, i), 20, 8), rawPriority(b, fmt.Sprintf("bench-nte-%d-%d", benchRun, i), 80, 2)
 	be.TaskGroups[0].Tasks[0].Config["args"] = []any{"-c", slowCheckpoint}
 	register(b, be)
 	eventually(b, 60*time.Second, *be.ID+" to run", func() (bool, error) {

@@ -103,6 +103,10 @@ func New(cfg Config) *Planner {
 	return &Planner{cfg: cfg, log: cfg.Log}
 }
 
+// roundTimeout bounds one round: a Nomad or Consul call that hangs fails the
+// round (logged, retried a second later) instead of stalling the planner.
+const roundTimeout = 30 * time.Second
+
 // Run reconciles on every Nomad event batch and every Resync until ctx ends.
 func (p *Planner) Run(ctx context.Context) error {
 	if err := p.cfg.Nomad.EnsurePendingPool(ctx); err != nil {
@@ -132,7 +136,10 @@ func (p *Planner) Run(ctx context.Context) error {
 		case <-tick.C:
 		case <-recheck.C:
 		}
-		if err := p.Reconcile(ctx); err != nil && ctx.Err() == nil {
+		rctx, cancel := context.WithTimeout(ctx, roundTimeout)
+		err := p.Reconcile(rctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			p.log.Error("reconcile failed; retrying on the next event or resync", "error", err)
 			time.AfterFunc(time.Second, trigger)
 		}
