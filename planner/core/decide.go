@@ -22,6 +22,9 @@ type Planner struct {
 	// blocks per virtual cluster: one VC's blocked head holds up only its
 	// own jobs. Only non-preemptive policies run with a Placer.
 	Placer Placer
+	// Victims is how victims are chosen where the policy has a choice
+	// (knob preempt.victims; victims.go).
+	Victims VictimOrder
 }
 
 // Placer places jobs for a Planner (see Planner.Placer). It may keep state
@@ -143,6 +146,9 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		}
 	}
 	p.Policy.Rank(now, active)
+	if lv, ok := p.Policy.(Leveler); ok && p.Victims == LeastLostWork && p.Policy.Preemptive() {
+		keepMostLost(active, lv.Level)
+	}
 	x := s.Index
 	if x == nil {
 		x = NewClusterIndex(s.Nodes)
@@ -211,6 +217,7 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grant
 			if pre != nil && pre.MakesRoom(j) {
 				if room == nil {
 					room = newRoom(ranked, grants, grantOf, free)
+					room.victims = p.Victims
 				}
 				if g, ok := room.make(j, pre, p.Policy.Consolidate(j), &preempts); ok {
 					d.Actions = append(d.Actions, GrantAction{Grant: g})

@@ -20,7 +20,12 @@ type Room struct {
 	running []*Job
 	grant   map[*Job]Grant
 	free    *FreeGPUs
+	victims VictimOrder
 }
+
+// LeastLostWork reports whether the scheduler prefers, among victims the
+// policy ranks equal, the one that loses the least work (victims.go).
+func (r *Room) LeastLostWork() bool { return r.victims == LeastLostWork }
 
 func newRoom(ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) *Room {
 	r := &Room{grant: map[*Job]Grant{}, free: free}
