@@ -159,6 +159,9 @@ func Run(cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("sim: policy %s preempts by rank, which virtual clusters do not support; use a non-preemptive one", cfg.Policy.Name())
 	}
 	var vcs *vcCounter
+	costs, _ := cfg.Placer.(interface {
+		SetVictimCost(func(core.JobKey) float64)
+	})
 	if cfg.Placer != nil {
 		vcs = &vcCounter{VCPlacer: cfg.Placer, queued: map[string]int{}}
 		cfg.Placer = vcs
@@ -174,6 +177,15 @@ func Run(cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("sim: trace %s has two jobs with ID %q", cfg.Trace.Name, j.tj.ID)
 		}
 		s.byKey[j.c.Key] = j
+	}
+	if costs != nil && cfg.Victims == core.LeastLostWork {
+		// HiveD's victims: the jobs' lost work as the core sees it.
+		costs.SetVictimCost(func(k core.JobKey) float64 {
+			if j := s.byKey[k]; j != nil {
+				return j.c.LostWork()
+			}
+			return 0
+		})
 	}
 	s.gate = newGate(cfg.Trace.Jobs)
 	if err := s.loop(jobs); err != nil {
