@@ -78,7 +78,9 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   checkpoints: a preempted job loses the work since its newest one; 0 =
   it checkpoints when preempted and loses nothing),
   preempt.victims=policy|least-lost-work (prefer, where a policy has a
-  choice, the victim that loses the least work), themis.f=0.8,
+  choice, the victim that loses the least work), preempt.tie=0 (with
+  least-lost-work: victims whose scores differ by at most this fraction
+  tie, and the least lost work decides), themis.f=0.8,
   themis.lease=10m, themis.lie=APP:+X%. See docs/simulator.md,
   docs/checkpoints-sim.md and docs/themis.md.
 
@@ -183,6 +185,7 @@ func (c *simCommand) run(o simOptions) error {
 		sets, extra []string
 		every       float64          // sim.checkpoint_every
 		victims     core.VictimOrder // preempt.victims
+		tie         float64          // preempt.tie
 	}
 	variants := []run{{sets: o.sets}}
 	if o.sweep != "" {
@@ -218,12 +221,12 @@ func (c *simCommand) run(o simOptions) error {
 			if err != nil {
 				return err
 			}
-			victims, err := core.VictimsFromKnobs(k)
+			victims, tie, err := core.VictimsFromKnobs(k)
 			if err != nil {
 				return err
 			}
 			runs = append(runs, run{label: pol.Name() + v.label, pol: pol, sets: v.sets, extra: v.extra, name: strings.TrimSpace(name),
-				every: every, victims: victims})
+				every: every, victims: victims, tie: tie})
 			derived = append(derived, k)
 		}
 	}
@@ -236,7 +239,7 @@ func (c *simCommand) run(o simOptions) error {
 	for _, rn := range runs {
 		pol := rn.pol
 		cfg := sim.Config{Trace: tr, Cluster: cl, Policy: pol, Seed: o.seed, Settings: rn.sets,
-			CheckpointCost: ckpt, RestoreCost: restore, CheckpointEvery: rn.every, Victims: rn.victims}
+			CheckpointCost: ckpt, RestoreCost: restore, CheckpointEvery: rn.every, Victims: rn.victims, VictimTie: rn.tie}
 		if !o.quiet {
 			cfg.Progress = progressBar(rn.label, time.Now())
 		}

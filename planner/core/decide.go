@@ -23,8 +23,10 @@ type Planner struct {
 	// own jobs. Only non-preemptive policies run with a Placer.
 	Placer Placer
 	// Victims is how victims are chosen where the policy has a choice
-	// (knob preempt.victims; victims.go).
-	Victims VictimOrder
+	// (knob preempt.victims; victims.go), and VictimTie how near two
+	// victims' scores tie under LeastLostWork (knob preempt.tie).
+	Victims   VictimOrder
+	VictimTie float64
 }
 
 // Placer places jobs for a Planner (see Planner.Placer). It may keep state
@@ -217,7 +219,7 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grant
 			if pre != nil && pre.MakesRoom(j) {
 				if room == nil {
 					room = newRoom(ranked, grants, grantOf, free)
-					room.victims = p.Victims
+					room.victims, room.tie = p.Victims, p.VictimTie
 				}
 				if g, ok := room.make(j, pre, p.Policy.Consolidate(j), &preempts); ok {
 					d.Actions = append(d.Actions, GrantAction{Grant: g})

@@ -75,7 +75,7 @@ func (f *FitGpp) Victim(j *Job, running []*Job, room *Room) *Job {
 			score += f.S * v.GracePeriod / maxGP
 		}
 		switch {
-		case room.LeastLostWork() && best != nil && scoreTie(score, bestScore):
+		case room.LeastLostWork() && best != nil && room.Tie(score, bestScore):
 			// Ties: the least lost work, then FIFO order.
 			if v.LostWork() < best.LostWork() {
 				best, bestScore = v, score
@@ -118,9 +118,13 @@ func (LRTP) Victim(_ *Job, running []*Job, room *Room) *Job {
 			continue
 		}
 		switch {
-		case best == nil || remaining(v) > remaining(best):
+		case best == nil:
 			best = v
-		case least && remaining(v) == remaining(best) && v.LostWork() < best.LostWork():
+		case least && room.Tie(remaining(v), remaining(best)):
+			if v.LostWork() < best.LostWork() {
+				best = v
+			}
+		case remaining(v) > remaining(best):
 			best = v
 		}
 	}

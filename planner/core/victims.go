@@ -14,12 +14,14 @@ import (
 // VictimOrder LeastLostWork makes it prefer the one that loses the least:
 //
 //   - FitGpp (Equation 2): among the BE jobs of least Score, ties (within
-//     a relative 1e-9) go to the least lost work instead of FIFO order. The
+//     a relative 1e-9, or preempt.tie) go to the least lost work instead of
+//     FIFO order. The
 //     P limit stays a hard limit: it bounds how often one BE job is sent
 //     back to the queue, which costs it queueing and a restore whatever it
 //     loses, so a job preempted P times is no candidate even at no loss.
-//   - LRTP: among the BE jobs of equal remaining time (live, every
-//     remaining time is unknown, so all of them), the least lost work.
+//   - LRTP: among the BE jobs of equal remaining time (within preempt.tie;
+//     live, every remaining time is unknown, so all of them), the least
+//     lost work.
 //   - Preemptive policies with priority levels (Tiresias's queues,
 //     Leveler): inside one level, the running jobs are ranked first, by
 //     lost work, most first, then the level's queued jobs in the policy's
@@ -62,14 +64,6 @@ func ParseVictimOrder(s string) (VictimOrder, error) {
 		return VictimOrder(i), nil
 	}
 	return 0, fmt.Errorf("%s = %q: want one of %s", KnobVictims, s, strings.Join(victimOrderNames, ", "))
-}
-
-// VictimsFromKnobs reads preempt.victims (default policy).
-func VictimsFromKnobs(k Knobs) (VictimOrder, error) {
-	if !k.Has(KnobVictims) {
-		return VictimsByPolicy, nil
-	}
-	return ParseVictimOrder(k.String(KnobVictims, ""))
 }
 
 // LostWork is the GPU-seconds of work j would lose if it were preempted
@@ -155,8 +149,42 @@ func keepMostLost(ranked []*Job, level func(*Job) int) {
 // of jobs per round).
 var keepPool = sync.Pool{New: func() any { return new([2][]*Job) }}
 
-// scoreTie reports whether two scores are equal within a relative 1e-9
-// (FitGpp's ties under LeastLostWork).
-func scoreTie(a, b float64) bool {
-	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+// KnobVictimTie is the knob that widens the ties LeastLostWork breaks:
+// preempt.tie=R counts two victims' scores as equal when they differ by at
+// most R times the larger (FitGpp's Score, LRTP's remaining time); default
+// 0, equal within 1e-9. The papers' rules never tie on continuous inputs
+// (the simulator's workloads), where R > 0 lets lost work decide among
+// nearly equal victims.
+const KnobVictimTie = "preempt.tie"
+
+// VictimsFromKnobs reads preempt.victims (default policy) and preempt.tie
+// (default 0; only with least-lost-work).
+func VictimsFromKnobs(k Knobs) (VictimOrder, float64, error) {
+	order := VictimsByPolicy
+	if k.Has(KnobVictims) {
+		var err error
+		if order, err = ParseVictimOrder(k.String(KnobVictims, "")); err != nil {
+			return 0, 0, err
+		}
+	}
+	tie, err := k.Float(KnobVictimTie, 0)
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case !(tie >= 0 && tie < 1):
+		return 0, 0, fmt.Errorf("%s = %q: want a fraction in [0, 1)", KnobVictimTie, k.String(KnobVictimTie, ""))
+	case tie > 0 && order != LeastLostWork:
+		return 0, 0, fmt.Errorf("%s = %q: ties are broken by lost work only under %s=%s", KnobVictimTie, k.String(KnobVictimTie, ""), KnobVictims, LeastLostWork)
+	}
+	return order, tie, nil
+}
+
+// victimTie reports whether two victims' scores are equal: within tie
+// times the larger, or 1e-9 (a and b >= 0, or both infinite).
+func victimTie(a, b, tie float64) bool {
+	if a == b {
+		return true
+	}
+	d := math.Abs(a - b)
+	return d <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b))) || d <= tie*math.Max(math.Abs(a), math.Abs(b))
 }

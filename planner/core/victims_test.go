@@ -212,8 +212,24 @@ func TestParseVictimOrder(t *testing.T) {
 		}
 	}
 	k, _ := ParseKnobs(nil)
-	if o, err := VictimsFromKnobs(k); err != nil || o != VictimsByPolicy {
-		t.Errorf("default: %v, %v; want policy", o, err)
+	if o, tie, err := VictimsFromKnobs(k); err != nil || o != VictimsByPolicy || tie != 0 {
+		t.Errorf("default: %v, %v, %v; want policy, 0", o, tie, err)
+	}
+	for _, c := range []struct {
+		sets []string
+		err  string
+	}{
+		{[]string{"preempt.victims=least-lost-work", "preempt.tie=0.1"}, ""},
+		{[]string{"preempt.tie=0.1"}, `preempt.tie = "0.1": ties are broken by lost work only under preempt.victims=least-lost-work`},
+		{[]string{"preempt.victims=least-lost-work", "preempt.tie=1"}, `preempt.tie = "1": want a fraction`},
+		{[]string{"preempt.victims=least-lost-work", "preempt.tie=-0.5"}, `preempt.tie = "-0.5"`},
+		{[]string{"preempt.victims=least-lost-work", "preempt.tie=x"}, `preempt.tie = "x"`},
+	} {
+		k, _ := ParseKnobs(c.sets)
+		_, tie, err := VictimsFromKnobs(k)
+		if c.err == "" && (err != nil || tie != 0.1) || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%v: tie %v, error %v; want error %q", c.sets, tie, err, c.err)
+		}
 	}
 }
 
@@ -374,5 +390,46 @@ func TestPropertyFitGppLeastLostOnlyBreaksTies(t *testing.T) {
 	}
 	if changed == 0 {
 		t.Fatal("the knob never changed a victim: the ties were never exercised")
+	}
+}
+
+// TestVictimTieWidensTies: FitGpp's Scores of be-60 (grace 60 s) and
+// be-62 (62 s) differ by under 4%; by Score be-60 goes, and with
+// least-lost-work alone too; with preempt.tie=0.05 they tie and be-62,
+// which loses less, goes. LRTP likewise with remaining times 1000 and 990.
+func TestVictimTieWidensTies(t *testing.T) {
+	a, b := fgNode("a", 8), fgNode("b", 8)
+	for _, tc := range []struct {
+		policy   string
+		x, y     Job
+		tie      float64
+		order    VictimOrder
+		want     string
+		desc     string
+		remainXY [2]float64
+	}{
+		{policy: "fitgpp", order: VictimsByPolicy, want: "be-60", desc: "Score"},
+		{policy: "fitgpp", order: LeastLostWork, want: "be-60", desc: "no tie"},
+		{policy: "fitgpp", order: LeastLostWork, tie: 0.05, want: "be-62", desc: "a 5% tie"},
+		{policy: "fitgpp", order: LeastLostWork, tie: 0.01, want: "be-60", desc: "outside a 1% tie"},
+		{policy: "lrtp", order: LeastLostWork, want: "be-60", desc: "longest remaining", remainXY: [2]float64{1000, 990}},
+		{policy: "lrtp", order: LeastLostWork, tie: 0.05, want: "be-62", desc: "a 5% tie of remaining times", remainXY: [2]float64{1000, 990}},
+	} {
+		x, gx := running(aged(fgJob("be-60", "be", 8, 0, 0, 60, 1), 600, 900), a, 0)
+		y, gy := running(aged(fgJob("be-62", "be", 8, 0, 0, 62, 2), 60, 900), b, 0)
+		if tc.remainXY[0] > 0 {
+			x.Remaining, y.Remaining = tc.remainXY[0], tc.remainXY[1]
+		}
+		st := State{Nodes: []Node{a, b}, Jobs: []Job{x, y, fgJob("te", "te", 2, 0, 0, 0, 10)}, Grants: []Grant{gx, gy}}
+		d := Planner{Policy: policy(t, tc.policy), Victims: tc.order, VictimTie: tc.tie}.Decide(st, time.Unix(1000, 0))
+		var got []string
+		for _, act := range d.Actions {
+			if p, ok := act.(PreemptAction); ok {
+				got = append(got, p.Grant.Job.ID)
+			}
+		}
+		if !slices.Equal(got, []string{tc.want}) {
+			t.Errorf("%s, %s: preempted %v, want %s", tc.policy, tc.desc, got, tc.want)
+		}
 	}
 }

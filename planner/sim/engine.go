@@ -46,9 +46,10 @@ type Config struct {
 	// a job's periodic checkpoints: a preempted job loses the work since
 	// its newest one (checkpoints.go). 0: it loses nothing.
 	CheckpointEvery float64
-	// Victims is the decision core's choice among victims (knob
-	// preempt.victims).
-	Victims core.VictimOrder
+	// Victims and VictimTie are the decision core's choice among victims
+	// (knobs preempt.victims and preempt.tie).
+	Victims   core.VictimOrder
+	VictimTie float64
 }
 
 // VCPlacer is a core.Placer that the simulator keeps informed of the jobs
@@ -166,7 +167,7 @@ func Run(cfg Config) (*Result, error) {
 		vcs = &vcCounter{VCPlacer: cfg.Placer, queued: map[string]int{}}
 		cfg.Placer = vcs
 	}
-	s := &state{cfg: cfg, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy, Victims: cfg.Victims},
+	s := &state{cfg: cfg, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy, Victims: cfg.Victims, VictimTie: cfg.VictimTie},
 		index: core.NewClusterIndex(nodes), gpuFreeAt: map[string]float64{}}
 	if vcs != nil {
 		s.planner.Placer = vcs // not a nil *vcCounter in an interface
