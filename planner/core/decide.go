@@ -148,8 +148,10 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		}
 	}
 	p.Policy.Rank(now, active)
-	if lv, ok := p.Policy.(Leveler); ok && p.Victims == LeastLostWork && p.Policy.Preemptive() {
-		keepMostLost(active, lv.Level)
+	if p.Victims == LeastLostWork && p.Policy.Preemptive() {
+		if lv, ok := p.Policy.(Leveler); ok {
+			keepMostLost(active, lv.Level)
+		}
 	}
 	x := s.Index
 	if x == nil {
