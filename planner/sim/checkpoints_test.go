@@ -188,3 +188,37 @@ func FuzzParseCheckpointEvery(f *testing.F) {
 		}
 	})
 }
+
+// costPlacer is a quota placer that records the victim cost it is given.
+type costPlacer struct {
+	*quotaPlacer
+	cost func(core.JobKey) float64
+}
+
+func (c *costPlacer) SetVictimCost(f func(core.JobKey) float64) { c.cost = f }
+
+// TestVictimCostReachesThePlacer: under least-lost-work the simulator gives
+// a placer that takes victim costs (HiveD) the jobs' lost work; by
+// default it gives none.
+func TestVictimCostReachesThePlacer(t *testing.T) {
+	tr := &trace.Trace{Jobs: []trace.Job{{ID: "A", GPUs: 2, Duration: 100, VC: "v", Model: "resnet50"}}}
+	cl := mustCluster(t)(cluster.Uniform("n1g8", 1, 1, 8))
+	for _, victims := range []core.VictimOrder{core.VictimsByPolicy, core.LeastLostWork} {
+		p := &costPlacer{quotaPlacer: newQuotaPlacer()}
+		p.quota["v"] = 8
+		run(t, Config{Trace: tr, Cluster: cl, Policy: newPolicy(t, "fifo"), Placer: p, CheckpointEvery: 30, Victims: victims})
+		if (p.cost != nil) != (victims == core.LeastLostWork) {
+			t.Fatalf("%v: placer given a cost: %v", victims, p.cost != nil)
+		}
+		if p.cost != nil {
+			// A finished after 100 s, its last checkpoint 10 s before:
+			// the core's view of it is kept, with 10 s x 2 GPUs to lose.
+			if got := p.cost(core.JobKey{Namespace: "sim", ID: "A"}); math.Abs(got-20) > 1e-6 {
+				t.Errorf("cost of A = %v, want 20", got)
+			}
+			if got := p.cost(core.JobKey{Namespace: "sim", ID: "nobody"}); got != 0 {
+				t.Errorf("cost of an unknown job = %v, want 0", got)
+			}
+		}
+	}
+}
