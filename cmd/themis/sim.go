@@ -74,8 +74,15 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   tiresias.pack_limit=1.0, tiresias.gittins_dist=FILE (2D-Gittins job-size
   samples; learned from finished jobs when absent), fitgpp.s=4.0,
   fitgpp.max_preemptions=1, sim.checkpoint_s=10, sim.restore_s=20,
-  themis.f=0.8, themis.lease=10m, themis.lie=APP:+X%. See
-  docs/simulator.md and docs/themis.md.
+  sim.checkpoint_every=0 (seconds of execution between periodic
+  checkpoints: a preempted job loses the work since its newest one; 0 =
+  it checkpoints when preempted and loses nothing),
+  preempt.victims=policy|least-lost-work (prefer, where a policy has a
+  choice, the victim that loses the least work), preempt.tie=0 (with
+  least-lost-work: victims whose scores differ by at most this fraction
+  tie, and the least lost work decides), themis.f=0.8,
+  themis.lease=10m, themis.lie=APP:+X%. See docs/simulator.md,
+  docs/checkpoints-sim.md and docs/themis.md.
 
 Options:
 ` + flagHelp(simFlags(&simOptions{})))
@@ -176,6 +183,9 @@ func (c *simCommand) run(o simOptions) error {
 		label, name string
 		pol         core.Policy
 		sets, extra []string
+		every       float64          // sim.checkpoint_every
+		victims     core.VictimOrder // preempt.victims
+		tie         float64          // preempt.tie
 	}
 	variants := []run{{sets: o.sets}}
 	if o.sweep != "" {
@@ -207,7 +217,16 @@ func (c *simCommand) run(o simOptions) error {
 			if _, _, err := sim.Costs(k); err != nil {
 				return err
 			}
-			runs = append(runs, run{label: pol.Name() + v.label, pol: pol, sets: v.sets, extra: v.extra, name: strings.TrimSpace(name)})
+			every, err := sim.CheckpointEvery(k)
+			if err != nil {
+				return err
+			}
+			victims, tie, err := core.VictimsFromKnobs(k)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, run{label: pol.Name() + v.label, pol: pol, sets: v.sets, extra: v.extra, name: strings.TrimSpace(name),
+				every: every, victims: victims, tie: tie})
 			derived = append(derived, k)
 		}
 	}
@@ -220,7 +239,7 @@ func (c *simCommand) run(o simOptions) error {
 	for _, rn := range runs {
 		pol := rn.pol
 		cfg := sim.Config{Trace: tr, Cluster: cl, Policy: pol, Seed: o.seed, Settings: rn.sets,
-			CheckpointCost: ckpt, RestoreCost: restore}
+			CheckpointCost: ckpt, RestoreCost: restore, CheckpointEvery: rn.every, Victims: rn.victims, VictimTie: rn.tie}
 		if !o.quiet {
 			cfg.Progress = progressBar(rn.label, time.Now())
 		}

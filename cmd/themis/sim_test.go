@@ -45,6 +45,11 @@ func TestSimKnobs(t *testing.T) {
 		{"misspelt swept knob", []string{"--policy", "tiresias-las", "--sweep", "tiresias.promote_knb=1,2"}, "tiresias.promote_knb", ""},
 		{"bad sweep", []string{"--policy", "fifo", "--sweep", "nothing"}, "KNOB=V1,V2", ""},
 		{"trace and workload", []string{"--policy", "fifo", "--workload", "fitgpp"}, "one of --trace and --workload", ""},
+		{"periodic checkpoints, swept victims", []string{"--policy", "tiresias-las", "--set", "sim.checkpoint_every=10m", "--sweep", "preempt.victims=policy,least-lost-work"}, "",
+			"tiresias-las[preempt.victims=least-lost-work]/summary.json"},
+		{"bad checkpoint period", []string{"--policy", "las", "--set", "sim.checkpoint_every=-1"}, `sim.checkpoint_every = "-1"`, ""},
+		{"bad victim order", []string{"--policy", "las", "--sweep", "preempt.victims=policy,fewest"}, `preempt.victims = "fewest"`, ""},
+		{"misspelt victims knob", []string{"--policy", "las", "--set", "preempt.victim=least-lost-work"}, "preempt.victim", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := t.TempDir()

@@ -22,6 +22,11 @@ type Planner struct {
 	// blocks per virtual cluster: one VC's blocked head holds up only its
 	// own jobs. Only non-preemptive policies run with a Placer.
 	Placer Placer
+	// Victims is how victims are chosen where the policy has a choice
+	// (knob preempt.victims; victims.go), and VictimTie how near two
+	// victims' scores tie under LeastLostWork (knob preempt.tie).
+	Victims   VictimOrder
+	VictimTie float64
 }
 
 // Placer places jobs for a Planner (see Planner.Placer). It may keep state
@@ -143,6 +148,11 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		}
 	}
 	p.Policy.Rank(now, active)
+	if p.Victims == LeastLostWork && p.Policy.Preemptive() {
+		if lv, ok := p.Policy.(Leveler); ok {
+			keepMostLost(active, lv.Level)
+		}
+	}
 	x := s.Index
 	if x == nil {
 		x = NewClusterIndex(s.Nodes)
@@ -211,6 +221,7 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grant
 			if pre != nil && pre.MakesRoom(j) {
 				if room == nil {
 					room = newRoom(ranked, grants, grantOf, free)
+					room.victims, room.tie = p.Victims, p.VictimTie
 				}
 				if g, ok := room.make(j, pre, p.Policy.Consolidate(j), &preempts); ok {
 					d.Actions = append(d.Actions, GrantAction{Grant: g})

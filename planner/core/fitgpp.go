@@ -21,6 +21,9 @@ import (
 // as soon as room is made. The queue blocks at its head, as FIFO does.
 //
 // Knobs: fitgpp.s (default 4.0), fitgpp.max_preemptions (P, default 1).
+// Under preempt.victims=least-lost-work (the Planner's Victims) ties of
+// Score go to the BE job that loses the least work; P stays a hard limit
+// (victims.go).
 type FitGpp struct {
 	S              float64
 	MaxPreemptions int
@@ -71,7 +74,13 @@ func (f *FitGpp) Victim(j *Job, running []*Job, room *Room) *Job {
 		if maxGP > 0 {
 			score += f.S * v.GracePeriod / maxGP
 		}
-		if score < bestScore { // ties: the first in FIFO order
+		switch {
+		case room.LeastLostWork() && best != nil && room.Tie(score, bestScore):
+			// Ties: the least lost work, then FIFO order.
+			if v.LostWork() < best.LostWork() {
+				best, bestScore = v, score
+			}
+		case score < bestScore: // ties: the first in FIFO order
 			best, bestScore = v, score
 		}
 	}
@@ -89,7 +98,8 @@ func norm(v []float64) float64 {
 // LRTP is Longest Remaining Time Preemption (Big-C, the FitGpp paper's
 // baseline): like FitGpp, but a TE job that does not fit preempts the
 // running BE job with the longest remaining time (perfect knowledge), then
-// the next, until it fits; no preemption limit.
+// the next, until it fits; no preemption limit. Ties go to the first in
+// FIFO order, or under LeastLostWork to the least lost work.
 type LRTP struct{}
 
 func (LRTP) Name() string                { return "lrtp" }
@@ -100,10 +110,21 @@ func (LRTP) Consolidate(*Job) bool       { return true }
 func (LRTP) MakesRoom(j *Job) bool       { return j.Class == ClassTrialAndError }
 
 // Victim implements Preemptor.
-func (LRTP) Victim(_ *Job, running []*Job, _ *Room) *Job {
+func (LRTP) Victim(_ *Job, running []*Job, room *Room) *Job {
+	least := room != nil && room.LeastLostWork()
 	var best *Job
 	for _, v := range running {
-		if v.Class == ClassBestEffort && (best == nil || remaining(v) > remaining(best)) {
+		if v.Class != ClassBestEffort {
+			continue
+		}
+		switch {
+		case best == nil:
+			best = v
+		case least && room.Tie(remaining(v), remaining(best)):
+			if v.LostWork() < best.LostWork() {
+				best = v
+			}
+		case remaining(v) > remaining(best):
 			best = v
 		}
 	}

@@ -129,7 +129,7 @@ func (k Knobs) Seconds(key string, def []float64) ([]float64, error) {
 // KnobNamespaces are the prefixes of known knobs ("tiresias.queues"): a
 // comparison run passes one set of knobs to several policies, and each
 // ignores the namespaces of the others.
-var KnobNamespaces = []string{"sim", "tiresias", "fitgpp", "workload", "themis"}
+var KnobNamespaces = []string{"sim", "tiresias", "fitgpp", "workload", "themis", "preempt"}
 
 // Unused is an error naming the knobs nothing asked for, except those in a
 // known namespace other than own (another policy's, or the simulator's).

@@ -122,6 +122,14 @@ type Job struct {
 	// GracePeriod is the seconds a preempted job is given to suspend
 	// (checkpoint) before it is stopped; it holds its resources meanwhile.
 	GracePeriod float64
+	// CheckpointAge is the seconds of execution since the job's newest
+	// complete checkpoint: what it would lose, per GPU, if preempted now
+	// (LostWork; victims.go). 0 means nothing to lose (it just
+	// checkpointed, or the adapter does not know checkpoints: then every
+	// job ties and the policy's own order decides). Negative means the job
+	// has no complete checkpoint: it would restart from scratch, and loses
+	// all of its execution the core knows of (Executed).
+	CheckpointAge float64
 }
 
 // The job classes of FitGpp (Yabuuchi et al., OpML'19): trial-and-error jobs

@@ -20,7 +20,17 @@ type Room struct {
 	running []*Job
 	grant   map[*Job]Grant
 	free    *FreeGPUs
+	victims VictimOrder
+	tie     float64
 }
+
+// LeastLostWork reports whether the scheduler prefers, among victims the
+// policy ranks equal, the one that loses the least work (victims.go).
+func (r *Room) LeastLostWork() bool { return r.victims == LeastLostWork }
+
+// Tie reports whether a policy's scores of two victims are equal, within
+// the Planner's VictimTie (victims.go).
+func (r *Room) Tie(a, b float64) bool { return victimTie(a, b, r.tie) }
 
 func newRoom(ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) *Room {
 	r := &Room{grant: map[*Job]Grant{}, free: free}

@@ -169,6 +169,9 @@ func (c *Cluster) planVirtual(v *vc, k, prio int, single bool) ([]*cell, []*job)
 		if cands[a].prio != cands[b].prio {
 			return cands[a].prio < cands[b].prio
 		}
+		if ca, cb := c.jobCost(cands[a]), c.jobCost(cands[b]); ca != cb {
+			return ca < cb // victims.go: the cheapest of a priority first
+		}
 		return cands[a].seq > cands[b].seq
 	})
 	fits := func() bool { return c.findHost(v.root, k, 0, single, v.caps) != nil }

@@ -173,14 +173,17 @@ func isAncestor(a, x *cell) bool {
 // candidate is a physical cell a VC's cell may bind to, with its score:
 // fewer bad GPUs first, then keeping the healthy free cells able to host
 // every other unbound VC cell (keep 0 is better), then no split (whole free
-// cells first) or the shallowest split, then fewer opportunistic GPUs (fewer
-// preemptions), then the fullest parent (keeps other cells whole), then
+// cells first) or the shallowest split, then (with a victim cost,
+// victims.go) the least cost of the opportunistic jobs in the cell, then
+// fewer opportunistic GPUs (fewer preemptions), then the fullest parent
+// (keeps other cells whole), then
 // topology order (but the search over splits stops at the first candidate
 // nothing can beat).
 type candidate struct {
 	p                     *cell
 	bad, keep, depth, opp int
 	packing               int
+	lost                  float64
 }
 
 func (a *candidate) better(b *candidate) bool {
@@ -194,6 +197,8 @@ func (a *candidate) better(b *candidate) bool {
 		return a.keep < b.keep
 	case a.depth != b.depth:
 		return a.depth < b.depth
+	case a.lost != b.lost:
+		return a.lost < b.lost
 	case a.opp != b.opp:
 		return a.opp < b.opp
 	case a.packing != b.packing:
@@ -267,7 +272,7 @@ func (ch *chooser) keeps(p, a *cell) int {
 // unbeatable (healthy, keeps the healthy cells, no preemption, and, when
 // whole, the only free cell of its parent).
 func (ch *chooser) consider(p, a *cell, depth int) bool {
-	cand := candidate{p: p, bad: p.bad, depth: depth, opp: p.opp}
+	cand := candidate{p: p, bad: p.bad, depth: depth, opp: p.opp, lost: ch.c.oppCost(p)}
 	if depth == 0 && p.parent != nil {
 		cand.packing = p.parent.poolFree
 	}

@@ -39,6 +39,10 @@ type Cluster struct {
 	hostBuf, fillBuf []*cell
 	touched          []*cell
 	stamp            uint32
+	oppSeen          []*job
+
+	// victimCost, when set, is the cost of preempting a job (victims.go).
+	victimCost func(core.JobKey) float64
 }
 
 // vc is a virtual cluster: a forest of virtual cells under a group root.

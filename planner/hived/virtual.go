@@ -7,8 +7,9 @@ package hived
 //     unbinds when its last job leaves (a pinned top stays bound);
 //   - a cell below binds, when a job needs it, to an unbound physical child
 //     of its parent's physical cell with the same type (there is always one:
-//     the two have the same children), preferring fewer bad GPUs, then fewer
-//     opportunistic GPUs; it unbinds when no job uses it and none of its GPUs
+//     the two have the same children), preferring fewer bad GPUs, then (with
+//     a victim cost, victims.go) the least cost of its opportunistic jobs,
+//     then fewer opportunistic GPUs; it unbinds when no job uses it and none of its GPUs
 //     is doomed.
 //
 // A virtual GPU that would bind to a bad physical GPU (because its parent's
@@ -99,7 +100,7 @@ func (c *Cluster) ensureBound(v *cell) error {
 		if p.bound != nil || p.typ != v.typ {
 			continue
 		}
-		if best == nil || p.bad < best.bad || p.bad == best.bad && p.opp < best.opp {
+		if best == nil || p.bad < best.bad || p.bad == best.bad && c.fewerVictims(p, best) {
 			best = p
 		}
 	}
@@ -108,6 +109,15 @@ func (c *Cluster) ensureBound(v *cell) error {
 	}
 	v.bound, best.bound = best, v
 	return nil
+}
+
+// fewerVictims reports whether binding p evicts less than binding q: the
+// least victim cost (victims.go), then the fewest opportunistic GPUs.
+func (c *Cluster) fewerVictims(p, q *cell) bool {
+	if lp, lq := c.oppCost(p), c.oppCost(q); lp != lq {
+		return lp < lq
+	}
+	return p.opp < q.opp
 }
 
 // doom marks a virtual GPU bound to a bad physical GPU as lost.

@@ -123,6 +123,9 @@ type Metrics struct {
 	AvgQueue    Num `json:"avg_queue_s"`
 	Makespan    Num `json:"makespan_s"`
 	Preemptions Num `json:"preemptions"`
+	// LostWork is the GPU-seconds of work lost to preemption: present for
+	// runs with periodic checkpoints only (Summary.LostWork).
+	LostWork *Num `json:"lost_work_gpu_s,omitempty"`
 }
 
 // Factors are factors of improvement (reference / policy; > 1 is better
@@ -232,6 +235,7 @@ func policyRow(r sim.Result, b Binning) PolicyComparison {
 			AvgQueue:    s.AvgQueue,
 			Makespan:    s.Makespan,
 			Preemptions: Num(s.Preemptions),
+			LostWork:    s.LostWork,
 		},
 	}
 	p.Fairness = FairnessMetrics{AppFairness: s.AppFairness, GPUTime: s.GPUTime}
@@ -379,6 +383,8 @@ func comparisonMarkdown(c Comparison) []byte {
 			mdNum(m.P95JCT), mdFactor(f.P95JCT), mdNum(m.AvgQueue), mdFactor(f.AvgQueue),
 			mdNum(m.Makespan), mdFactor(f.Makespan), mdNum(m.Preemptions), mdFactor(f.Preemptions))
 	}
+
+	lostWorkMarkdown(&b, c)
 
 	b.WriteString("\n## By job bin\n\n")
 	b.WriteString("Bins as in Tiresias (Table 3), by GPUs and trace duration:\n\n")

@@ -156,6 +156,9 @@ func runMarkdown(s Summary) []byte {
 	row("Busy GPU time", mdNum(s.GPUTime)+" GPU-s")
 	row("Utilization", mdPercent(s.Utilization))
 	row("Preemptions", strconv.Itoa(s.Preemptions))
+	if s.LostWork != nil {
+		row("GPU-seconds of work lost to preemption", mdNum(*s.LostWork)+" GPU-s")
+	}
 	row("Apps finished", fmt.Sprintf("%d / %d", s.AppsFinished, s.Apps))
 	row("Finish-time fairness rho: max / median", mdNum(s.MaxRho)+" / "+mdNum(s.MedianRho))
 	row("Apps with rho <= 1", mdPercent(s.FracRhoLE1))

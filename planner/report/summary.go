@@ -35,6 +35,10 @@ type Summary struct {
 	GPUTime     Num `json:"gpu_time_s"`
 	Utilization Num `json:"utilization"`
 	Preemptions int `json:"preemptions"`
+	// LostWork is the GPU-seconds of work lost to preemption (execution
+	// since a victim's newest periodic checkpoint x its GPUs): present
+	// only for runs with periodic checkpoints (sim.checkpoint_every > 0).
+	LostWork *Num `json:"lost_work_gpu_s,omitempty"`
 
 	// FitGpp's metrics (Yabuuchi et al., OpML'19): slowdown = 1 + queueing
 	// delay / execution time, over the finished jobs of each class (te:
@@ -120,6 +124,10 @@ func Summarize(r sim.Result) Summary {
 	}
 	if s.Settings == nil {
 		s.Settings = []string{} // [] rather than null
+	}
+	if r.CheckpointEvery > 0 {
+		lost := Num(r.LostWork)
+		s.LostWork = &lost
 	}
 	for _, j := range r.Jobs {
 		if j.Started {

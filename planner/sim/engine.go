@@ -42,6 +42,14 @@ type Config struct {
 	// core's Planner.Placer, told of every job that finishes or is
 	// preempted. The policy must not be preemptive.
 	Placer VCPlacer
+	// CheckpointEvery, when positive, is the seconds of execution between
+	// a job's periodic checkpoints: a preempted job loses the work since
+	// its newest one (checkpoints.go). 0: it loses nothing.
+	CheckpointEvery float64
+	// Victims and VictimTie are the decision core's choice among victims
+	// (knobs preempt.victims and preempt.tie).
+	Victims   core.VictimOrder
+	VictimTie float64
 }
 
 // VCPlacer is a core.Placer that the simulator keeps informed of the jobs
@@ -78,6 +86,10 @@ type job struct {
 	// runSec and slowSec are the productive seconds the job ran and their
 	// sum weighted by the placement slowdown (JobResult.Placement).
 	runSec, slowSec float64
+	// ckpt is the job's periodic checkpoints; lost the GPU-seconds of work
+	// its preemptions lost (checkpoints.go).
+	ckpt ckptClock
+	lost float64
 }
 
 var epoch = time.Unix(0, 0).UTC()
@@ -106,6 +118,9 @@ func Run(cfg Config) (*Result, error) {
 		case !(tj.Duration >= 0) || math.IsInf(tj.Duration, 0):
 			return nil, fmt.Errorf("sim: job %q: duration %v s: want a finite number >= 0", tj.ID, tj.Duration)
 		}
+	}
+	if !(cfg.CheckpointEvery >= 0) || math.IsInf(cfg.CheckpointEvery, 0) {
+		return nil, fmt.Errorf("sim: %s = %v: want a finite number of seconds >= 0", KnobCheckpointEvery, cfg.CheckpointEvery)
 	}
 	jobs := make([]*job, len(cfg.Trace.Jobs))
 	lastPhase := map[string]int{}
@@ -145,11 +160,14 @@ func Run(cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("sim: policy %s preempts by rank, which virtual clusters do not support; use a non-preemptive one", cfg.Policy.Name())
 	}
 	var vcs *vcCounter
+	costs, _ := cfg.Placer.(interface {
+		SetVictimCost(func(core.JobKey) float64)
+	})
 	if cfg.Placer != nil {
 		vcs = &vcCounter{VCPlacer: cfg.Placer, queued: map[string]int{}}
 		cfg.Placer = vcs
 	}
-	s := &state{cfg: cfg, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy},
+	s := &state{cfg: cfg, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy, Victims: cfg.Victims, VictimTie: cfg.VictimTie},
 		index: core.NewClusterIndex(nodes), gpuFreeAt: map[string]float64{}}
 	if vcs != nil {
 		s.planner.Placer = vcs // not a nil *vcCounter in an interface
@@ -161,6 +179,15 @@ func Run(cfg Config) (*Result, error) {
 		}
 		s.byKey[j.c.Key] = j
 	}
+	if costs != nil && cfg.Victims == core.LeastLostWork {
+		// HiveD's victims: the jobs' lost work as the core sees it.
+		costs.SetVictimCost(func(k core.JobKey) float64 {
+			if j := s.byKey[k]; j != nil {
+				return j.c.LostWork()
+			}
+			return 0
+		})
+	}
 	s.gate = newGate(cfg.Trace.Jobs)
 	if err := s.loop(jobs); err != nil {
 		return nil, err
@@ -171,14 +198,14 @@ func Run(cfg Config) (*Result, error) {
 	res := &Result{
 		Policy: cfg.Policy.Name(), Trace: cfg.Trace.Name, Cluster: cfg.Cluster.Name, Seed: cfg.Seed,
 		TotalGPUs: cfg.Cluster.TotalGPUs(), Settings: cfg.Settings, Util: s.util, Preemptions: s.preemptions,
-		Restarts: s.restarts,
+		Restarts: s.restarts, CheckpointEvery: cfg.CheckpointEvery, LostWork: s.lostWork,
 	}
 	first := math.Inf(1)
 	last := 0.0
 	for _, j := range jobs {
 		jr := JobResult{ID: j.tj.ID, VC: j.tj.VC, Model: j.tj.Model, Class: j.c.Class, GPUs: j.tj.GPUs, Submit: j.released,
 			Start: j.start, End: j.end, Duration: j.tj.Duration, Queue: j.queued, Preemptions: j.c.Preemptions,
-			Started: j.start >= 0, Finished: j.finished, App: j.tj.App, Phase: j.tj.Phase}
+			Started: j.start >= 0, Finished: j.finished, App: j.tj.App, Phase: j.tj.Phase, LostWork: j.lost}
 		if j.runSec > 0 {
 			jr.Placement = j.slowSec / j.runSec
 		}
@@ -227,8 +254,11 @@ type state struct {
 	busy        int
 	util        []UtilSample
 	preemptions int
-	done        int
-	gate        *gate
+	// lostWork is the GPU-seconds of work preemptions lost (periodic
+	// checkpoints only).
+	lostWork float64
+	done     int
+	gate     *gate
 }
 
 func (s *state) loop(jobs []*job) error {
@@ -427,6 +457,10 @@ func (s *state) advance(to float64) {
 		j.c.RestoreLeft = j.overhead
 		j.c.Executed += work
 		j.c.Attained += work * float64(j.tj.GPUs)
+		if every := s.cfg.CheckpointEvery; every > 0 && work > 0 {
+			j.ckpt.run(every, work, j.speed)
+			j.c.CheckpointAge = j.ckpt.since
+		}
 	}
 	s.now = to
 }
@@ -462,6 +496,16 @@ func (s *state) decide() error {
 			}
 			j.c.Phase = core.Queued
 			j.c.Preemptions++
+			if s.cfg.CheckpointEvery > 0 {
+				// It resumes from its newest periodic checkpoint.
+				sec, work := j.ckpt.lose()
+				j.remaining += work
+				j.c.Remaining = j.remaining
+				j.c.CheckpointAge = 0
+				lost := sec * float64(j.tj.GPUs)
+				j.lost += lost
+				s.lostWork += lost
+			}
 			// A job with a grace period checkpoints during it, holding
 			// its GPUs; one without pays the checkpoint when it resumes.
 			j.overhead = s.cfg.CheckpointCost + s.cfg.RestoreCost
@@ -498,6 +542,10 @@ func (s *state) decide() error {
 			s.running = append(s.running, j)
 			j.grant = a.Grant
 			j.c.Phase = core.Granted
+			if every := s.cfg.CheckpointEvery; every > 0 {
+				j.ckpt.start(every, j.c.Seq, !j.c.Started)
+				j.c.CheckpointAge = 0
+			}
 			if !j.c.Started {
 				j.c.Started, j.c.FirstStart = true, at(s.now)
 				j.start = s.now + hold

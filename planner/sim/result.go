@@ -35,6 +35,10 @@ type JobResult struct {
 	// Placement is the job's placement slowdown averaged over its running
 	// time (1: always on one machine; 0: never ran).
 	Placement float64
+	// LostWork is the GPU-seconds of work the job's preemptions lost: the
+	// execution since its newest periodic checkpoint, times its GPUs (0
+	// without periodic checkpoints; checkpoints.go).
+	LostWork float64
 }
 
 // Slowdown is FitGpp's slowdown rate, 1 + waiting / execution time (1 for
@@ -72,6 +76,10 @@ type Result struct {
 	// Makespan is the time from the first submission to the last completion.
 	Makespan    float64
 	Preemptions int
+	// CheckpointEvery is the run's period of checkpoints (0: none, a
+	// preempted job loses nothing); LostWork the GPU-seconds of work lost
+	// to preemption, over all jobs.
+	CheckpointEvery, LostWork float64
 	// Restarts are the seconds from each preemption to the preempted
 	// job's next start, in the order the restarts happened.
 	Restarts []float64

@@ -212,6 +212,9 @@ func (h hivedPlacer) Place(j *core.Job, free *core.FreeGPUs, preempt func(core.J
 
 func (h hivedPlacer) Release(job core.JobKey) { h.c.Release(job) }
 
+// SetVictimCost passes preempt.victims=least-lost-work's costs to HiveD.
+func (h hivedPlacer) SetVictimCost(cost func(core.JobKey) float64) { h.c.SetVictimCost(cost) }
+
 // Never: a guaranteed job larger than its VC's cells, or of an unknown VC.
 func (h hivedPlacer) Never(j *core.Job) (bool, string) {
 	if j.Priority < 0 {
