@@ -92,6 +92,26 @@ func (p *Planner) account(j *nomad.Job, phase core.Phase, rec consul.JobRecord, 
 	return cj
 }
 
+// checkpointAge is how many seconds of the running job's work would be lost
+// if it were preempted now (core.Job.CheckpointAge): the time since its
+// newest complete checkpoint when it completed one during this run, else
+// the whole of this run (it resumed from an older checkpoint, or from
+// scratch: then -1 when it never completed one, the core's "no checkpoint").
+func checkpointAge(l lease.JobLease, allocs []nomad.Alloc, c lease.CheckpointRecord, now time.Time) float64 {
+	run, start := leaseRun(l, allocs, now)
+	if start.IsZero() {
+		return 0 // not started yet: nothing done to lose
+	}
+	switch {
+	case c.Time.IsZero():
+		return -1
+	case !c.Time.Before(start):
+		return max(0, now.Sub(c.Time).Seconds())
+	default:
+		return run.Seconds()
+	}
+}
+
 // promote records a Tiresias starvation promotion: the job's executed and
 // waited counters restart from now.
 func (p *Planner) promote(ctx context.Context, r *round, k core.JobKey) error {

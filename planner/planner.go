@@ -74,7 +74,13 @@ type Config struct {
 	// before it may be preempted again (the live counterpart of the
 	// simulator's restore time): every resume makes progress.
 	RestoreGuard time.Duration
-	Log          hclog.Logger
+	// Victims and VictimTie choose among victims where the policy has a
+	// choice (knobs preempt.victims and preempt.tie, as in the simulator):
+	// core.LeastLostWork prefers the job that loses the least work since
+	// its newest complete checkpoint, which the task driver publishes.
+	Victims   core.VictimOrder
+	VictimTie float64
+	Log       hclog.Logger
 	// Now is the clock; the decision core itself never reads one.
 	Now func() time.Time
 }

@@ -22,6 +22,9 @@ type round struct {
 	nodes   map[string]core.Node
 	leases  map[core.JobKey]lease.JobLease
 	records map[core.JobKey]consul.JobRecord
+	// checkpoints are the jobs' newest complete checkpoints, as the task
+	// driver published them.
+	checkpoints map[core.JobKey]lease.CheckpointRecord
 	// held maps each GPU that a lease being torn down still holds (a job
 	// checkpointing after a revoke, or a stopped job's allocation not yet
 	// terminal) to that lease. The decision core sees these GPUs as free,
@@ -50,7 +53,8 @@ func (p *Planner) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d := core.Planner{Policy: p.cfg.Policy, ExplainWaits: true, SingleNode: true}.Decide(state, r.now)
+	d := core.Planner{Policy: p.cfg.Policy, ExplainWaits: true, SingleNode: true,
+		Victims: p.cfg.Victims, VictimTie: p.cfg.VictimTie}.Decide(state, r.now)
 	p.recheck = time.Time{}
 	if rc, ok := p.cfg.Policy.(core.RecheckAfter); ok {
 		jobs := make([]*core.Job, len(state.Jobs))
@@ -78,13 +82,18 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 	if err != nil {
 		return nil, core.State{}, err
 	}
+	checkpoints, err := p.cfg.Store.Checkpoints(ctx)
+	if err != nil {
+		return nil, core.State{}, err
+	}
 	snap, err := p.cfg.Nomad.Snapshot(ctx)
 	if err != nil {
 		return nil, core.State{}, err
 	}
 	r := &round{
 		now: p.cfg.Now(), snap: snap, jobs: map[core.JobKey]*nomad.Job{}, nodes: map[string]core.Node{},
-		leases: leases, records: records, held: map[string]lease.JobLease{}, status: map[core.JobKey]consul.JobStatus{},
+		leases: leases, records: records, checkpoints: checkpoints,
+		held: map[string]lease.JobLease{}, status: map[core.JobKey]consul.JobStatus{},
 	}
 	for _, n := range snap.Nodes {
 		r.nodes[n.ID] = n
@@ -167,7 +176,9 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 	}
 	if phase == core.Granted {
 		r.status[j.Key] = consul.JobStatus{State: "granted", Node: l.NodeName, GPUs: l.GPUs, LeaseID: l.LeaseID, Preemptions: rec.Preemptions}
-		return p.account(j, phase, rec, &l, r.snap.Allocs[j.Key], r.now), true
+		cj := p.account(j, phase, rec, &l, r.snap.Allocs[j.Key], r.now)
+		cj.CheckpointAge = checkpointAge(l, r.snap.Allocs[j.Key], r.checkpoints[j.Key], r.now)
+		return cj, true
 	}
 	return p.account(j, phase, rec, nil, nil, r.now), true
 }

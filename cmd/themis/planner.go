@@ -93,26 +93,39 @@ var livePolicies = []string{"fifo", "fifo-skip", "gandiva", "las", "tiresias-las
 
 // policyByName returns the queue policy for a -policy value, built by the
 // same code as the simulator's (sim.NewPolicy, sim.PreparePolicy).
-func policyByName(name string, settings []string) (core.Policy, error) {
+func policyByName(name string, settings []string) (livePolicy, error) {
 	if !slices.Contains(livePolicies, name) {
-		return nil, fmt.Errorf("-policy %q: not a live policy; live policies: %s (the simulator runs all of %s)",
+		return livePolicy{}, fmt.Errorf("-policy %q: not a live policy; live policies: %s (the simulator runs all of %s)",
 			name, strings.Join(livePolicies, ", "), strings.Join(sim.PolicyNames(), ", "))
 	}
 	knobs, err := core.ParseKnobs(settings)
 	if err != nil {
-		return nil, fmt.Errorf("-set: %w", err)
+		return livePolicy{}, fmt.Errorf("-set: %w", err)
 	}
 	p, err := sim.NewPolicy(name, knobs)
 	if err != nil {
-		return nil, fmt.Errorf("-policy %s: %w", name, err)
+		return livePolicy{}, fmt.Errorf("-policy %s: %w", name, err)
+	}
+	victims, tie, err := core.VictimsFromKnobs(knobs)
+	if err != nil {
+		return livePolicy{}, fmt.Errorf("-set: %w", err)
 	}
 	if err := knobs.Unused(core.KnobNamespaces...); err != nil {
-		return nil, fmt.Errorf("-set: %w", err)
+		return livePolicy{}, fmt.Errorf("-set: %w", err)
 	}
 	if err := sim.PreparePolicy(p); err != nil {
-		return nil, err
+		return livePolicy{}, err
 	}
-	return p, nil
+	return livePolicy{policy: p, victims: victims, tie: tie}, nil
+}
+
+// livePolicy is a policy with its choice among victims (preempt.* knobs).
+// The policy is a field, not embedded: the core finds its optional parts
+// (Preemptor, Promoter, ...) on the policy itself.
+type livePolicy struct {
+	policy  core.Policy
+	victims core.VictimOrder
+	tie     float64
 }
 
 func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
@@ -152,10 +165,10 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 			}
 			continue
 		}
-		log.Info("leading", "nomad", ncfg.Address, "consul", ccfg.Address, "policy", policy.Name())
+		log.Info("leading", "nomad", ncfg.Address, "consul", ccfg.Address, "policy", policy.policy.Name(), "victims", policy.victims)
 		p := planner.New(planner.Config{
 			Nomad: nomad.NewClient(nc, o.pendingPool, log.Named("nomad")), Store: store,
-			Policy: policy, Resync: o.resync, Log: log,
+			Policy: policy.policy, Victims: policy.victims, VictimTie: policy.tie, Resync: o.resync, Log: log,
 			MaxKillTimeout: o.maxKillTimeout, RestoreGuard: o.restoreGuard,
 		})
 		err = p.Run(lctx)
