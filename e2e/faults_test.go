@@ -119,13 +119,7 @@ func TestPlannerKilledMidRevoke(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 
 	be, te := "e2e-killed-be", "e2e-killed-te"
-	trainJob{gpus: 8, grace: "10s", shell: checkpointsSlowly}.run(t, be)
-	first := waitRunning(t, be, 60*time.Second)
-	trainJob{gpus: 2, class: "te", steps: 20}.run(t, te)
-	eventually(t, 30*time.Second, be+" to be revoked", func() (bool, error) {
-		l := jobLease(t, be)
-		return l != nil && l.Revoke != nil, nil
-	})
+	first := revokingScene(t, be, te)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -181,13 +175,7 @@ func TestPlannerKilledMidRevoke(t *testing.T) {
 func TestJobStoppedWhileRevoking(t *testing.T) {
 	usePolicy(t, "fitgpp")
 	be, te := "e2e-stopped-be", "e2e-stopped-te"
-	trainJob{gpus: 8, grace: "10s", shell: checkpointsSlowly}.run(t, be)
-	first := waitRunning(t, be, 60*time.Second)
-	trainJob{gpus: 2, class: "te", steps: 20}.run(t, te)
-	eventually(t, 30*time.Second, be+" to be revoked", func() (bool, error) {
-		l := jobLease(t, be)
-		return l != nil && l.Revoke != nil, nil
-	})
+	first := revokingScene(t, be, te)
 	if _, _, err := env.nomad.Jobs().Deregister(be, false, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -206,4 +194,19 @@ func TestJobStoppedWhileRevoking(t *testing.T) {
 	if l := jobLease(t, be); l != nil {
 		t.Errorf("%s was granted again after it was stopped: %+v", be, l)
 	}
+}
+
+// revokingScene runs best-effort job be (checkpointing slowly) on all 8 GPUs,
+// submits trial-and-error job te, and returns be's allocation once its lease
+// is being revoked (the victim then checkpoints for 4 s).
+func revokingScene(t *testing.T, be, te string) *nomadapi.AllocationListStub {
+	t.Helper()
+	trainJob{gpus: 8, grace: "10s", shell: checkpointsSlowly}.run(t, be)
+	first := waitRunning(t, be, 60*time.Second)
+	trainJob{gpus: 2, class: "te", steps: 20}.run(t, te)
+	eventually(t, 30*time.Second, be+" to be revoked", func() (bool, error) {
+		l := jobLease(t, be)
+		return l != nil && l.Revoke != nil, nil
+	})
+	return first
 }

@@ -72,24 +72,7 @@ func TestFitGppPreemptsTheJobEquation2Picks(t *testing.T) {
 	if tstart := allocInfo(t, onlyRunningOrDone(t, te).ID).TaskStates["hello"].StartedAt; tstart.Before(old.TaskStates["hello"].FinishedAt) {
 		t.Errorf("TE task started at %s, before the victim stopped at %s", tstart, old.TaskStates["hello"].FinishedAt)
 	}
-	eventually(t, 60*time.Second, short+" to resume", func() (bool, error) {
-		for _, a := range allocs(t, short) {
-			if a.ID == first.ID {
-				continue
-			}
-			out, err := readStdout(a.ID)
-			if err != nil {
-				return false, err
-			}
-			if n := stepOf(resumedRE, out); n >= 0 {
-				if n != ckpt {
-					t.Fatalf("victim resumed from step %d, checkpointed at %d", n, ckpt)
-				}
-				return stepOf(stepRE, out) > ckpt, nil
-			}
-		}
-		return false, nil
-	})
+	waitResumed(t, short, first.ID, ckpt)
 	if r := jobRecord(t, short); r == nil || r.Preemptions != 1 || r.Attained <= 0 {
 		t.Errorf("record of %s: %+v, want 1 preemption and some attained service", short, r)
 	}
@@ -121,4 +104,28 @@ func onlyRunningOrDone(t *testing.T, id string) *nomadapi.AllocationListStub {
 		return len(as) == 1, nil
 	})
 	return as[0]
+}
+
+// waitResumed waits until a later allocation of job id than first says it
+// resumed from step ckpt and trains on past it.
+func waitResumed(t *testing.T, id, first string, ckpt int) {
+	t.Helper()
+	eventually(t, 60*time.Second, id+" to resume", func() (bool, error) {
+		for _, a := range allocs(t, id) {
+			if a.ID == first {
+				continue
+			}
+			out, err := readStdout(a.ID)
+			if err != nil {
+				return false, err
+			}
+			if n := stepOf(resumedRE, out); n >= 0 {
+				if n != ckpt {
+					t.Fatalf("%s resumed from step %d, checkpointed at %d", id, n, ckpt)
+				}
+				return stepOf(lastStepRE, out) > ckpt, nil
+			}
+		}
+		return false, nil
+	})
 }

@@ -34,24 +34,7 @@ func TestTiresiasDemotedJobIsPreemptedAndResumes(t *testing.T) {
 		t.Fatalf("the old job checkpointed at step %d; stdout:\n%s", ckpt, taskStdout(t, first.ID))
 	}
 	waitDead(t, young, 60*time.Second)
-	eventually(t, 60*time.Second, old+" to resume", func() (bool, error) {
-		for _, a := range allocs(t, old) {
-			if a.ID == first.ID {
-				continue
-			}
-			out, err := readStdout(a.ID)
-			if err != nil {
-				return false, err
-			}
-			if n := stepOf(resumedRE, out); n >= 0 {
-				if n != ckpt {
-					t.Fatalf("resumed from step %d, checkpointed at %d", n, ckpt)
-				}
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	waitResumed(t, old, first.ID, ckpt)
 	if r := jobRecord(t, old); r == nil || r.Preemptions != 1 || r.Attained < 40 {
 		t.Errorf("record of %s: %+v, want 1 preemption and at least 40 GPU-s attained", old, r)
 	}

@@ -27,19 +27,11 @@ func NewStore(c *api.Client) *Store { return &Store{api: c} }
 
 // Leases lists the job leases, keyed by job.
 func (s *Store) Leases(ctx context.Context) (map[core.JobKey]lease.JobLease, error) {
-	pairs, _, err := s.api.KV().List(lease.JobPrefix(), (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", lease.JobPrefix(), err)
-	}
-	out := make(map[core.JobKey]lease.JobLease, len(pairs))
-	for _, p := range pairs {
-		var l lease.JobLease
-		if err := json.Unmarshal(p.Value, &l); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", p.Key, err)
-		}
+	out := map[core.JobKey]lease.JobLease{}
+	err := list(ctx, s, lease.JobPrefix(), func(l lease.JobLease, _ uint64) {
 		out[core.JobKey{Namespace: l.Namespace, ID: l.JobID}] = l
-	}
-	return out, nil
+	})
+	return out, err
 }
 
 // Grant writes a job lease and one key per GPU in one transaction. Every key
@@ -198,17 +190,7 @@ func (s *Store) DeleteStatus(ctx context.Context, k core.JobKey) error {
 
 // Statuses lists all job status records.
 func (s *Store) Statuses(ctx context.Context) ([]JobStatus, error) {
-	pairs, _, err := s.api.KV().List(StatusPrefix, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", StatusPrefix, err)
-	}
-	out := make([]JobStatus, 0, len(pairs))
-	for _, p := range pairs {
-		var st JobStatus
-		if err := json.Unmarshal(p.Value, &st); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", p.Key, err)
-		}
-		out = append(out, st)
-	}
-	return out, nil
+	var out []JobStatus
+	err := list(ctx, s, StatusPrefix, func(st JobStatus, _ uint64) { out = append(out, st) })
+	return out, err
 }

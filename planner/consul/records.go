@@ -64,20 +64,12 @@ func (r JobRecord) Key() core.JobKey { return core.JobKey{Namespace: r.Namespace
 
 // Records lists every job record.
 func (s *Store) Records(ctx context.Context) (map[core.JobKey]JobRecord, error) {
-	pairs, _, err := s.api.KV().List(RecordPrefix, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", RecordPrefix, err)
-	}
-	out := make(map[core.JobKey]JobRecord, len(pairs))
-	for _, p := range pairs {
-		var r JobRecord
-		if err := json.Unmarshal(p.Value, &r); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", p.Key, err)
-		}
-		r.index = p.ModifyIndex
+	out := map[core.JobKey]JobRecord{}
+	err := list(ctx, s, RecordPrefix, func(r JobRecord, index uint64) {
+		r.index = index
 		out[r.Key()] = r
-	}
-	return out, nil
+	})
+	return out, err
 }
 
 // PutRecord writes a record, check-and-set on the index it was read at (0
@@ -148,17 +140,26 @@ func WithIndex(r JobRecord, index uint64) JobRecord {
 // Checkpoints lists the jobs' newest complete checkpoints, as the task
 // driver published them (lease.CheckpointKey).
 func (s *Store) Checkpoints(ctx context.Context) (map[core.JobKey]lease.CheckpointRecord, error) {
-	pairs, _, err := s.api.KV().List(lease.CheckpointPrefix(), (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", lease.CheckpointPrefix(), err)
-	}
-	out := make(map[core.JobKey]lease.CheckpointRecord, len(pairs))
-	for _, p := range pairs {
-		var c lease.CheckpointRecord
-		if err := json.Unmarshal(p.Value, &c); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", p.Key, err)
-		}
+	out := map[core.JobKey]lease.CheckpointRecord{}
+	err := list(ctx, s, lease.CheckpointPrefix(), func(c lease.CheckpointRecord, _ uint64) {
 		out[core.JobKey{Namespace: c.Namespace, ID: c.JobID}] = c
+	})
+	return out, err
+}
+
+// list decodes every value under prefix as a T and hands it, with its
+// ModifyIndex, to each.
+func list[T any](ctx context.Context, s *Store, prefix string, each func(v T, index uint64)) error {
+	pairs, _, err := s.api.KV().List(prefix, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("list %s: %w", prefix, err)
 	}
-	return out, nil
+	for _, p := range pairs {
+		var v T
+		if err := json.Unmarshal(p.Value, &v); err != nil {
+			return fmt.Errorf("decode %s: %w", p.Key, err)
+		}
+		each(v, p.ModifyIndex)
+	}
+	return nil
 }
