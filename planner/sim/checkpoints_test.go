@@ -10,6 +10,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/quota"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -191,7 +192,7 @@ func FuzzParseCheckpointEvery(f *testing.F) {
 
 // costPlacer is a quota placer that records the victim cost it is given.
 type costPlacer struct {
-	*quotaPlacer
+	*quota.Placer
 	cost func(core.JobKey) float64
 }
 
@@ -204,8 +205,7 @@ func TestVictimCostReachesThePlacer(t *testing.T) {
 	tr := &trace.Trace{Jobs: []trace.Job{{ID: "A", GPUs: 2, Duration: 100, VC: "v", Model: "resnet50"}}}
 	cl := mustCluster(t)(cluster.Uniform("n1g8", 1, 1, 8))
 	for _, victims := range []core.VictimOrder{core.VictimsByPolicy, core.LeastLostWork} {
-		p := &costPlacer{quotaPlacer: newQuotaPlacer()}
-		p.quota["v"] = 8
+		p := &costPlacer{Placer: quota.New(map[string]int{"v": 8})}
 		run(t, Config{Trace: tr, Cluster: cl, Policy: newPolicy(t, "fifo"), Placer: p, CheckpointEvery: 30, Victims: victims})
 		if (p.cost != nil) != (victims == core.LeastLostWork) {
 			t.Fatalf("%v: placer given a cost: %v", victims, p.cost != nil)

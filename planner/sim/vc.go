@@ -8,6 +8,7 @@ import (
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/quota"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -111,7 +112,7 @@ func RunVCs(run VCRun) (*Result, error) {
 		cfg := run.Config
 		cfg.Trace, cfg.Policy, cfg.Progress = &sub, pol, nil
 		cfg.Cluster = &cluster.Cluster{Name: "private-" + v.Name, Nodes: nodes}
-		cfg.Placer = newHivedPlacer(pc)
+		cfg.Placer = hived.NewPlacer(pc)
 		r, err := Run(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("sim: private cluster of %s: %w", v.Name, err)
@@ -127,13 +128,13 @@ func RunVCs(run VCRun) (*Result, error) {
 	cfg := run.Config
 	cfg.Policy = pol
 	if run.Mode == VCModeHived {
-		cfg.Placer = newHivedPlacer(shared)
+		cfg.Placer = hived.NewPlacer(shared)
 	} else {
-		q := newQuotaPlacer()
+		quotas := map[string]int{}
 		for _, v := range vcs {
-			q.quota[v.Name] = v.GPUs
+			quotas[v.Name] = v.GPUs
 		}
-		cfg.Placer = q
+		cfg.Placer = quota.New(quotas)
 	}
 	res, err := Run(cfg)
 	if err != nil {
@@ -177,115 +178,6 @@ func vcStats(jobs []JobResult, vc string) (finished int, avgQueue, avgJCT float6
 		return 0, math.NaN(), math.NaN()
 	}
 	return finished, q / float64(finished), c / float64(finished)
-}
-
-// hivedPlacer places jobs in their VC's cells (guaranteed jobs, priority
-// >= 0) or on idle cells (opportunistic, priority -1).
-type hivedPlacer struct {
-	c    *hived.Cluster
-	gpus map[string]int // each VC's GPUs
-}
-
-func newHivedPlacer(c *hived.Cluster) hivedPlacer {
-	h := hivedPlacer{c: c, gpus: map[string]int{}}
-	for _, v := range c.VCs() {
-		h.gpus[v.Name] = v.GPUs
-	}
-	return h
-}
-
-func (h hivedPlacer) Place(j *core.Job, free *core.FreeGPUs, preempt func(core.JobKey)) (core.Grant, bool, string) {
-	a, err := h.c.Allocate(hived.Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: j.Priority})
-	if err != nil {
-		return core.Grant{}, false, err.Error()
-	}
-	for _, v := range a.Preempt { // already released in the cells
-		preempt(v)
-	}
-	g := a.Grant()
-	if !free.Take(g) {
-		h.c.Release(j.Key)
-		return core.Grant{}, false, fmt.Sprintf("hived chose GPUs %v, which are not free this round", g.GPUs)
-	}
-	return g, true, ""
-}
-
-func (h hivedPlacer) Release(job core.JobKey) { h.c.Release(job) }
-
-// SetVictimCost passes preempt.victims=least-lost-work's costs to HiveD.
-func (h hivedPlacer) SetVictimCost(cost func(core.JobKey) float64) { h.c.SetVictimCost(cost) }
-
-// Never: a guaranteed job larger than its VC's cells, or of an unknown VC.
-func (h hivedPlacer) Never(j *core.Job) (bool, string) {
-	if j.Priority < 0 {
-		return false, ""
-	}
-	gpus, ok := h.gpus[j.VC]
-	switch {
-	case !ok:
-		return true, fmt.Sprintf("virtual cluster %q is not configured", j.VC)
-	case j.GPUs > gpus:
-		return true, fmt.Sprintf("needs %d GPUs; virtual cluster %q has %d", j.GPUs, j.VC, gpus)
-	}
-	return false, ""
-}
-
-// WaitingVCs is answered by the engine (see vcCounter).
-func (hivedPlacer) WaitingVCs() int { return 0 }
-
-// quotaPlacer caps each VC's GPUs at its quota and places jobs anywhere in
-// the cluster (consolidated, as the core places them).
-type quotaPlacer struct {
-	quota, used map[string]int
-	held        map[core.JobKey]heldGPUs
-}
-
-type heldGPUs struct {
-	vc   string
-	gpus int
-}
-
-func newQuotaPlacer() *quotaPlacer {
-	return &quotaPlacer{quota: map[string]int{}, used: map[string]int{}, held: map[core.JobKey]heldGPUs{}}
-}
-
-func (q *quotaPlacer) Place(j *core.Job, free *core.FreeGPUs, _ func(core.JobKey)) (core.Grant, bool, string) {
-	quota, ok := q.quota[j.VC]
-	switch {
-	case !ok:
-		return core.Grant{}, false, fmt.Sprintf("virtual cluster %q has no quota", j.VC)
-	case q.used[j.VC]+j.GPUs > quota:
-		return core.Grant{}, false, fmt.Sprintf("virtual cluster %q uses %d of its %d GPUs; %d more would exceed it", j.VC, q.used[j.VC], quota, j.GPUs)
-	}
-	g, ok := free.PlaceJob(j, true)
-	if !ok {
-		return core.Grant{}, false, fmt.Sprintf("no consolidated placement for %d GPUs (%d free)", j.GPUs, free.Total())
-	}
-	q.used[j.VC] += j.GPUs
-	q.held[j.Key] = heldGPUs{j.VC, j.GPUs}
-	return g, true, ""
-}
-
-// WaitingVCs is answered by the engine (see vcCounter).
-func (*quotaPlacer) WaitingVCs() int { return 0 }
-
-// Never: a job larger than its VC's quota, or of a VC without one.
-func (q *quotaPlacer) Never(j *core.Job) (bool, string) {
-	quota, ok := q.quota[j.VC]
-	switch {
-	case !ok:
-		return true, fmt.Sprintf("virtual cluster %q has no quota", j.VC)
-	case j.GPUs > quota:
-		return true, fmt.Sprintf("needs %d GPUs; virtual cluster %q's quota is %d", j.GPUs, j.VC, quota)
-	}
-	return false, ""
-}
-
-func (q *quotaPlacer) Release(job core.JobKey) {
-	if h, ok := q.held[job]; ok {
-		q.used[h.vc] -= h.gpus
-		delete(q.held, job)
-	}
 }
 
 // vcCounter wraps a run's Placer to count the virtual clusters with queued

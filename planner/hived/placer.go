@@ -1,0 +1,75 @@
+package hived
+
+import (
+	"fmt"
+
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// Placer places the decision core's jobs with a Cluster (core.Placer):
+// guaranteed jobs (priority >= 0) in their VC's cells, opportunistic ones
+// (priority -1) on idle cells. The simulator and the live planner both use
+// it; whoever applies a decision tells it of the jobs that stop (Release).
+type Placer struct {
+	c    *Cluster
+	gpus map[string]int // each VC's GPUs
+}
+
+var _ core.Placer = (*Placer)(nil)
+
+// NewPlacer places jobs with c.
+func NewPlacer(c *Cluster) *Placer {
+	h := &Placer{c: c, gpus: map[string]int{}}
+	for _, v := range c.VCs() {
+		h.gpus[v.Name] = v.GPUs
+	}
+	return h
+}
+
+// Cluster is the cells the placer allocates from.
+func (h *Placer) Cluster() *Cluster { return h.c }
+
+// Place implements core.Placer: HiveD chooses the GPUs, and the jobs it
+// evicts for them (opportunistic jobs, or lower-priority jobs of the VC)
+// are passed to preempt.
+func (h *Placer) Place(j *core.Job, free *core.FreeGPUs, preempt func(core.JobKey)) (core.Grant, bool, string) {
+	a, err := h.c.Allocate(Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: j.Priority})
+	if err != nil {
+		return core.Grant{}, false, err.Error()
+	}
+	for _, v := range a.Preempt { // already released in the cells
+		preempt(v)
+	}
+	g := a.Grant()
+	if !free.Take(g) {
+		h.c.Release(j.Key)
+		return core.Grant{}, false, fmt.Sprintf("hived chose GPUs %v, which are not free this round", g.GPUs)
+	}
+	return g, true, ""
+}
+
+// Release tells HiveD a job stopped.
+func (h *Placer) Release(job core.JobKey) { h.c.Release(job) }
+
+// SetVictimCost passes preempt.victims=least-lost-work's costs to HiveD.
+func (h *Placer) SetVictimCost(cost func(core.JobKey) float64) { h.c.SetVictimCost(cost) }
+
+// Never implements core.Placer: a guaranteed job larger than its VC's
+// cells, or of an unknown VC, can never be placed.
+func (h *Placer) Never(j *core.Job) (bool, string) {
+	if j.Priority < 0 {
+		return false, ""
+	}
+	gpus, ok := h.gpus[j.VC]
+	switch {
+	case !ok:
+		return true, fmt.Sprintf("virtual cluster %q is not configured", j.VC)
+	case j.GPUs > gpus:
+		return true, fmt.Sprintf("needs %d GPUs; virtual cluster %q has %d", j.GPUs, j.VC, gpus)
+	}
+	return false, ""
+}
+
+// WaitingVCs implements core.Placer: unknown here (0); a caller that counts
+// the VCs with queued jobs answers it (the simulator's engine does).
+func (*Placer) WaitingVCs() int { return 0 }
