@@ -9,7 +9,7 @@ import (
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/nomad"
-	"github.com/themis-nomad/themis/planner/sim"
+	"github.com/themis-nomad/themis/planner/stack"
 )
 
 // The suite runs one planner in this process, as the leader (without the
@@ -78,12 +78,12 @@ func mustPolicy(t testing.TB, name string, settings ...string) core.Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := sim.NewPolicy(name, knobs)
+	st, err := stack.Build(name, stack.Options{Knobs: knobs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sim.PreparePolicy(p); err != nil {
+	if err := st.Live(); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return st.Policy
 }

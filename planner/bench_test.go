@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/themis-nomad/themis/planner/core"
-	"github.com/themis-nomad/themis/planner/sim"
+	"github.com/themis-nomad/themis/planner/stack"
 )
 
 // BenchmarkRoundQueued1000 is one live planner round (observe, decide, act,
@@ -23,10 +22,11 @@ func BenchmarkRoundQueued1000(b *testing.B) {
 			ctx := context.Background()
 			clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 			fn, fs := newFakeCluster(&clock, 16, 8), newFakeStore()
-			policy, err := sim.NewPolicy(name, core.Knobs{})
+			st, err := stack.Build(name, stack.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
+			policy := st.Policy
 			p := New(Config{Nomad: fn, Store: fs, Policy: policy, Now: func() time.Time { return clock }})
 			for i := range 64 {
 				fn.submit(fmt.Sprintf("run-%03d", i), 2, "be", "30s")

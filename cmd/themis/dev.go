@@ -15,6 +15,7 @@ import (
 
 	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/stack"
 )
 
 type devCommand struct{ ui cli.Ui }
@@ -57,7 +58,7 @@ func devFlags(o *devOptions) *flag.FlagSet {
 	fs.BoolVar(&o.keep, "keep", false, "keep the data folder at exit")
 	fs.BoolVar(&o.agentLogs, "agent-logs", false, "also print the agents' logs (they always go to the data folder)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "planner log level")
-	fs.StringVar(&o.policy, "policy", "fitgpp", "the planner's queue policy: "+strings.Join(livePolicies, ", "))
+	fs.StringVar(&o.policy, "policy", "fitgpp", "the planner's queue policy: "+strings.Join(stack.LiveNames(), ", "))
 	fs.Var(&o.knobs, "set", "policy knob key=value (repeatable), as `themis planner -set`")
 	return fs
 }

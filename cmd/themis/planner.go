@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -20,7 +19,7 @@ import (
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/nomad"
-	"github.com/themis-nomad/themis/planner/sim"
+	"github.com/themis-nomad/themis/planner/stack"
 )
 
 type plannerCommand struct{ ui cli.Ui }
@@ -54,7 +53,7 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("planner", flag.ContinueOnError)
 	fs.StringVar(&o.nomadAddr, "nomad-addr", "", "Nomad HTTP address (default $NOMAD_ADDR or http://127.0.0.1:4646)")
 	fs.StringVar(&o.consulAddr, "consul-addr", "", "Consul HTTP address (default $CONSUL_HTTP_ADDR or 127.0.0.1:8500)")
-	fs.StringVar(&o.policy, "policy", "fifo", "queue policy: "+strings.Join(livePolicies, ", "))
+	fs.StringVar(&o.policy, "policy", "fifo", "queue policy: "+strings.Join(stack.LiveNames(), ", "))
 	fs.Var(&o.knobs, "set", "policy knob key=value, as in `themis sim --set` (repeatable), e.g. fitgpp.max_preemptions=2")
 	fs.DurationVar(&o.maxKillTimeout, "max-kill-timeout", 30*time.Second,
 		"the Nomad clients' client.max_kill_timeout: jobs asking for a longer grace_period are rejected (Nomad would cut it)")
@@ -84,48 +83,25 @@ func (c *plannerCommand) Run(args []string) int {
 	return 0
 }
 
-// livePolicies are the policies the live planner runs: the non-preemptive
-// ones, and the preemptive ones whose ranking needs nothing a live job does
-// not tell (srtf, srsf, optimus and lrtp's ranking need remaining times;
-// lrtp runs, preempting in queue order as every remaining time is unknown;
-// the app-level policies and themis need apps, which come with Themis live).
-var livePolicies = []string{"fifo", "fifo-skip", "gandiva", "las", "tiresias-las", "tiresias-gittins", "fitgpp", "lrtp", "rand"}
-
-// policyByName returns the queue policy for a -policy value, built by the
-// same code as the simulator's (sim.NewPolicy, sim.PreparePolicy).
-func policyByName(name string, settings []string) (livePolicy, error) {
-	if !slices.Contains(livePolicies, name) {
-		return livePolicy{}, fmt.Errorf("-policy %q: not a live policy; live policies: %s (the simulator runs all of %s)",
-			name, strings.Join(livePolicies, ", "), strings.Join(sim.PolicyNames(), ", "))
-	}
+// policyByName builds the live planner's stack for a -policy value and its
+// -set knobs, through the same registry as `themis sim` (planner/stack),
+// and refuses what the live planner cannot carry out.
+func policyByName(name string, settings []string) (*stack.Stack, error) {
 	knobs, err := core.ParseKnobs(settings)
 	if err != nil {
-		return livePolicy{}, fmt.Errorf("-set: %w", err)
+		return nil, fmt.Errorf("-set: %w", err)
 	}
-	p, err := sim.NewPolicy(name, knobs)
+	st, err := stack.Build(name, stack.Options{Knobs: knobs})
 	if err != nil {
-		return livePolicy{}, fmt.Errorf("-policy %s: %w", name, err)
-	}
-	victims, tie, err := core.VictimsFromKnobs(knobs)
-	if err != nil {
-		return livePolicy{}, fmt.Errorf("-set: %w", err)
+		return nil, fmt.Errorf("-policy %s: %w", name, err)
 	}
 	if err := knobs.Unused(core.KnobNamespaces...); err != nil {
-		return livePolicy{}, fmt.Errorf("-set: %w", err)
+		return nil, fmt.Errorf("-set: %w", err)
 	}
-	if err := sim.PreparePolicy(p); err != nil {
-		return livePolicy{}, err
+	if err := st.Live(); err != nil {
+		return nil, fmt.Errorf("-policy %s: %w", name, err)
 	}
-	return livePolicy{policy: p, victims: victims, tie: tie}, nil
-}
-
-// livePolicy is a policy with its choice among victims (preempt.* knobs).
-// The policy is a field, not embedded: the core finds its optional parts
-// (Preemptor, Promoter, ...) on the policy itself.
-type livePolicy struct {
-	policy  core.Policy
-	victims core.VictimOrder
-	tie     float64
+	return st, nil
 }
 
 func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
@@ -165,10 +141,10 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 			}
 			continue
 		}
-		log.Info("leading", "nomad", ncfg.Address, "consul", ccfg.Address, "policy", policy.policy.Name(), "victims", policy.victims)
+		log.Info("leading", "nomad", ncfg.Address, "consul", ccfg.Address, "policy", policy.Policy.Name(), "victims", policy.Victims)
 		p := planner.New(planner.Config{
 			Nomad: nomad.NewClient(nc, o.pendingPool, log.Named("nomad")), Store: store,
-			Policy: policy.policy, Victims: policy.victims, VictimTie: policy.tie, Resync: o.resync, Log: log,
+			Policy: policy.Policy, Victims: policy.Victims, VictimTie: policy.VictimTie, Resync: o.resync, Log: log,
 			MaxKillTimeout: o.maxKillTimeout, RestoreGuard: o.restoreGuard,
 		})
 		err = p.Run(lctx)

@@ -18,6 +18,7 @@ import (
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/report"
 	"github.com/themis-nomad/themis/planner/sim"
+	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/trace"
 	"github.com/themis-nomad/themis/planner/workload"
 )
@@ -65,7 +66,7 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   themis). themis-fig18 (Figure 18's 8 identical apps; --cluster
   themis-fig18; workload.fig18_jobs=1, workload.fig18_duration=4h).
 
-  Policies: ` + strings.Join(sim.PolicyNames(), ", ") + `
+  Policies: ` + strings.Join(stack.Names(), ", ") + `
   Clusters: ` + strings.Join(cluster.Presets(), ", ") + `, philly-<GPUs>,
             r<racks>n<nodes>g<GPUs>, or a topology file
 
@@ -207,21 +208,15 @@ func (c *simCommand) run(o simOptions) error {
 			if err != nil {
 				return err
 			}
-			pol, err := sim.NewPolicy(strings.TrimSpace(name), k)
+			st, err := stack.Build(strings.TrimSpace(name), stack.Options{Knobs: k, VCs: vcs, Placement: stack.Placement(vcMode(vcs, o.vcMode))})
 			if err != nil {
 				return err
 			}
-			if err := sim.PreparePolicy(pol); err != nil {
-				return err
-			}
+			pol, victims, tie := st.Policy, st.Victims, st.VictimTie
 			if _, _, err := sim.Costs(k); err != nil {
 				return err
 			}
 			every, err := sim.CheckpointEvery(k)
-			if err != nil {
-				return err
-			}
-			victims, tie, err := core.VictimsFromKnobs(k)
 			if err != nil {
 				return err
 			}
@@ -251,11 +246,11 @@ func (c *simCommand) run(o simOptions) error {
 				if err != nil {
 					return nil, err
 				}
-				p, err := sim.NewPolicy(rn.name, k)
+				st, err := stack.Build(rn.name, stack.Options{Knobs: k, VCs: vcs, Placement: stack.Placement(o.vcMode)})
 				if err != nil {
 					return nil, err
 				}
-				return p, sim.PreparePolicy(p)
+				return st.Policy, nil
 			}})
 		} else {
 			r, err = sim.Run(cfg)
@@ -409,4 +404,12 @@ func progressBar(name string, start time.Time) func(done, total int) {
 			strings.Repeat("#", filled), strings.Repeat(" ", width-filled),
 			done*100/max(total, 1), done, total, time.Since(start).Seconds())
 	}
+}
+
+// vcMode is the virtual-cluster placement of a run: none without a VC config.
+func vcMode(vcs *hived.Config, mode string) string {
+	if vcs == nil {
+		return ""
+	}
+	return mode
 }

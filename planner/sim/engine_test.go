@@ -11,6 +11,7 @@ import (
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/gittins"
+	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -37,11 +38,11 @@ func newPolicy(t testing.TB, name string, settings ...string) core.Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := core.NewPolicy(name, k)
+	st, err := stack.Build(name, stack.Options{Knobs: k})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return st.Policy
 }
 
 func run(t testing.TB, cfg Config) *Result {
@@ -278,9 +279,6 @@ func TestJobLargerThanCluster(t *testing.T) {
 	cl := mustCluster(t)(cluster.Uniform("n1g8", 1, 1, 8))
 	for _, name := range core.Names() {
 		p := newPolicy(t, name)
-		if err := PreparePolicy(p); err != nil {
-			t.Fatal(err)
-		}
 		r := run(t, Config{Trace: tr, Cluster: cl, Policy: p, Seed: 1})
 		huge, a, b := r.Jobs[0], r.Jobs[1], r.Jobs[2]
 		if huge.Started || huge.Finished {
@@ -306,9 +304,6 @@ func TestUnconsolidatableJobDoesNotStall(t *testing.T) {
 	cl := mustCluster(t)(cluster.Mixed("n4n4n8", cluster.NodeGroup{Count: 2, GPUsPerNode: 4}, cluster.NodeGroup{Count: 1, GPUsPerNode: 8}))
 	for _, name := range core.Names() {
 		p := newPolicy(t, name)
-		if err := PreparePolicy(p); err != nil {
-			t.Fatal(err)
-		}
 		r := run(t, Config{Trace: tr, Cluster: cl, Policy: p})
 		if !r.Jobs[1].Finished {
 			t.Errorf("%s: the 1-GPU job never ran on a 16-GPU cluster behind a 16-GPU job that can never be consolidated (big started=%v)", name, r.Jobs[0].Started)
@@ -352,9 +347,6 @@ func TestDeterminism(t *testing.T) {
 	for _, name := range core.Names() {
 		once := func(seed int64) *Result {
 			p := newPolicy(t, name, settingsFor(name)...)
-			if err := PreparePolicy(p); err != nil {
-				t.Fatal(err)
-			}
 			r := run(t, Config{Trace: tr, Cluster: cl, Policy: p, Seed: seed, CheckpointCost: 10, RestoreCost: 20})
 			r.WallSeconds = 0
 			return r

@@ -231,9 +231,6 @@ func TestPropertyRandomTraces(t *testing.T) {
 					settings = []string{"tiresias.queues=1000,20000", "tiresias.promote_knob=" + []string{"inf", "2", "8"}[trial%3]}
 				}
 				p := newPolicy(t, name, settings...)
-				if err := PreparePolicy(p); err != nil {
-					t.Fatal(err)
-				}
 				cost := float64(rng.Intn(2)) * 15
 				r, _ := runChecked(t, Config{Trace: tr, Cluster: cl, Policy: p, Seed: seed, CheckpointCost: cost, RestoreCost: cost}, 200000)
 				checkResult(t, fmt.Sprintf("%s seed %d on %s (%d GPUs)", name, seed, cl.Name, cl.TotalGPUs()), tr, r)

@@ -3,12 +3,8 @@ package sim
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/themis-nomad/themis/planner/core"
-	"github.com/themis-nomad/themis/planner/gittins"
-	"github.com/themis-nomad/themis/planner/themispolicy"
-	"github.com/themis-nomad/themis/planner/trace"
 )
 
 // Costs reads the simulator's knobs: sim.checkpoint_s (default 10) and
@@ -25,57 +21,4 @@ func Costs(k core.Knobs) (checkpoint, restore float64, err error) {
 		return 0, 0, fmt.Errorf("sim.checkpoint_s = %v, sim.restore_s = %v: want finite numbers of seconds >= 0", checkpoint, restore)
 	}
 	return checkpoint, restore, nil
-}
-
-// PreparePolicy does the I/O a policy needs before a run: 2D-Gittins gets
-// its job-size distribution from tiresias.gittins_dist, or learns one from
-// the jobs that finish during the run.
-func PreparePolicy(p core.Policy) error {
-	t, ok := p.(*core.Tiresias)
-	if !ok || t.Name() != "tiresias-gittins" {
-		return nil
-	}
-	var prior *gittins.Distribution
-	if t.DistPath != "" {
-		sizes, err := trace.LoadSizes(t.DistPath)
-		if err != nil {
-			return fmt.Errorf("tiresias.gittins_dist: %w", err)
-		}
-		if prior, err = gittins.New(sizes); err != nil {
-			return fmt.Errorf("tiresias.gittins_dist %s: %w", t.DistPath, err)
-		}
-		t.SetIndex(prior)
-		return nil
-	}
-	t.SetIndex(learned{gittins.NewOnline(nil)})
-	return nil
-}
-
-// learned adapts gittins.Online to the core's Learner.
-type learned struct{ *gittins.Online }
-
-func (l learned) Observe(size float64) { _ = l.Online.Observe(size) }
-
-// PolicyNames lists the policies NewPolicy knows: the core's and themis.
-func PolicyNames() []string { return append(core.Names(), themispolicy.Name) }
-
-// NewPolicy returns a policy by name: "themis" (the Themis arbiter,
-// planner/themispolicy, with knobs themis.f, themis.lease, themis.lie) or
-// one of the core's (core.NewPolicy). Unknown names and knobs are errors.
-func NewPolicy(name string, knobs core.Knobs) (core.Policy, error) {
-	if name != themispolicy.Name {
-		p, err := core.NewPolicy(name, knobs)
-		if err != nil && strings.Contains(err.Error(), "unknown (known:") {
-			return nil, fmt.Errorf("policy %q: unknown (known: %v)", name, PolicyNames())
-		}
-		return p, err
-	}
-	p, err := themispolicy.FromKnobs(knobs)
-	if err != nil {
-		return nil, fmt.Errorf("policy %q: %w", name, err)
-	}
-	if err := knobs.Unused("themis"); err != nil {
-		return nil, fmt.Errorf("policy %q: %w", name, err)
-	}
-	return p, nil
 }

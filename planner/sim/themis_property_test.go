@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/stack"
 )
 
 // checkedAllocator is checked for a core.Allocator policy (themis): it
@@ -133,13 +134,11 @@ func TestPropertyThemisRandomApps(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, err := NewPolicy(name, k)
+				st, err := stack.Build(name, stack.Options{Knobs: k})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := PreparePolicy(p); err != nil {
-					t.Fatal(err)
-				}
+				p := st.Policy
 				cost := float64(rng.Intn(2)) * 15
 				cfg := Config{Trace: tr, Cluster: cl, Policy: p, Seed: seed, CheckpointCost: cost, RestoreCost: cost}
 				r, _ := runChecked(t, cfg, 200000)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -15,11 +16,11 @@ func themisPolicy(t testing.TB, settings ...string) core.Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPolicy("themis", k)
+	st, err := stack.Build("themis", stack.Options{Knobs: k})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return st.Policy
 }
 
 // A phase-2 job is submitted when the last phase-1 job of its app

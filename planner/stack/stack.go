@@ -1,0 +1,186 @@
+// Package stack builds what decides, one way for the simulator and the live
+// planner: a queue policy (by name and knobs), its choice among victims,
+// and how virtual clusters place jobs (none, HiveD cells, or GPU quotas).
+// `themis sim` and `themis planner` both build through Build, so a policy
+// or knob either works in both or is refused in both with the same
+// message; the live planner then asks Live what it cannot carry out, and
+// refuses that at start instead of dropping an action.
+//
+//	name + knobs (+ VC config) -> Build -> Stack{Policy, Caps, Victims, Placement}
+//	Stack.Planner()            -> core.Planner (the simulator and the live loop)
+//	Stack.NewPlacer(nodes)     -> hived.Placer | quota.Placer | nil
+//	Stack.Live()               -> nil, or why the live planner cannot run it
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/quota"
+)
+
+// Placement is how virtual clusters share the cluster.
+type Placement string
+
+const (
+	// PlaceFree places jobs on any free GPUs (no virtual clusters).
+	PlaceFree Placement = ""
+	// PlaceHived gives each VC its cells, bound by HiveD's buddy
+	// allocation (package hived).
+	PlaceHived Placement = "hived"
+	// PlaceQuota caps each VC at its cells' GPU count, placed anywhere
+	// (the HiveD paper's quota baseline, package quota).
+	PlaceQuota Placement = "quota"
+)
+
+// Stack is a built decision stack.
+type Stack struct {
+	// Name is the policy's name as given.
+	Name   string
+	Policy core.Policy
+	Caps   Capabilities
+	// Victims and VictimTie are the choice among victims (knobs
+	// preempt.victims, preempt.tie).
+	Victims   core.VictimOrder
+	VictimTie float64
+	// Placement and VCs: how virtual clusters place jobs (VCs is nil for
+	// PlaceFree).
+	Placement Placement
+	VCs       *hived.Config
+}
+
+// Options are what a stack is built from besides the policy's name.
+type Options struct {
+	Knobs core.Knobs
+	// VCs and Placement: virtual clusters (nil: none) and how they share
+	// the cluster (PlaceHived when VCs is set and Placement is empty).
+	VCs       *hived.Config
+	Placement Placement
+}
+
+// Build builds the stack for a policy name. Unknown names, bad knobs and
+// combinations the core cannot carry out are errors that name them; knobs
+// the stack does not use are left for the caller's Knobs.Unused check (a
+// simulation passes one set of knobs to several policies).
+func Build(name string, o Options) (*Stack, error) {
+	e, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("policy %q: unknown (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	p, err := e.build(o.Knobs)
+	if err != nil {
+		return nil, err
+	}
+	victims, tie, err := core.VictimsFromKnobs(o.Knobs)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{Name: name, Policy: p, Caps: e.caps, Victims: victims, VictimTie: tie, VCs: o.VCs, Placement: o.Placement}
+	if s.VCs != nil && s.Placement == PlaceFree {
+		s.Placement = PlaceHived
+	}
+	switch {
+	case s.Placement != PlaceFree && s.Placement != PlaceHived && s.Placement != PlaceQuota:
+		return nil, fmt.Errorf("virtual-cluster placement %q: want %q or %q", s.Placement, PlaceHived, PlaceQuota)
+	case s.Placement != PlaceFree && s.VCs == nil:
+		return nil, errors.New("virtual-cluster placement " + string(s.Placement) + " needs a VC config")
+	case s.Placement != PlaceFree && (e.caps.Preempts || e.caps.MakesRoom || e.caps.Allocates):
+		return nil, fmt.Errorf("policy %q %s, which virtual clusters (placement %s) do not carry out yet; with a VC config use one of: %s",
+			name, e.caps.what(), s.Placement, strings.Join(withPlacer(), ", "))
+	}
+	return s, nil
+}
+
+// Planner is the decision core for the stack, without a placer (see
+// NewPlacer): callers add theirs and their own flags (ExplainWaits,
+// SingleNode).
+func (s *Stack) Planner() core.Planner {
+	return core.Planner{Policy: s.Policy, Victims: s.Victims, VictimTie: s.VictimTie}
+}
+
+// NewPlacer builds the stack's placer for a cluster's nodes: nil without
+// virtual clusters, else HiveD's cells or GPU quotas of the VC config. A
+// VC config the nodes cannot satisfy is an error with the missing counts.
+func (s *Stack) NewPlacer(nodes []core.Node) (Placer, error) {
+	switch s.Placement {
+	case PlaceHived:
+		c, err := hived.New(nodes, s.VCs)
+		if err != nil {
+			return nil, err
+		}
+		return hived.NewPlacer(c), nil
+	case PlaceQuota:
+		c, err := hived.New(nodes, s.VCs)
+		if err != nil {
+			return nil, err
+		}
+		quotas := map[string]int{}
+		for _, v := range c.VCs() {
+			quotas[v.Name] = v.GPUs
+		}
+		return quota.New(quotas), nil
+	}
+	return nil, nil
+}
+
+// Placer is a core.Placer that is told of the jobs that stop.
+type Placer interface {
+	core.Placer
+	Release(job core.JobKey)
+}
+
+var (
+	_ Placer = (*hived.Placer)(nil)
+	_ Placer = (*quota.Placer)(nil)
+)
+
+// Live says why the live planner cannot run the stack, or nil when it can.
+func (s *Stack) Live() error {
+	switch {
+	case s.Caps.NeedsApps:
+		return fmt.Errorf("policy %q needs apps (hyper-parameter sweeps), which live jobs do not declare yet; live policies: %s",
+			s.Name, strings.Join(LiveNames(), ", "))
+	case s.Caps.NeedsRemaining:
+		return fmt.Errorf("policy %q ranks by remaining time, which live jobs do not report; live policies: %s",
+			s.Name, strings.Join(LiveNames(), ", "))
+	case s.Placement == PlaceQuota:
+		return errors.New("virtual-cluster placement quota is a simulator baseline; the live planner places virtual clusters with hived")
+	}
+	return nil
+}
+
+// Names lists the policies Build knows.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return registry[a].order - registry[b].order })
+	return names
+}
+
+// LiveNames lists the policies the live planner runs.
+func LiveNames() []string {
+	var out []string
+	for _, n := range Names() {
+		if c := registry[n].caps; !c.NeedsApps && !c.NeedsRemaining {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// withPlacer lists the policies that run with virtual clusters.
+func withPlacer() []string {
+	var out []string
+	for _, n := range Names() {
+		if c := registry[n].caps; !c.Preempts && !c.MakesRoom && !c.Allocates {
+			out = append(out, n)
+		}
+	}
+	return out
+}
