@@ -34,6 +34,10 @@ var env struct {
 	log      hclog.Logger
 	ctx      context.Context
 	planner  *runningPlanner
+	// work is the suite's temp folder, kept when a test fails.
+	work string
+	// plugins is the folder with the themis plugins the suite built.
+	plugins string
 }
 
 func TestMain(m *testing.M) {
@@ -64,6 +68,7 @@ func runMain(m *testing.M) int {
 		}
 	}()
 	plugins := filepath.Join(work, "plugins")
+	env.work, env.plugins = work, plugins
 	env.helloBin = filepath.Join(work, "bin", "hello")
 	env.themis = filepath.Join(work, "bin", "themis")
 	for out, pkg := range map[string]string{

@@ -3,6 +3,8 @@
 // device plugin and task driver, rendered from the agent config templates in
 // examples/agents. `themis dev` uses it for the one-command bring-up and the
 // e2e tests use it with free ports, so both run the same configuration.
+// StartCluster brings up Nomad agents that are not -dev (a server and a
+// client that keep their state), for tests that restart the client.
 package devstack
 
 import (
@@ -29,6 +31,9 @@ import (
 type Ports struct {
 	ConsulHTTP, ConsulServer, ConsulSerfLAN, ConsulSerfWAN int
 	NomadHTTP, NomadRPC, NomadSerf                         int
+	// NomadClientHTTP is the HTTP port of StartCluster's client agent;
+	// Start does not use it.
+	NomadClientHTTP int
 }
 
 // DefaultPorts are the agents' usual ports, for `themis dev`.
@@ -42,7 +47,9 @@ type Config struct {
 	NomadBin, ConsulBin string
 	// PluginDir holds themis-device and themis-driver.
 	PluginDir string
-	// Templates is the folder with nomad-dev.hcl.tmpl and consul-dev.hcl.tmpl.
+	// Templates is the folder with nomad-dev.hcl.tmpl and consul-dev.hcl.tmpl
+	// (and nomad-server.hcl.tmpl and nomad-client.hcl.tmpl, for
+	// StartCluster).
 	Templates string
 	// Topology is the simulated topology file; NodeName its node, which is
 	// also the Nomad node's name.
@@ -92,7 +99,7 @@ func start(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	if err := cfg.check(withNomad); err != nil {
+	if err := cfg.check(true, withNomad); err != nil {
 		return nil, err
 	}
 	if err := cfg.Ports.fill(); err != nil {
@@ -136,11 +143,14 @@ func start(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 	return s, nil
 }
 
-func (c *Config) check(withNomad bool) error {
+func (c *Config) check(withConsul, withNomad bool) error {
 	if c.DataDir == "" {
 		return errors.New("devstack: data dir not set")
 	}
-	need := map[string]string{"consul binary": c.ConsulBin, "templates": c.Templates}
+	need := map[string]string{"templates": c.Templates}
+	if withConsul {
+		need["consul binary"] = c.ConsulBin
+	}
 	if withNomad {
 		need["nomad binary"], need["plugin dir"], need["topology"] = c.NomadBin, c.PluginDir, c.Topology
 	}
@@ -169,7 +179,11 @@ func (c *Config) check(withNomad bool) error {
 // fill replaces zero ports with free ones and checks that the others are
 // free, so a clash is a clear error rather than an agent that dies.
 func (p *Ports) fill() error {
-	for _, port := range []*int{&p.ConsulHTTP, &p.ConsulServer, &p.ConsulSerfLAN, &p.ConsulSerfWAN, &p.NomadHTTP, &p.NomadRPC, &p.NomadSerf} {
+	return fillPorts(&p.ConsulHTTP, &p.ConsulServer, &p.ConsulSerfLAN, &p.ConsulSerfWAN, &p.NomadHTTP, &p.NomadRPC, &p.NomadSerf)
+}
+
+func fillPorts(ports ...*int) error {
+	for _, port := range ports {
 		if *port == 0 {
 			l, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -207,6 +221,7 @@ func (s *Stack) render(tmpl, out string) (string, error) {
 		"ConsulHTTP": s.cfg.Ports.ConsulHTTP, "ConsulServer": s.cfg.Ports.ConsulServer,
 		"ConsulSerfLAN": s.cfg.Ports.ConsulSerfLAN, "ConsulSerfWAN": s.cfg.Ports.ConsulSerfWAN,
 		"NomadHTTP": s.cfg.Ports.NomadHTTP, "NomadRPC": s.cfg.Ports.NomadRPC, "NomadSerf": s.cfg.Ports.NomadSerf,
+		"NomadClientHTTP": s.cfg.Ports.NomadClientHTTP,
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {
@@ -217,8 +232,14 @@ func (s *Stack) render(tmpl, out string) (string, error) {
 }
 
 func (s *Stack) spawn(name, bin string, args ...string) error {
+	return s.spawnLog(os.O_TRUNC, name, bin, args...)
+}
+
+// spawnLog starts an agent whose output goes to <data dir>/<name>.log,
+// opened with the extra flag (os.O_TRUNC or os.O_APPEND).
+func (s *Stack) spawnLog(flag int, name, bin string, args ...string) error {
 	logPath := filepath.Join(s.cfg.DataDir, name+".log")
-	f, err := os.Create(logPath)
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|flag, 0o644)
 	if err != nil {
 		return err
 	}
