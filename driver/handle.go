@@ -59,9 +59,11 @@ type taskHandle struct {
 	exit        *drivers.ExitResult
 }
 
-// run waits for the executor to report the process's exit, then stops the
-// executor. The exit status is the process's own, also after a driver
-// restart (the executor is its parent, not the driver).
+// run waits for the executor to report the process's exit, reports it, then
+// stops the executor. The exit status is the process's own, also after a
+// driver restart (the executor is its parent, not the driver). The exit is
+// reported first: stopping an executor the driver re-attached to (rather
+// than started) can take up to two seconds.
 func (h *taskHandle) run() {
 	ps, err := h.exec.Wait(context.Background())
 	res := &drivers.ExitResult{}
@@ -73,8 +75,8 @@ func (h *taskHandle) run() {
 			res.OOMKilled = oomKilled(statsCgroup(h.cfg))
 		}
 	}
-	h.pluginClient.Kill()
 	h.finish(res)
+	h.pluginClient.Kill()
 }
 
 func (h *taskHandle) finish(res *drivers.ExitResult) {
