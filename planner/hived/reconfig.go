@@ -75,7 +75,7 @@ func (c *Cluster) Reconfigure(cfg *Config) (evicted []core.JobKey, err error) {
 		for i, p := range j.phys {
 			ids[i] = p.name
 		}
-		if nc.adopt(&job{key: j.key, vcName: j.vcName, prio: j.prio, seq: j.seq}, ids) != nil {
+		if nc.adopt(&job{key: j.key, vcName: j.vcName, prio: j.prio, seq: j.seq}, ids, nil) != nil {
 			evicted = append(evicted, j.key)
 		}
 	}
