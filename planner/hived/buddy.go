@@ -328,10 +328,20 @@ func (c *Cluster) chooseCell(t *cellType) *cell {
 		if b := ch.best; b.p != nil && b.bad == 0 && b.keep == 0 && b.depth < depth {
 			break
 		}
+		// The pool's order is history (swap-removes): to choose by
+		// topology order whatever it is, once a cell nothing can beat is
+		// found, only pool cells before it in topology order are searched.
+		found := false
 		for _, a := range c.pool[i] {
-			if c.splitCandidates(&ch, a, a, depth) {
-				return ch.best.p
+			if found && a.order > ch.best.p.order {
+				continue
 			}
+			if c.splitCandidates(&ch, a, a, depth) {
+				found = true
+			}
+		}
+		if found {
+			return ch.best.p
 		}
 	}
 	return ch.best.p

@@ -71,7 +71,11 @@ func (c *Cluster) Reconfigure(cfg *Config) (evicted []core.JobKey, err error) {
 		}
 	}
 	for _, j := range jobs {
-		if !nc.adopt(j) {
+		ids := make([]string, len(j.phys))
+		for i, p := range j.phys {
+			ids[i] = p.name
+		}
+		if nc.adopt(&job{key: j.key, vcName: j.vcName, prio: j.prio, seq: j.seq}, ids, nil) != nil {
 			evicted = append(evicted, j.key)
 		}
 	}
@@ -86,140 +90,6 @@ func (c *Cluster) Reconfigure(cfg *Config) (evicted []core.JobKey, err error) {
 	*c = *nc
 	sortKeys(evicted)
 	return evicted, nil
-}
-
-// adopt records an old cluster's job on the same GPUs of this one; it
-// reports false, changing nothing, when the job does not fit there.
-func (c *Cluster) adopt(old *job) bool {
-	phys := make([]*cell, len(old.phys))
-	for i, p := range old.phys {
-		q := c.gpus[p.name]
-		if q == nil || q.job != nil {
-			return false
-		}
-		phys[i] = q
-	}
-	j := &job{key: old.key, vcName: old.vcName, prio: old.prio, seq: old.seq, phys: phys}
-	if old.guaranteed() {
-		v := c.vcByName[old.vcName]
-		if v == nil {
-			return false
-		}
-		virt, ok := c.bindAt(v, phys)
-		if !ok {
-			return false
-		}
-		j.v, j.virt = v, virt
-		for _, l := range virt {
-			o := vleafState(l)
-			l.job = j
-			vchange(l, o)
-		}
-		v.jobs[j.key] = j
-	}
-	for _, p := range phys {
-		o := pleafState(p)
-		p.job = j
-		pchange(p, o)
-	}
-	c.jobs[j.key] = j
-	return true
-}
-
-// bindAt binds free virtual GPUs of v to the given physical GPUs (a job's):
-// under the VC's cell already bound above a GPU, or else under a newly bound
-// cell of the VC above the GPU: of the cells above it that the VC has an
-// unbound cell of the type for, the one holding most of the job's GPUs, then
-// the smallest, whose binding keeps the VCs' cells placeable. On failure it
-// undoes its bindings.
-func (c *Cluster) bindAt(v *vc, phys []*cell) ([]*cell, bool) {
-	var binds []*cell
-	undo := func() {
-		for i := len(binds) - 1; i >= 0; i-- {
-			x := binds[i]
-			if x.parent == v.root {
-				c.unbindTop(x)
-			} else {
-				x.bound.bound, x.bound = nil, nil
-			}
-		}
-	}
-	virt := make([]*cell, len(phys))
-	for i, p := range phys {
-		var path []*cell // unbound physical cells from p up
-		x := p
-		for ; x != nil && x.bound == nil; x = x.parent {
-			path = append(path, x)
-		}
-		var vx *cell
-		if x != nil {
-			if x.bound.vc != v {
-				undo()
-				return nil, false
-			}
-			vx = x.bound
-		} else {
-			// Candidates: the cells above p the VC has an unbound cell of
-			// the type for; those holding more of the job's GPUs first, then
-			// the smaller.
-			type cand struct{ t, cover int }
-			var cands []cand
-			for t, q := range path {
-				if v.unboundTop(q.typ) == nil {
-					continue
-				}
-				cover := 0
-				for _, g := range phys {
-					if g == q || isAncestor(q, g) {
-						cover++
-					}
-				}
-				cands = append(cands, cand{t, cover})
-			}
-			sort.SliceStable(cands, func(a, b int) bool { return cands[a].cover > cands[b].cover })
-			for _, cd := range cands {
-				q := path[cd.t]
-				top := v.unboundTop(q.typ)
-				if !c.takeCell(q) {
-					continue
-				}
-				c.attachTop(top, q)
-				if c.feasible() {
-					binds = append(binds, top)
-					vx, path = top, path[:cd.t]
-					break
-				}
-				c.unbindTop(top)
-			}
-			if vx == nil {
-				undo()
-				return nil, false
-			}
-		}
-		for t := len(path) - 1; t >= 0; t-- {
-			q := path[t]
-			var ch *cell
-			for _, y := range vx.children {
-				if y.bound == nil && y.typ == q.typ {
-					ch = y
-					break
-				}
-			}
-			if ch == nil {
-				undo()
-				return nil, false
-			}
-			ch.bound, q.bound = q, ch
-			binds = append(binds, ch)
-			vx = ch
-		}
-		if !vx.isLeaf() || vx.job != nil || vx.doomed > 0 {
-			undo()
-			return nil, false
-		}
-		virt[i] = vx
-	}
-	return virt, true
 }
 
 // unboundTop is the VC's first unbound (so not pinned) top cell of type t.

@@ -162,6 +162,10 @@ type JobView struct {
 	VC       string `json:",omitempty"`
 	Priority int
 	Grants   []core.Grant
+	// Cells are a guaranteed job's virtual GPUs ("<vc>/<type>.<i>/...",
+	// as in VirtualCells), one per GPU, in the order of the grants' GPUs:
+	// what a caller records with the job to replay it exactly (Adopt).
+	Cells []string `json:",omitempty"`
 }
 
 func sortKeys(keys []core.JobKey) {

@@ -183,7 +183,7 @@ func (c *Cluster) Job(key core.JobKey) (JobView, bool) {
 	if j == nil {
 		return JobView{}, false
 	}
-	return JobView{Job: j.key, VC: j.vcName, Priority: j.prio, Grants: grants(j)}, true
+	return JobView{Job: j.key, VC: j.vcName, Priority: j.prio, Grants: grants(j), Cells: c.virtualGPUs(j)}, true
 }
 
 // Jobs describes the allocated jobs, sorted by key.
