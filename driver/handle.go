@@ -59,11 +59,9 @@ type taskHandle struct {
 	exit        *drivers.ExitResult
 }
 
-// run waits for the executor to report the process's exit, reports it, then
-// stops the executor. The exit status is the process's own, also after a
-// driver restart (the executor is its parent, not the driver). The exit is
-// reported first: stopping an executor the driver re-attached to (rather
-// than started) can take up to two seconds.
+// run waits for the executor to report the process's exit, then stops the
+// executor. The exit status is the process's own, also after a driver
+// restart (the executor is its parent, not the driver).
 func (h *taskHandle) run() {
 	ps, err := h.exec.Wait(context.Background())
 	res := &drivers.ExitResult{}
@@ -75,8 +73,8 @@ func (h *taskHandle) run() {
 			res.OOMKilled = oomKilled(statsCgroup(h.cfg))
 		}
 	}
-	h.finish(res)
 	h.pluginClient.Kill()
+	h.finish(res)
 }
 
 func (h *taskHandle) finish(res *drivers.ExitResult) {
