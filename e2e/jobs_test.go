@@ -25,6 +25,9 @@ type trainJob struct {
 	gpus  int
 	class string // "be" (default) or "te"
 	grace string // the stanza's grace_period ("" = the example's)
+	vc    string // the stanza's vc ("" = the example's, "default")
+	// priority is the stanza's priority; opportunistic jobs say -1.
+	priority int
 	// steps of 100 ms for hello; ignored when shell is set.
 	steps int
 	// shell, when set, runs `/bin/sh -c shell` instead of hello.
@@ -45,6 +48,12 @@ func (o trainJob) build(t testing.TB, id string) *nomadapi.Job {
 	}
 	if o.grace != "" {
 		stanza["grace_period"] = o.grace
+	}
+	if o.vc != "" {
+		stanza["vc"] = o.vc
+	}
+	if o.priority != 0 {
+		stanza["priority"] = o.priority
 	}
 	if o.shell != "" {
 		task.Config["command"] = "/bin/sh"

@@ -19,6 +19,7 @@ import (
 
 type plannerSetup struct {
 	policy         core.Policy
+	stack          *stack.Stack // instead of policy: a whole stack (virtual clusters)
 	maxKillTimeout time.Duration
 }
 
@@ -29,14 +30,18 @@ type runningPlanner struct {
 
 func startPlanner(s plannerSetup) {
 	ctx, cancel := context.WithCancel(env.ctx)
+	st := s.stack
+	if st == nil {
+		st = &stack.Stack{Policy: s.policy}
+	}
 	p := planner.New(planner.Config{
 		Nomad:          nomad.NewClient(env.nomad, "", env.log.Named("nomad")),
 		Store:          consul.NewStore(env.consul),
-		Policy:         s.policy,
+		Stack:          st,
 		Resync:         5 * time.Second,
 		MaxKillTimeout: s.maxKillTimeout,
 		RestoreGuard:   5 * time.Second,
-		Log:            env.log.Named("planner").With("policy", s.policy.Name()),
+		Log:            env.log.Named("planner").With("policy", st.Policy.Name()),
 	})
 	rp := &runningPlanner{cancel: cancel, done: make(chan error, 1)}
 	go func() { rp.done <- p.Run(ctx) }()
@@ -52,6 +57,25 @@ func stopPlanner() error {
 	err := <-env.planner.done
 	env.planner = nil
 	return err
+}
+
+// useStack runs the suite's planner with a whole stack (e.g. with virtual
+// clusters) for the rest of the test.
+func useStack(t testing.TB, st *stack.Stack) {
+	t.Helper()
+	if err := st.Live(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stopPlanner(); err != nil {
+		t.Fatalf("stop planner: %v", err)
+	}
+	startPlanner(plannerSetup{stack: st, maxKillTimeout: 30 * time.Minute})
+	t.Cleanup(func() {
+		if err := stopPlanner(); err != nil {
+			t.Errorf("stop planner: %v", err)
+		}
+		startPlanner(plannerSetup{policy: core.FIFO{}})
+	})
 }
 
 // usePolicy runs the suite's planner with a policy (built by name and knobs

@@ -139,7 +139,7 @@ func (p *Planner) promote(ctx context.Context, r *round, k core.JobKey) error {
 // learned lives in the planner's memory only: give tiresias.gittins_dist
 // for a ranking that survives a planner restart.
 func (p *Planner) learn(r *round, k core.JobKey, l lease.JobLease) {
-	lr, ok := p.cfg.Policy.(core.Learner)
+	lr, ok := p.stack().Policy.(core.Learner)
 	rec, known := r.records[k]
 	if !ok || !known {
 		return

@@ -27,7 +27,7 @@ func BenchmarkRoundQueued1000(b *testing.B) {
 				b.Fatal(err)
 			}
 			policy := st.Policy
-			p := New(Config{Nomad: fn, Store: fs, Policy: policy, Now: func() time.Time { return clock }})
+			p := New(Config{Nomad: fn, Store: fs, Stack: &stack.Stack{Policy: policy}, Now: func() time.Time { return clock }})
 			for i := range 64 {
 				fn.submit(fmt.Sprintf("run-%03d", i), 2, "be", "30s")
 			}

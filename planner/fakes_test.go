@@ -76,7 +76,7 @@ func newFakeCluster(clock *time.Time, nodes, gpus int) *fakeNomad {
 		}
 		for i := range gpus {
 			n.GPUs = append(n.GPUs, core.GPU{ID: fmt.Sprintf("gpu-%d-%d", k, i), Index: i,
-				Path: []string{"s" + strconv.Itoa(i*2/gpus), "p" + strconv.Itoa(i/2)}, Healthy: true})
+				Path: []string{"socket" + strconv.Itoa(i*2/gpus), "pair" + strconv.Itoa(i/2)}, Healthy: true})
 		}
 		f.nodes = append(f.nodes, n)
 	}
@@ -85,8 +85,14 @@ func newFakeCluster(clock *time.Time, nodes, gpus int) *fakeNomad {
 
 // submit registers a themis job as a user would.
 func (f *fakeNomad) submit(id string, gpus int, class, grace string) {
+	f.submitIn(id, gpus, class, grace, "default", 0)
+}
+
+// submitIn registers a themis job of a virtual cluster and priority.
+func (f *fakeNomad) submitIn(id string, gpus int, class, grace, vc string, priority int) {
 	f.index++
-	cfg := map[string]any{"command": "train", "themis": []any{map[string]any{"gpus": float64(gpus), "class": class, "grace_period": grace}}}
+	cfg := map[string]any{"command": "train", "themis": []any{map[string]any{"gpus": float64(gpus), "class": class, "grace_period": grace,
+		"vc": vc, "priority": float64(priority)}}}
 	f.jobs[core.JobKey{Namespace: "default", ID: id}] = &api.Job{
 		ID: ptr(id), Namespace: ptr("default"), Status: ptr("pending"), NodePool: ptr(nomad.DefaultPendingPool),
 		JobModifyIndex: ptr(f.index), SubmitTime: ptr(f.clock.UnixNano()), Meta: map[string]string{},

@@ -25,6 +25,9 @@ func (p *Planner) grant(ctx context.Context, r *round, g core.Grant) (consul.Job
 		LeaseID: id, Namespace: g.Job.Namespace, JobID: g.Job.ID, NodeID: g.Node, NodeName: node.Name,
 		GPUs: g.GPUs, VC: j.Intent.VC, GrantedAt: r.now.UTC(), SubmitIndex: j.ModifyIndex(),
 	}
+	if r.cells != nil {
+		l.Cells = r.cells(g.Job)
+	}
 	if err := p.cfg.Store.Grant(ctx, l); err != nil {
 		return consul.JobStatus{}, err
 	}

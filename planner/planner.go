@@ -22,6 +22,7 @@ package planner
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -30,6 +31,7 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/stack"
 )
 
 // Cluster is what the planner needs of Nomad (*nomad.Client).
@@ -60,9 +62,11 @@ type Store interface {
 
 // Config wires a planner.
 type Config struct {
-	Nomad  Cluster
-	Store  Store
-	Policy core.Policy
+	Nomad Cluster
+	Store Store
+	// Stack is what decides (planner/stack: the policy, its choice among
+	// victims, virtual clusters), built as the simulator builds it.
+	Stack *stack.Stack
 	// Resync is how often a full round runs even without events.
 	Resync time.Duration
 	// MaxKillTimeout is the Nomad clients' max_kill_timeout: Nomad cuts a
@@ -74,13 +78,7 @@ type Config struct {
 	// before it may be preempted again (the live counterpart of the
 	// simulator's restore time): every resume makes progress.
 	RestoreGuard time.Duration
-	// Victims and VictimTie choose among victims where the policy has a
-	// choice (knobs preempt.victims and preempt.tie, as in the simulator):
-	// core.LeastLostWork prefers the job that loses the least work since
-	// its newest complete checkpoint, which the task driver publishes.
-	Victims   core.VictimOrder
-	VictimTie float64
-	Log       hclog.Logger
+	Log          hclog.Logger
 	// Now is the clock; the decision core itself never reads one.
 	Now func() time.Time
 }
@@ -93,7 +91,19 @@ type Planner struct {
 	// recheck is when the policy's ranking next changes with time alone
 	// (core.RecheckAfter; zero: never): Run decides again then.
 	recheck time.Time
+	// st is the stack in force (Config.Stack, or the last SetStack).
+	st atomic.Pointer[stack.Stack]
 }
+
+// stack is the decision stack in force.
+func (p *Planner) stack() *stack.Stack { return p.st.Load() }
+
+// SetStack replaces the decision stack from the next round on (a reloaded
+// VC config): running jobs keep their leases, and the replay of their
+// leases binds them to the new virtual clusters' cells where they still
+// fit; one that no longer fits keeps its GPUs as an opportunistic job.
+// Safe to call while Run runs.
+func (p *Planner) SetStack(s *stack.Stack) { p.st.Store(s) }
 
 // New returns a planner.
 func New(cfg Config) *Planner {
@@ -106,7 +116,9 @@ func New(cfg Config) *Planner {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	return &Planner{cfg: cfg, log: cfg.Log}
+	p := &Planner{cfg: cfg, log: cfg.Log}
+	p.st.Store(cfg.Stack)
+	return p
 }
 
 // roundTimeout bounds one round: a Nomad or Consul call that hangs fails the

@@ -43,7 +43,7 @@ func (p *Planner) preempt(ctx context.Context, r *round, g core.Grant, d core.De
 		grace = j.Intent.GracePeriod
 	}
 	rv := lease.Revoke{
-		Reason: fmt.Sprintf("preempted by %s%s", p.cfg.Policy.Name(), beneficiaries(g, d)),
+		Reason: fmt.Sprintf("preempted by %s%s", p.stack().Policy.Name(), beneficiaries(g, d)),
 		Since:  r.now.UTC(), Deadline: r.now.Add(grace).UTC(),
 	}
 	marked, err := p.cfg.Store.Revoke(ctx, l, rv)

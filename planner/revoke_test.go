@@ -8,6 +8,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/stack"
 )
 
 // checkNoTaskWithoutLease is invariant 1 seen from Nomad: every job with an
@@ -42,7 +43,7 @@ func TestRevokeSurvivesACrashAtEveryStep(t *testing.T) {
 			}
 			newPlanner := func(b *budget) *Planner {
 				fn.crash, fs.crash = b, b
-				return New(Config{Nomad: fn, Store: fs, Policy: policy, Now: func() time.Time { return clock }, MaxKillTimeout: time.Hour})
+				return New(Config{Nomad: fn, Store: fs, Stack: &stack.Stack{Policy: policy}, Now: func() time.Time { return clock }, MaxKillTimeout: time.Hour})
 			}
 			round := func(p *Planner, when string) error {
 				err := p.Reconcile(ctx)

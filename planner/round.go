@@ -34,6 +34,9 @@ type round struct {
 	held   map[string]lease.JobLease
 	status map[core.JobKey]consul.JobStatus
 	errs   []error
+	// cells, with virtual clusters, returns a granted job's virtual GPUs,
+	// which its lease records for the replay.
+	cells func(core.JobKey) []string
 }
 
 func (r *round) fail(err error) {
@@ -53,10 +56,18 @@ func (p *Planner) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d := core.Planner{Policy: p.cfg.Policy, ExplainWaits: true, SingleNode: true,
-		Victims: p.cfg.Victims, VictimTie: p.cfg.VictimTie}.Decide(state, r.now)
+	cp := p.stack().Planner()
+	cp.ExplainWaits, cp.SingleNode = true, true
+	placer, err := p.placer(r)
+	if err != nil {
+		return err
+	}
+	if placer != nil {
+		cp.Placer = placer
+	}
+	d := cp.Decide(state, r.now)
 	p.recheck = time.Time{}
-	if rc, ok := p.cfg.Policy.(core.RecheckAfter); ok {
+	if rc, ok := p.stack().Policy.(core.RecheckAfter); ok {
 		jobs := make([]*core.Job, len(state.Jobs))
 		for i := range state.Jobs {
 			jobs[i] = &state.Jobs[i]
@@ -135,6 +146,11 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 	if j.Err == nil && p.cfg.MaxKillTimeout > 0 && j.Intent.GracePeriod > p.cfg.MaxKillTimeout {
 		j.Err = fmt.Errorf("job %q group %q task %q: themis.grace_period: %s is longer than the Nomad clients' max_kill_timeout (%s), which would cut it short; ask for at most %s, or raise client.max_kill_timeout and the planner's -max-kill-timeout",
 			j.Key.ID, j.Group, j.Task, j.Intent.GracePeriod, p.cfg.MaxKillTimeout, p.cfg.MaxKillTimeout)
+	}
+	if j.Err == nil {
+		if err := p.vcError(j.Intent.VC, j.Intent.Priority); err != nil {
+			j.Err = fmt.Errorf("job %q group %q task %q: %w", j.Key.ID, j.Group, j.Task, err)
+		}
 	}
 	if j.Err != nil {
 		// Not in the core's jobs: a lease it still holds is released.

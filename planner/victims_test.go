@@ -8,6 +8,7 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/stack"
 )
 
 func TestCheckpointAge(t *testing.T) {
@@ -48,7 +49,7 @@ func TestLeastLostWorkPicksTheFreshestCheckpointLive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := New(Config{Nomad: fn, Store: fs, Policy: policy, Victims: tc.victims, Now: func() time.Time { return clock }})
+		p := New(Config{Nomad: fn, Store: fs, Stack: &stack.Stack{Policy: policy, Victims: tc.victims}, Now: func() time.Time { return clock }})
 		fn.submit("be-a", 4, "be", "30s")
 		fn.submit("be-b", 4, "be", "30s")
 		for range 2 {

@@ -38,10 +38,10 @@ Options:
 }
 
 type devOptions struct {
-	nomadBin, consulBin, pluginDir, templates, topology, node, dataDir, logLevel, policy string
-	knobs                                                                                stringList
-	consulPort, nomadPort                                                                int
-	keep, agentLogs                                                                      bool
+	nomadBin, consulBin, pluginDir, templates, topology, node, dataDir, logLevel, policy, vcConfig string
+	knobs                                                                                          stringList
+	consulPort, nomadPort                                                                          int
+	keep, agentLogs                                                                                bool
 }
 
 func devFlags(o *devOptions) *flag.FlagSet {
@@ -60,6 +60,7 @@ func devFlags(o *devOptions) *flag.FlagSet {
 	fs.StringVar(&o.logLevel, "log-level", "info", "planner log level")
 	fs.StringVar(&o.policy, "policy", "fitgpp", "the planner's queue policy: "+strings.Join(stack.LiveNames(), ", "))
 	fs.Var(&o.knobs, "set", "policy knob key=value (repeatable), as `themis planner -set`")
+	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters (HCL), as `themis planner -vc-config`")
 	return fs
 }
 
@@ -128,7 +129,7 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
   Ctrl-C stops everything.
 `, time.Since(start).Seconds(), stack.NomadAddr(), stack.ConsulAddr(), stack.DataDir()))
 	err = runPlanner(ctx, plannerOptions{
-		nomadAddr: stack.NomadAddr(), consulAddr: stack.ConsulAddr(), policy: o.policy, knobs: o.knobs,
+		nomadAddr: stack.NomadAddr(), consulAddr: stack.ConsulAddr(), policy: o.policy, knobs: o.knobs, vcConfig: o.vcConfig,
 		pendingPool: nomad.DefaultPendingPool, resync: 30 * time.Second, logLevel: o.logLevel, id: "themis-dev",
 		// examples/agents/nomad-dev.hcl.tmpl raises client.max_kill_timeout to 30m.
 		maxKillTimeout: 30 * time.Minute, restoreGuard: 10 * time.Second,

@@ -18,6 +18,7 @@ import (
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
 )
@@ -43,9 +44,9 @@ Options:
 }
 
 type plannerOptions struct {
-	nomadAddr, consulAddr, policy, pendingPool, logLevel, id string
-	resync, maxKillTimeout, restoreGuard                     time.Duration
-	knobs                                                    stringList
+	nomadAddr, consulAddr, policy, pendingPool, logLevel, id, vcConfig string
+	resync, maxKillTimeout, restoreGuard                               time.Duration
+	knobs                                                              stringList
 }
 
 func plannerFlags(o *plannerOptions) *flag.FlagSet {
@@ -55,6 +56,7 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	fs.StringVar(&o.consulAddr, "consul-addr", "", "Consul HTTP address (default $CONSUL_HTTP_ADDR or 127.0.0.1:8500)")
 	fs.StringVar(&o.policy, "policy", "fifo", "queue policy: "+strings.Join(stack.LiveNames(), ", "))
 	fs.Var(&o.knobs, "set", "policy knob key=value, as in `themis sim --set` (repeatable), e.g. fitgpp.max_preemptions=2")
+	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters (HCL, as `themis sim --vc-config`): HiveD cells per VC; SIGHUP reloads the file")
 	fs.DurationVar(&o.maxKillTimeout, "max-kill-timeout", 30*time.Second,
 		"the Nomad clients' client.max_kill_timeout: jobs asking for a longer grace_period are rejected (Nomad would cut it)")
 	fs.DurationVar(&o.restoreGuard, "restore-guard", 10*time.Second,
@@ -86,12 +88,22 @@ func (c *plannerCommand) Run(args []string) int {
 // policyByName builds the live planner's stack for a -policy value and its
 // -set knobs, through the same registry as `themis sim` (planner/stack),
 // and refuses what the live planner cannot carry out.
-func policyByName(name string, settings []string) (*stack.Stack, error) {
+func policyByName(name string, settings []string, vcConfig string) (*stack.Stack, error) {
 	knobs, err := core.ParseKnobs(settings)
 	if err != nil {
 		return nil, fmt.Errorf("-set: %w", err)
 	}
-	st, err := stack.Build(name, stack.Options{Knobs: knobs})
+	var vcs *hived.Config
+	if vcConfig != "" {
+		src, err := os.ReadFile(vcConfig)
+		if err != nil {
+			return nil, fmt.Errorf("-vc-config: %w", err)
+		}
+		if vcs, err = hived.ParseConfig(vcConfig, src); err != nil {
+			return nil, fmt.Errorf("-vc-config: %w", err)
+		}
+	}
+	st, err := stack.Build(name, stack.Options{Knobs: knobs, VCs: vcs})
 	if err != nil {
 		return nil, fmt.Errorf("-policy %s: %w", name, err)
 	}
@@ -105,7 +117,7 @@ func policyByName(name string, settings []string) (*stack.Stack, error) {
 }
 
 func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
-	policy, err := policyByName(o.policy, o.knobs)
+	policy, err := policyByName(o.policy, o.knobs, o.vcConfig)
 	if err != nil {
 		return err
 	}
@@ -144,10 +156,12 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 		log.Info("leading", "nomad", ncfg.Address, "consul", ccfg.Address, "policy", policy.Policy.Name(), "victims", policy.Victims)
 		p := planner.New(planner.Config{
 			Nomad: nomad.NewClient(nc, o.pendingPool, log.Named("nomad")), Store: store,
-			Policy: policy.Policy, Victims: policy.Victims, VictimTie: policy.VictimTie, Resync: o.resync, Log: log,
+			Stack: policy, Resync: o.resync, Log: log,
 			MaxKillTimeout: o.maxKillTimeout, RestoreGuard: o.restoreGuard,
 		})
+		stopReload := reloadOnHUP(lctx, o, p, log)
 		err = p.Run(lctx)
+		stopReload()
 		release()
 		if err != nil {
 			return err
@@ -169,4 +183,35 @@ func flagHelp(fs *flag.FlagSet) string {
 		b.WriteString("\n\n")
 	})
 	return b.String()
+}
+
+// reloadOnHUP rebuilds the planner's stack from -vc-config (and the other
+// flags) on SIGHUP, until the returned stop is called. A config that does
+// not parse, or that the stack refuses, is logged and the old one stays.
+func reloadOnHUP(ctx context.Context, o plannerOptions, p *planner.Planner, log hclog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case <-hup:
+				st, err := policyByName(o.policy, o.knobs, o.vcConfig)
+				if err != nil {
+					log.Error("SIGHUP: keeping the current configuration", "error", err)
+					continue
+				}
+				p.SetStack(st)
+				log.Info("SIGHUP: reloaded; applies from the next round", "vc_config", o.vcConfig)
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+	}
 }

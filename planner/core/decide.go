@@ -366,6 +366,15 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[
 		return fmt.Sprintf("virtual cluster %q's %s queue is blocked", j.VC, p.Policy.Name())
 	}
 	vcs := p.Placer.WaitingVCs()
+	// Higher priorities are placed first (HiveD: guaranteed jobs before
+	// opportunistic ones, and inside a VC by priority), each in rank order:
+	// a job placed first could otherwise be evicted, in the same round, for
+	// a higher-priority job ranked after it, and be granted GPUs it never
+	// gets to use.
+	if !slices.IsSortedFunc(ranked, byPriority) {
+		ranked = slices.Clone(ranked)
+		slices.SortStableFunc(ranked, byPriority)
+	}
 	for i, j := range ranked {
 		if j.Phase != Queued {
 			continue
@@ -447,3 +456,6 @@ func consolidation(c bool) string {
 	}
 	return ""
 }
+
+// byPriority orders jobs by priority, highest first.
+func byPriority(a, b *Job) int { return b.Priority - a.Priority }

@@ -13,6 +13,9 @@ import (
 type Placer struct {
 	c    *Cluster
 	gpus map[string]int // each VC's GPUs
+	// singleNode keeps every gang on one node (the live planner pins a
+	// job to one node).
+	singleNode bool
 }
 
 var _ core.Placer = (*Placer)(nil)
@@ -26,6 +29,9 @@ func NewPlacer(c *Cluster) *Placer {
 	return h
 }
 
+// SetSingleNode keeps every gang on one node.
+func (h *Placer) SetSingleNode(on bool) { h.singleNode = on }
+
 // Cluster is the cells the placer allocates from.
 func (h *Placer) Cluster() *Cluster { return h.c }
 
@@ -33,7 +39,7 @@ func (h *Placer) Cluster() *Cluster { return h.c }
 // evicts for them (opportunistic jobs, or lower-priority jobs of the VC)
 // are passed to preempt.
 func (h *Placer) Place(j *core.Job, free *core.FreeGPUs, preempt func(core.JobKey)) (core.Grant, bool, string) {
-	a, err := h.c.Allocate(Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: j.Priority})
+	a, err := h.c.Allocate(Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: j.Priority, SingleNode: h.singleNode})
 	if err != nil {
 		return core.Grant{}, false, err.Error()
 	}

@@ -92,6 +92,10 @@ type JobLease struct {
 	// stopped in between) and is pinned again; a job at a later index
 	// without this lease in its meta was resubmitted, and the lease is stale.
 	SubmitIndex uint64 `json:"submit_index"`
+	// Cells are a guaranteed job's virtual GPUs under HiveD (one per GPU,
+	// parallel to GPUs): what the planner replays to rebuild the virtual
+	// clusters' cell bindings exactly after a restart. Empty otherwise.
+	Cells []string `json:"cells,omitempty"`
 	// Revoke is set while the planner takes the GPUs back (preemption): the
 	// job's allocation is being stopped gracefully and the GPU keys stay
 	// until Nomad reports it terminal. Nil for a lease in force.

@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/stack"
+)
+
+// vcStack is the fifo stack with examples/vcs/dev-node.hcl's two virtual
+// clusters (one socket4 cell each), as `themis planner -policy fifo
+// -vc-config examples/vcs/dev-node.hcl` builds it.
+func vcStack(t *testing.T) *stack.Stack {
+	t.Helper()
+	file := filepath.Join(env.root, "examples", "vcs", "dev-node.hcl")
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vcs, err := hived.ParseConfig(file, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := stack.Build("fifo", stack.Options{Knobs: core.Knobs{}, VCs: vcs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// HiveD live: an opportunistic job of one team runs on every idle GPU; a
+// guaranteed job of the other team reclaims its cell: the opportunistic job
+// is preempted with its grace period and the guaranteed job runs inside one
+// socket, its lease recording its virtual cells. A guaranteed job of the
+// first team then gets the other socket (sharing safety), and a job of an
+// unknown virtual cluster is rejected naming the field, alone.
+func TestVirtualClustersLive(t *testing.T) {
+	useStack(t, vcStack(t))
+	opp, vision, speech, stray := "e2e-vc-opportunistic", "e2e-vc-vision", "e2e-vc-speech", "e2e-vc-stray"
+	trainJob{gpus: 8, vc: "speech", priority: -1, grace: "5s", steps: 3000}.run(t, opp)
+	first := waitRunning(t, opp, 60*time.Second)
+	seen := watchLease(t, opp)
+
+	trainJob{gpus: 4, vc: "vision", steps: 3000}.run(t, vision)
+	vl := waitLeaseOf(t, vision, 40*time.Second)
+	rv := revokeOf(seen())
+	if rv == nil || !strings.Contains(rv.Reason, vision) {
+		t.Fatalf("the opportunistic job was not revoked for %s: %+v", vision, rv)
+	}
+	if !allocInfo(t, first.ID).ClientTerminalStatus() {
+		t.Fatal("the guaranteed job was granted while the opportunistic job still ran")
+	}
+	if len(vl.GPUs) != 4 || len(vl.Cells) != 4 || !strings.HasPrefix(vl.Cells[0], "vision/") {
+		t.Errorf("vision's lease: gpus %v cells %v, want 4 GPUs in vision's cells", vl.GPUs, vl.Cells)
+	}
+	idx := gpuIndexes(t)
+	if s := socketOf(idx, vl.GPUs); s < 0 {
+		t.Errorf("vision's GPUs %v span sockets", vl.GPUs)
+	}
+
+	trainJob{gpus: 4, vc: "speech", steps: 3000}.run(t, speech)
+	sl := waitLeaseOf(t, speech, 40*time.Second)
+	if a, b := socketOf(idx, vl.GPUs), socketOf(idx, sl.GPUs); b < 0 || a == b {
+		t.Errorf("speech's GPUs %v: want the other socket than vision's %v", sl.GPUs, vl.GPUs)
+	}
+
+	bad := trainJob{gpus: 2, vc: "nope", steps: 10}
+	bad.run(t, stray)
+	eventually(t, 20*time.Second, stray+" to be rejected", func() (bool, error) {
+		st := jobStatus(t, stray)
+		return st != nil && st.State == "rejected" && strings.Contains(st.Reason, `themis.vc: virtual cluster "nope" is not configured`), nil
+	})
+	if st := jobStatus(t, opp); st == nil || st.State != "suspended" || st.Preemptions != 1 {
+		t.Errorf("the opportunistic job's status: %+v, want suspended after 1 preemption", st)
+	}
+}
+
+// socketOf is the socket (GPUs 0-3: 0, 4-7: 1) of a set of GPUs, -1 when
+// they span both.
+func socketOf(idx map[string]int, gpus []string) int {
+	s := -1
+	for _, g := range gpus {
+		k := idx[g] / 4
+		if s >= 0 && k != s {
+			return -1
+		}
+		s = k
+	}
+	return s
+}

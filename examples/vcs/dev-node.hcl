@@ -1,0 +1,20 @@
+# Two virtual clusters on the dev node (`themis dev -policy fifo -vc-config
+# examples/vcs/dev-node.hcl`): each team owns one CPU socket's worth of GPUs
+# (a "socket4" cell: 2 NVLink pairs), bound to a physical socket only when
+# its jobs need it. Guaranteed jobs (priority >= 0) run in their team's
+# cell; opportunistic jobs (priority = -1) use idle GPUs anywhere and are
+# preempted, with their grace period, when a team needs its cell back.
+
+vc "vision" {
+  cells {
+    type  = "socket4"
+    count = 1
+  }
+}
+
+vc "speech" {
+  cells {
+    type  = "socket4"
+    count = 1
+  }
+}

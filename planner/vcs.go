@@ -1,0 +1,95 @@
+package planner
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/stack"
+)
+
+// Virtual clusters live (HiveD). The planner keeps no cell bindings in
+// memory: every round it builds the cells from the nodes Nomad reports (the
+// device plugin's fingerprints) and the VC config, then replays every lease
+// in the order it was granted, with the virtual GPUs the lease recorded
+// (hived.Cluster.Adopt, as HiveD replays allocated pods), so the bindings are
+// those the running jobs were granted under, after a restart too. The
+// decision core then places queued jobs with hived.Placer: guaranteed jobs
+// in their VC's cells, opportunistic ones on idle cells, preempted (through
+// the revoke path) when a guaranteed job needs their cells.
+
+// placer builds this round's placer, nil without virtual clusters.
+func (p *Planner) placer(r *round) (core.Placer, error) {
+	if p.stack().Placement == stack.PlaceFree {
+		return nil, nil
+	}
+	pl, err := p.stack().NewPlacer(r.snap.Nodes)
+	if err != nil {
+		return nil, fmt.Errorf("virtual clusters: %w", err)
+	}
+	h, ok := pl.(*hived.Placer)
+	if !ok {
+		return nil, fmt.Errorf("virtual clusters: placement %s does not run live", p.stack().Placement)
+	}
+	h.SetSingleNode(true)
+	ls := make([]lease.JobLease, 0, len(r.leases))
+	for _, l := range r.leases {
+		ls = append(ls, l)
+	}
+	slices.SortFunc(ls, func(a, b lease.JobLease) int {
+		return cmp.Or(a.GrantedAt.Compare(b.GrantedAt), cmp.Compare(a.LeaseID, b.LeaseID))
+	})
+	for _, l := range ls {
+		k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
+		prio := hived.Opportunistic
+		if j := r.jobs[k]; j != nil && j.Err == nil && !j.Finished() {
+			prio = j.Intent.Priority
+		}
+		req := hived.Request{Job: k, VC: l.VC, GPUs: len(l.GPUs), Priority: prio}
+		if prio < 0 {
+			l.Cells = nil
+		}
+		err := h.Cluster().Adopt(req, l.GPUs, l.Cells)
+		if err == nil {
+			continue
+		}
+		// The job no longer fits its VC's cells (the config changed, or
+		// a GPU went away): it keeps its GPUs as an opportunistic job, so
+		// no GPU is granted twice, and the next preemption of idle cells
+		// may take them back.
+		p.log.Warn("a running job does not fit its virtual cluster's cells; it keeps its GPUs as an opportunistic job", "job", k, "vc", l.VC, "gpus", l.GPUs, "error", err)
+		req.Priority = hived.Opportunistic
+		if err := h.Cluster().Adopt(req, l.GPUs, nil); err != nil {
+			return nil, fmt.Errorf("virtual clusters: replay lease %s of %s: %w", l.LeaseID, k, err)
+		}
+	}
+	r.cells = func(k core.JobKey) []string {
+		v, ok := h.Cluster().Job(k)
+		if !ok {
+			return nil
+		}
+		return v.Cells
+	}
+	return h, nil
+}
+
+// vcError rejects a guaranteed job whose virtual cluster is not configured.
+func (p *Planner) vcError(vc string, prio int) error {
+	cfg := p.stack().VCs
+	if cfg == nil || prio < 0 {
+		return nil
+	}
+	var names []string
+	for _, v := range cfg.VCs {
+		if v.Name == vc {
+			return nil
+		}
+		names = append(names, v.Name)
+	}
+	return errors.New("themis.vc: virtual cluster " + fmt.Sprintf("%q", vc) + " is not configured (configured: " + strings.Join(names, ", ") + ")")
+}

@@ -1,0 +1,113 @@
+package planner
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/stack"
+)
+
+const twoTeams = `
+vc "vision" {
+  cells {
+    type  = "socket4"
+    count = 1
+  }
+}
+vc "speech" {
+  cells {
+    type  = "socket4"
+    count = 1
+  }
+}
+`
+
+// Virtual clusters live: a guaranteed job reclaims its cell from an
+// opportunistic job, which is not granted again while the guaranteed job
+// waits for it to stop (no thrash); a planner restarted afterwards replays
+// the leases with their virtual cells, so the other team's job gets the
+// other socket.
+func TestVirtualClustersReclaimAndReplay(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	fn, fs := newFakeNomad(&clock, 8), newFakeStore()
+	vcs, err := hived.ParseConfig("two-teams.hcl", []byte(twoTeams))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := stack.Build("fifo", stack.Options{VCs: vcs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newPlanner := func() *Planner {
+		return New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }})
+	}
+	p := newPlanner()
+	round := func(when string) {
+		t.Helper()
+		if err := p.Reconcile(ctx); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		checkNoTaskWithoutLease(t, fn, fs, when)
+		fn.settle()
+		clock = clock.Add(time.Second)
+	}
+	key := func(id string) core.JobKey { return core.JobKey{Namespace: "default", ID: id} }
+
+	fn.submitIn("opp", 8, "be", "10s", "speech", -1)
+	round("opportunistic job")
+	fn.submitIn("vision", 4, "be", "10s", "vision", 0)
+	for i := range 6 {
+		round("vision reclaims " + itoa(i))
+	}
+	if len(fn.running("vision")) != 1 || len(fn.running("opp")) != 0 {
+		t.Fatalf("vision runs %d, opp runs %d: want vision alone", len(fn.running("vision")), len(fn.running("opp")))
+	}
+	if n := len(fn.allocs[key("opp")]); n != 1 {
+		t.Errorf("the opportunistic job was placed %d times, want once (granted again while vision waited: thrash)", n)
+	}
+	vl := fs.leases[key("vision")]
+	if len(vl.Cells) != 4 || !strings.HasPrefix(vl.Cells[0], "vision/") {
+		t.Fatalf("vision's lease records cells %v", vl.Cells)
+	}
+
+	// A new planner (a restart) replays vision's lease; speech's job then
+	// gets the other socket.
+	p = newPlanner()
+	fn.submitIn("speech", 4, "be", "10s", "speech", 0)
+	round("after a restart")
+	sl, ok := fs.leases[key("speech")]
+	if !ok {
+		t.Fatalf("speech was not granted; status %+v", fs.statuses[key("speech")])
+	}
+	for _, g := range sl.GPUs {
+		if slices.Contains(vl.GPUs, g) {
+			t.Fatalf("speech got %v, overlapping vision's %v", sl.GPUs, vl.GPUs)
+		}
+	}
+	if socket(sl.GPUs) < 0 || socket(sl.GPUs) == socket(vl.GPUs) {
+		t.Errorf("speech's GPUs %v: want the socket vision does not use (%v)", sl.GPUs, vl.GPUs)
+	}
+}
+
+// socket is the socket of a set of fake GPU IDs (gpu-0-0..3: 0, 4..7: 1),
+// -1 when they span both.
+func socket(gpus []string) int {
+	s := -1
+	for _, g := range gpus {
+		k := 0
+		if g >= "gpu-0-4" {
+			k = 1
+		}
+		if s >= 0 && k != s {
+			return -1
+		}
+		s = k
+	}
+	return s
+}
