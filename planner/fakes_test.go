@@ -303,6 +303,7 @@ func (s *fakeStore) Release(_ context.Context, l lease.JobLease, rec *consul.Job
 	if rec != nil {
 		s.index++
 		s.records[k], s.recIndex[k] = *rec, s.index
+		*rec = consul.WithIndex(*rec, s.index)
 	}
 	return nil
 }

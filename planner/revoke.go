@@ -35,7 +35,10 @@ import (
 func (p *Planner) preempt(ctx context.Context, r *round, g core.Grant, d core.Decision) error {
 	l, ok := r.leases[g.Job]
 	if !ok {
-		return fmt.Errorf("preempt %s: no lease in Consul", g.Job)
+		// Released earlier this round (the job finished, and HiveD's
+		// replay held its GPUs as an opportunistic job's until then):
+		// nothing is left to take back.
+		return nil
 	}
 	j := r.jobs[g.Job]
 	grace := 0 * time.Second

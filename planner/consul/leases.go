@@ -57,7 +57,8 @@ func (s *Store) Grant(ctx context.Context, l lease.JobLease) error {
 // Release deletes a job lease and those GPU keys that still belong to it, in
 // one transaction, check-and-set on the indexes it read. When rec is not nil
 // the same transaction writes the job's record (check-and-set on the index
-// it was read at), so the service a lease gave is counted exactly once.
+// it was read at), so the service a lease gave is counted exactly once, and
+// rec gets its new index.
 func (s *Store) Release(ctx context.Context, l lease.JobLease, rec *JobRecord) error {
 	kv := s.api.KV()
 	q := (&api.QueryOptions{}).WithContext(ctx)
@@ -96,7 +97,14 @@ func (s *Store) Release(ctx context.Context, l lease.JobLease, rec *JobRecord) e
 		}
 		ops = append(ops, op)
 	}
-	return s.txn(ctx, "release", l, ops)
+	resp, err := s.txnOps(ctx, fmt.Sprintf("release lease %s for %s/%s", l.LeaseID, l.Namespace, l.JobID), ops)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		rec.index = resp.Results[len(resp.Results)-1].KV.ModifyIndex
+	}
+	return nil
 }
 
 // Revoke marks a job's lease as being taken back, check-and-set on the lease

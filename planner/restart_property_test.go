@@ -1,0 +1,189 @@
+package planner
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/stack"
+)
+
+var restartTrials = flag.Int("planner.trials", 0, "random sequences per stack in TestRestartEquivalence (0: 2,500, or 200 with -short)")
+
+// twin is one fake cluster with its planner.
+type twin struct {
+	clock time.Time
+	fn    *fakeNomad
+	fs    *fakeStore
+	p     *Planner
+	st    *stack.Stack
+}
+
+func newTwin(st *stack.Stack, start time.Time) *twin {
+	w := &twin{clock: start, st: st}
+	w.fn, w.fs = newFakeCluster(&w.clock, 2, 8), newFakeStore()
+	w.restart()
+	return w
+}
+
+// restart replaces the planner with a new one: everything it kept in
+// memory is gone, as after a crash.
+func (w *twin) restart() {
+	w.p = New(Config{Nomad: w.fn, Store: w.fs, Stack: w.st, Now: func() time.Time { return w.clock }, MaxKillTimeout: time.Hour, RestoreGuard: 5 * time.Second})
+}
+
+// state is what must agree between the twins: who holds which GPUs, which
+// lease is being taken back, which allocations run, the job records and
+// statuses.
+func (w *twin) state() string {
+	var b strings.Builder
+	for _, k := range slices.SortedFunc(maps.Keys(w.fs.leases), compareKeys) {
+		l := w.fs.leases[k]
+		fmt.Fprintf(&b, "lease %s %v cells=%v revoking=%v\n", k, l.GPUs, l.Cells, l.Revoke != nil)
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(w.fn.allocs), compareKeys) {
+		for _, a := range w.fn.allocs[k] {
+			fmt.Fprintf(&b, "alloc %s %s %s\n", k, a.NodeID, a.ClientStatus)
+		}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(w.fs.records), compareKeys) {
+		r := w.fs.records[k]
+		fmt.Fprintf(&b, "record %s executed=%g attained=%g preemptions=%d\n", k, r.Executed, r.Attained, r.Preemptions)
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(w.fs.statuses), compareKeys) {
+		st := w.fs.statuses[k]
+		fmt.Fprintf(&b, "status %s %s %s\n", k, st.State, st.Reason)
+	}
+	return b.String()
+}
+
+// Restart equivalence (invariant 5): a planner rebuilt from what Nomad and
+// Consul hold, at any point, makes the same decisions as one that never
+// stopped. Two identical fake clusters get the same random submissions,
+// finishes and clock steps; one twin's planner is replaced by a new one at
+// random rounds; after every round the twins' leases (GPUs, virtual cells,
+// revokes), allocations, job records and statuses must be the same, and no
+// task runs without its lease. The stacks cover the non-preemptive,
+// make-room, preemptive and virtual-cluster paths; rand (its generator) and
+// tiresias-gittins without a distribution file (what it learned) keep state
+// in memory and are left out: see docs/design.md.
+func TestRestartEquivalence(t *testing.T) {
+	trials := *restartTrials
+	if trials == 0 {
+		trials = 2500
+		if testing.Short() {
+			trials = 200
+		}
+	}
+	vcs, err := hived.ParseConfig("two-teams.hcl", []byte(twoTeamsTwoNodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stacks := map[string]stack.Options{
+		"fifo": {}, "fitgpp": {}, "las": {}, "tiresias-las": {Knobs: mustKnobs(t, "tiresias.queues=60s", "tiresias.promote_knob=4")},
+		"fifo+hived": {VCs: vcs},
+	}
+	for _, name := range slices.Sorted(maps.Keys(stacks)) {
+		opts := stacks[name]
+		t.Run(name, func(t *testing.T) {
+			st, err := stack.Build(strings.TrimSuffix(name, "+hived"), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for trial := range trials {
+				restartTrial(t, st, int64(trial))
+			}
+		})
+	}
+}
+
+func restartTrial(t *testing.T, st *stack.Stack, seed int64) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewSource(seed))
+	start := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	a, b := newTwin(st, start), newTwin(st, start)
+	var log []string
+	vcs := []string{"vision", "speech"}
+	jobs := 0
+	for round := range 25 {
+		switch r := rng.Intn(10); {
+		case r < 4 && jobs < 12:
+			id := fmt.Sprintf("j%02d", jobs)
+			jobs++
+			gpus := []int{1, 2, 4, 8}[rng.Intn(4)]
+			class := []string{"be", "be", "te"}[rng.Intn(3)]
+			grace := []string{"0s", "3s", "10s"}[rng.Intn(3)]
+			vc, prio := "default", 0
+			if st.VCs != nil {
+				vc, prio = vcs[rng.Intn(2)], []int{0, 0, -1}[rng.Intn(3)]
+			}
+			for _, w := range []*twin{a, b} {
+				w.fn.submitIn(id, gpus, class, grace, vc, prio)
+			}
+			log = append(log, fmt.Sprintf("submit %s gpus=%d class=%s grace=%s vc=%s prio=%d", id, gpus, class, grace, vc, prio))
+		case r < 6:
+			var running []string
+			for k := range a.fn.allocs {
+				if len(a.fn.running(k.ID)) > 0 && a.fn.running(k.ID)[0].stopAt.IsZero() {
+					running = append(running, k.ID)
+				}
+			}
+			slices.Sort(running)
+			if len(running) > 0 {
+				id := running[rng.Intn(len(running))]
+				a.fn.finish(id)
+				b.fn.finish(id)
+				log = append(log, "finish "+id)
+			}
+		}
+		if rng.Intn(4) == 0 {
+			a.restart()
+			log = append(log, "restart")
+		}
+		step := time.Duration(1+rng.Intn(20)) * time.Second
+		for _, w := range []*twin{a, b} {
+			if err := w.p.Reconcile(ctx); err != nil {
+				t.Fatalf("seed %d round %d: %v\nevents: %s", seed, round, err, strings.Join(log, "; "))
+			}
+			checkNoTaskWithoutLease(t, w.fn, w.fs, fmt.Sprintf("seed %d round %d", seed, round))
+			w.clock = w.clock.Add(step)
+			w.fn.settle()
+		}
+		if sa, sb := a.state(), b.state(); sa != sb {
+			t.Fatalf("seed %d round %d: the restarted planner's cluster differs from the other's\nevents: %s\nrestarted:\n%s\nnever stopped:\n%s",
+				seed, round, strings.Join(log, "; "), sa, sb)
+		}
+	}
+}
+
+const twoTeamsTwoNodes = `
+vc "vision" {
+  cells {
+    type  = "node8"
+    count = 1
+  }
+}
+vc "speech" {
+  cells {
+    type  = "socket4"
+    count = 2
+  }
+}
+`
+
+func mustKnobs(t *testing.T, settings ...string) core.Knobs {
+	t.Helper()
+	k, err := core.ParseKnobs(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
