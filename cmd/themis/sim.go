@@ -74,6 +74,8 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   tiresias.pack_limit=1.0, tiresias.gittins_dist=FILE (2D-Gittins job-size
   samples; learned from finished jobs when absent), fitgpp.s=4.0,
   fitgpp.max_preemptions=1, sim.checkpoint_s=10, sim.restore_s=20,
+  sim.semantics=ours|tiresias (tiresias: the Tiresias simulator's model
+  and disciplines, docs/tiresias.md),
   themis.f=0.8, themis.lease=10m, themis.lie=APP:+X%. See
   docs/simulator.md and docs/themis.md.
 
@@ -160,6 +162,13 @@ func (c *simCommand) run(o simOptions) error {
 	if err != nil {
 		return err
 	}
+	sem, err := sim.Semantics(knobs)
+	if err != nil {
+		return err
+	}
+	if sem == sim.SemanticsTiresias && o.vcConfig != "" {
+		return fmt.Errorf("sim.semantics=tiresias has no virtual clusters")
+	}
 	var vcs *hived.Config
 	if o.vcConfig != "" {
 		src, err := os.ReadFile(o.vcConfig)
@@ -220,7 +229,7 @@ func (c *simCommand) run(o simOptions) error {
 	for _, rn := range runs {
 		pol := rn.pol
 		cfg := sim.Config{Trace: tr, Cluster: cl, Policy: pol, Seed: o.seed, Settings: rn.sets,
-			CheckpointCost: ckpt, RestoreCost: restore}
+			CheckpointCost: ckpt, RestoreCost: restore, Peer: sem == sim.SemanticsTiresias}
 		if !o.quiet {
 			cfg.Progress = progressBar(rn.label, time.Now())
 		}

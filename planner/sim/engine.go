@@ -38,6 +38,10 @@ type Config struct {
 	// slowdown: a job across nodes pays the cross-node factor, never the
 	// cross-rack one (RunVCs sets it; see there).
 	OneRack bool
+	// Peer runs the Tiresias simulator's model (sim.semantics=tiresias):
+	// every job runs at full speed wherever it is placed. The caller also
+	// sets zero costs and a peer policy (NewPolicy does).
+	Peer bool
 	// Placer, if set, places jobs in virtual clusters (see RunVCs): the
 	// core's Planner.Placer, told of every job that finishes or is
 	// preempted. The policy must not be preemptive.
@@ -530,6 +534,9 @@ func (s *state) decide() error {
 // slowdown is the job's placement penalty: 1 on one node, its class's
 // cross-node or cross-rack factor otherwise.
 func (s *state) slowdown(j *job) float64 {
+	if s.cfg.Peer {
+		return 1
+	}
 	first := -1
 	sameNode, sameRack := true, true
 	for _, id := range j.grant.GPUs {

@@ -13,13 +13,25 @@ import (
 
 // Costs reads the simulator's knobs: sim.checkpoint_s (default 10) and
 // sim.restore_s (default 20), the seconds a preempted job loses when it
-// resumes.
+// resumes; under sim.semantics=tiresias both are 0 and may not be set
+// otherwise (the peer preempts for free).
 func Costs(k core.Knobs) (checkpoint, restore float64, err error) {
-	if checkpoint, err = k.Float("sim.checkpoint_s", 10); err != nil {
+	sem, err := Semantics(k)
+	if err != nil {
 		return 0, 0, err
 	}
-	if restore, err = k.Float("sim.restore_s", 20); err != nil {
+	def := [2]float64{10, 20}
+	if sem == SemanticsTiresias {
+		def = [2]float64{}
+	}
+	if checkpoint, err = k.Float("sim.checkpoint_s", def[0]); err != nil {
 		return 0, 0, err
+	}
+	if restore, err = k.Float("sim.restore_s", def[1]); err != nil {
+		return 0, 0, err
+	}
+	if sem == SemanticsTiresias && checkpoint+restore != 0 {
+		return 0, 0, fmt.Errorf("sim.checkpoint_s = %v, sim.restore_s = %v: sim.semantics=tiresias preempts for free", checkpoint, restore)
 	}
 	if checkpoint < 0 || restore < 0 || math.IsInf(checkpoint+restore, 0) {
 		return 0, 0, fmt.Errorf("sim.checkpoint_s = %v, sim.restore_s = %v: want finite numbers of seconds >= 0", checkpoint, restore)
@@ -31,6 +43,9 @@ func Costs(k core.Knobs) (checkpoint, restore float64, err error) {
 // its job-size distribution from tiresias.gittins_dist, or learns one from
 // the jobs that finish during the run.
 func PreparePolicy(p core.Policy) error {
+	if d, ok := p.(*core.PeerDLAS); ok {
+		return preparePeer(d)
+	}
 	t, ok := p.(*core.Tiresias)
 	if !ok || t.Name() != "tiresias-gittins" {
 		return nil
@@ -61,8 +76,17 @@ func PolicyNames() []string { return append(core.Names(), themispolicy.Name) }
 
 // NewPolicy returns a policy by name: "themis" (the Themis arbiter,
 // planner/themispolicy, with knobs themis.f, themis.lease, themis.lie) or
-// one of the core's (core.NewPolicy). Unknown names and knobs are errors.
+// one of the core's (core.NewPolicy); under sim.semantics=tiresias, the
+// Tiresias simulator's discipline of that name (core.NewPeerPolicy).
+// Unknown names and knobs are errors.
 func NewPolicy(name string, knobs core.Knobs) (core.Policy, error) {
+	sem, err := Semantics(knobs)
+	if err != nil {
+		return nil, err
+	}
+	if sem == SemanticsTiresias {
+		return core.NewPeerPolicy(name, knobs)
+	}
 	if name != themispolicy.Name {
 		p, err := core.NewPolicy(name, knobs)
 		if err != nil && strings.Contains(err.Error(), "unknown (known:") {
