@@ -71,7 +71,8 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
 
   Knobs (--set): tiresias.queues=3200s[,...], tiresias.promote_knob=inf,
   tiresias.promote_every=DURATION (check promotions at its multiples),
-  tiresias.pack_limit=1.0, tiresias.gittins_dist=FILE (2D-Gittins job-size
+  tiresias.pack_limit=1.0, tiresias.order=running|start (inside a queue:
+  running jobs first, or by first start alone), tiresias.gittins_dist=FILE (2D-Gittins job-size
   samples; learned from finished jobs when absent), fitgpp.s=4.0,
   fitgpp.max_preemptions=1, sim.checkpoint_s=10, sim.restore_s=20,
   sim.semantics=ours|tiresias (tiresias: the Tiresias simulator's model
