@@ -266,7 +266,10 @@ func (s *state) loop(jobs []*job) error {
 		arrived, mayMakeRoom := false, false
 		kept := s.running[:0]
 		for _, j := range s.running {
-			if j.remaining <= eps && j.overhead <= eps {
+			// A job whose end is no later than now in floating point
+			// (a remainder of 1e-10 s at a clock of 1e7 s) is done too:
+			// the clock could not advance to it.
+			if j.remaining <= eps && j.overhead <= eps || s.now+j.overhead+j.remaining/j.speed <= s.now {
 				completed = true
 				j.c.Phase = core.Finished // its slot in cj, until compaction
 				final := *j.c

@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"fmt"
 	"math"
+	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/trace"
@@ -49,6 +52,34 @@ func TestTiresiasRunningFirst(t *testing.T) {
 		if !closeAll(ends(r), c.ends) || math.Abs(avgJCT(r)-c.avg) > tol || r.Preemptions != c.preemptions {
 			t.Errorf("order=%s: ends %v (average JCT %v) with %d preemptions, want %v (%v) with %d",
 				c.order, ends(r), avgJCT(r), r.Preemptions, c.ends, c.avg, c.preemptions)
+		}
+	}
+}
+
+// TestLargeClockEnds: a running job whose remainder is too small to move a
+// clock of millions of seconds (Muri's traces: times in ms over weeks,
+// slowed down by a spread placement) ends instead of stalling the
+// simulation at one instant.
+func TestLargeClockEnds(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	tr := &trace.Trace{Name: "large-clock"}
+	for i := range 300 {
+		tr.Jobs = append(tr.Jobs, trace.Job{ID: fmt.Sprint(i), GPUs: []int{4, 8, 16, 32}[rng.Intn(4)], Model: "vgg16",
+			Submit: float64(i)*3000.123 + 1e6, Duration: float64(rng.Intn(4e9)) / 1000})
+	}
+	cl := mustCluster(t)(cluster.Uniform("n8g8", 1, 8, 8))
+	for _, name := range []string{"fifo", "tiresias-las", "srsf"} {
+		done := make(chan *Result)
+		go func() { done <- run(t, Config{Trace: tr, Cluster: cl, Policy: newPolicy(t, name)}) }()
+		select {
+		case r := <-done:
+			for _, j := range r.Jobs {
+				if !j.Finished {
+					t.Fatalf("%s: job %s did not finish", name, j.ID)
+				}
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: no end after 20 s", name)
 		}
 	}
 }
