@@ -21,13 +21,13 @@ import (
 // the paper's evaluation), tiresias.promote_knob (default inf: no
 // promotion), tiresias.promote_every (default: promote each job exactly
 // when due; a positive duration or seconds checks promotions only at
-// multiples of it,
-// so that thousands of waiting jobs do not each need a decision of their
-// own), tiresias.pack_limit (default 1.0: consolidate any job that
-// slows down when spread), tiresias.order (running, the default: a queue's
-// running jobs first; start: by first start alone, as before), tiresias.gittins_dist (2D-Gittins: file of job
-// GPU-time samples; the simulator loads it; without it the distribution is
-// learned from finished jobs).
+// multiples of it, so that thousands of waiting jobs do not each need a
+// decision of their own), tiresias.pack_limit (default 1.0: consolidate
+// any job that slows down when spread), tiresias.order (running, the
+// default: a queue's running jobs first; start: by first start alone, as
+// before issue #17), tiresias.gittins_dist (2D-Gittins: file of job
+// GPU-time samples; the simulator loads it; without it the distribution
+// is learned from finished jobs).
 type Tiresias struct {
 	gittins     bool
 	Thresholds  []float64
