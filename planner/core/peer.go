@@ -10,7 +10,8 @@ import (
 
 // The Tiresias simulator's own disciplines (SymbioticLab/Tiresias,
 // simulator/run_sim.py), for the simulator's peer-semantics mode
-// (sim.semantics=tiresias, docs/tiresias.md). Each keeps the peer's
+// (sim.semantics=tiresias, docs/tiresias.md; sim.scheme=count or yarn,
+// peeryarn.go). Each keeps the peer's
 // ordered lists from one scheduling pass to the next, because the peer's
 // order inside a queue depends on them: they are stateful, and meant for a
 // simulation only. Every rule below is the peer's, cited by function.
@@ -45,13 +46,24 @@ func NewPeerPolicy(name string, k Knobs) (Policy, error) {
 	if !ok {
 		return nil, fmt.Errorf("policy %q: no peer-semantics version (known: fifo, srtf, srsf, tiresias-las, tiresias-gittins, or the peer's names)", name)
 	}
+	scheme := k.String("sim.scheme", "count")
+	if scheme != "count" && scheme != "yarn" {
+		return nil, fmt.Errorf("sim.scheme = %q: want count or yarn (the peer's placement schemes)", scheme)
+	}
 	var p Policy
 	var own []string
 	switch peer {
 	case "fifo":
 		p = PeerFIFO{}
+		if scheme == "yarn" {
+			p = PeerYarnFIFO{}
+		}
 	case "shortest", "shortest-gpu":
-		p = &PeerShortest{gpu: peer == "shortest-gpu", pos: map[JobKey]int{}}
+		s := &PeerShortest{gpu: peer == "shortest-gpu", pos: map[JobKey]int{}}
+		p = s
+		if scheme == "yarn" {
+			p = PeerYarnShortest{s}
+		}
 	default:
 		q, err := k.Seconds("tiresias.queues", PeerQueues)
 		if err != nil {

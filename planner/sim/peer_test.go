@@ -60,10 +60,10 @@ func atoi(t *testing.T, s string) int {
 	return v
 }
 
-// loadPeerCases reads testdata/peer/<prefix>traces.csv<ext> and
-// expected.csv<ext>, written by peerdiff.py from the Tiresias simulator's
-// runs.
-func loadPeerCases(t *testing.T, prefix, ext string) []*peerCase {
+// loadPeerCases reads testdata/peer/<prefix>traces.csv<ext> and the
+// expected files named (expected.csv<ext>, expected-yarn.csv<ext>), written
+// by peerdiff.py from the Tiresias simulator's runs.
+func loadPeerCases(t *testing.T, prefix, ext string, expected ...string) []*peerCase {
 	var cases []*peerCase
 	byName := map[string]*peerCase{}
 	for _, r := range readCSV(t, filepath.Join("testdata", "peer", prefix+"traces.csv"+ext)) {
@@ -76,22 +76,24 @@ func loadPeerCases(t *testing.T, prefix, ext string) []*peerCase {
 		c.jobs = append(c.jobs, trace.Job{Line: len(c.jobs) + 2, ID: r[3], GPUs: atoi(t, r[4]), Submit: float64(atoi(t, r[5])),
 			Duration: float64(atoi(t, r[6])), VC: trace.VCDefault, Model: "resnet50"})
 	}
-	for _, r := range readCSV(t, filepath.Join("testdata", "peer", prefix+"expected.csv"+ext)) {
-		c := byName[r[0]]
-		run := r[1] + "/" + r[2]
-		if c.want[run] == nil {
-			c.want[run] = map[string]float64{}
+	for _, e := range expected {
+		for _, r := range readCSV(t, filepath.Join("testdata", "peer", prefix+e+ext)) {
+			c := byName[r[0]]
+			run := r[1] + "/" + r[2]
+			if c.want[run] == nil {
+				c.want[run] = map[string]float64{}
+			}
+			c.want[run][r[3]] = float64(atoi(t, r[4]))
 		}
-		c.want[run][r[3]] = float64(atoi(t, r[4]))
 	}
 	return cases
 }
 
 // runPeer simulates c under sim.semantics=tiresias and the peer's
 // discipline schedule, and returns each finished job's JCT.
-func runPeer(t *testing.T, c *peerCase, schedule, dist string) map[string]float64 {
+func runPeer(t *testing.T, c *peerCase, schedule, scheme, dist string) map[string]float64 {
 	t.Helper()
-	k, err := core.ParseKnobs([]string{"sim.semantics=tiresias", "tiresias.gittins_dist=" + dist})
+	k, err := core.ParseKnobs([]string{"sim.semantics=tiresias", "sim.scheme=" + scheme, "tiresias.gittins_dist=" + dist})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,22 +138,47 @@ var peerBugs = map[string]string{
 	"r144 dlas-gpu/yarn":  "stale end on an arrival event",
 }
 
+// peerLeaks are the disciplines whose every yarn run the peer gets wrong:
+// each pass of shortest_first_sim_jobs empties the cluster with
+// empty_infra, whose node.init_node resets GPUs and CPUs but not memory,
+// and places every runnable job again, taking its memory again; the nodes
+// run out of memory after a few passes, jobs are placed where memory is
+// left rather than by the yarn rule, and the peer stops ("This cluster is
+// not large enough", printed only with --print) with most jobs unfinished.
+// Those runs are compared job by job but not required to match.
+var peerLeaks = map[string]bool{"shortest/yarn": true, "shortest-gpu/yarn": true}
+
 // comparePeer checks every job's JCT against the peer's and returns the
 // number of runs compared and of runs that matched exactly.
 func comparePeer(t *testing.T, cases []*peerCase) (runs, same int) {
+	leakRuns, leakJobs, leakSame := 0, 0, 0
+	defer func() {
+		if leakRuns > 0 {
+			t.Logf("peerLeaks: %d runs; of the %d jobs the peer finished in them, %d have our JCT", leakRuns, leakJobs, leakSame)
+		}
+	}()
 	dist := sharedPath(t, "yarn-gput1000.csv")
 	for _, c := range cases {
 		for run, want := range c.want {
-			schedule, _, _ := cutLast(run)
-			got := runPeer(t, c, schedule, dist)
+			schedule, scheme, _ := cutLast(run)
+			got := runPeer(t, c, schedule, scheme, dist)
 			runs++
+			if peerLeaks[run] {
+				leakRuns++
+				for id, w := range want {
+					leakJobs++
+					if g, ok := got[id]; ok && math.Abs(g-w) <= 1e-6 {
+						leakSame++
+					}
+				}
+				continue
+			}
 			if why, ok := peerBugs[c.name+" "+run]; ok {
 				if reflect.DeepEqual(got, want) {
 					t.Errorf("%s %s: listed as a peer bug (%s), yet every JCT is the peer's", c.name, run, why)
 				}
 				continue
 			}
-			same++
 			if len(got) != len(want) {
 				t.Errorf("%s %s: %d jobs finished, the peer's %d", c.name, run, len(got), len(want))
 			}
@@ -166,6 +193,9 @@ func comparePeer(t *testing.T, cases []*peerCase) (runs, same int) {
 			}
 			if bad > 3 {
 				t.Errorf("%s %s: %d jobs differ in all", c.name, run, bad)
+			}
+			if bad == 0 && len(got) == len(want) {
+				same++
 			}
 		}
 	}
@@ -183,19 +213,20 @@ func cutLast(run string) (schedule, scheme string, ok bool) {
 
 // TestPeerDifferential: under sim.semantics=tiresias every job's JCT is the
 // Tiresias simulator's, on random traces (testdata/peer, from peerdiff.py)
-// for fifo, dlas-gpu, dlas-gpu-gittins, shortest and shortest-gpu.
+// for fifo, dlas-gpu, dlas-gpu-gittins, shortest and shortest-gpu, under
+// the count and the yarn schemes.
 func TestPeerDifferential(t *testing.T) {
-	cases := loadPeerCases(t, "", ".gz")
+	cases := loadPeerCases(t, "", ".gz", "expected.csv", "expected-yarn.csv")
 	if testing.Short() {
 		cases = cases[:min(len(cases), 20)]
 	}
 	runs, same := comparePeer(t, cases)
-	t.Logf("%d traces, %d runs compared, %d identical to the peer's per job (the rest are peerBugs)", len(cases), runs, same)
+	t.Logf("%d traces, %d runs compared, %d identical to the peer's per job (the rest are peerBugs and peerLeaks)", len(cases), runs, same)
 }
 
 // TestPeerSixtyJobs: the same on the peer's own 60_job.csv, on 2 and 4
 // nodes of 4 GPUs.
 func TestPeerSixtyJobs(t *testing.T) {
-	runs, same := comparePeer(t, loadPeerCases(t, "sixty-", ""))
+	runs, same := comparePeer(t, loadPeerCases(t, "sixty-", "", "expected.csv", "expected-yarn.csv"))
 	t.Logf("%d runs compared, %d identical", runs, same)
 }

@@ -10,8 +10,12 @@ planner/sim's TestPeerDifferential:
   traces.csv    trace,gpus_per_node,nodes,job_id,num_gpu,submit_time,duration
   expected.csv  trace,schedule,scheme,job_id,jct   (the peer's job.csv JCT)
 
-(gzip -9 -n both afterwards: the test reads traces.csv.gz and
-expected.csv.gz; --sixty writes sixty-*.csv, read as they are.)
+  expected-yarn.csv  the same for fifo, shortest and shortest-gpu under
+                     "yarn" (--yarn; the same traces, from the same seed)
+
+(gzip -9 -n them afterwards: the test reads traces.csv.gz,
+expected.csv.gz and expected-yarn.csv.gz; --sixty writes sixty-*.csv,
+read as they are.)
 
 The peer is not part of this repository. Bring it here (SymbioticLab/
 Tiresias, Apache-2.0; e.g. the fetch tool, then
@@ -94,6 +98,8 @@ def main():
     ap.add_argument("--traces", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--yarn", action="store_true",
+                    help="instead, the same traces' fifo, shortest and shortest-gpu runs under scheme yarn (expected-yarn.csv)")
     ap.add_argument("--sixty", action="store_true",
                     help="instead, the peer's own 60_job.csv on 2 and 4 nodes of 4 GPUs (sixty-*.csv)")
     a = ap.parse_args()
@@ -102,8 +108,8 @@ def main():
     peer = os.path.join(tmp, "simulator")
     port(a.peer, peer)
     prefix = "sixty-" if a.sixty else ""
-    tf = open(os.path.join(a.out, prefix + "traces.csv"), "w", newline="")
-    ef = open(os.path.join(a.out, prefix + "expected.csv"), "w", newline="")
+    tf = open(os.devnull if a.yarn else os.path.join(a.out, prefix + "traces.csv"), "w", newline="")
+    ef = open(os.path.join(a.out, prefix + ("expected-yarn.csv" if a.yarn else "expected.csv")), "w", newline="")
     tw, ew = csv.writer(tf), csv.writer(ef)
     tw.writerow(["trace", "gpus_per_node", "nodes", "job_id", "num_gpu", "submit_time", "duration"])
     ew.writerow(["trace", "schedule", "scheme", "job_id", "jct"])
@@ -130,7 +136,10 @@ def main():
         with open(spec, "w") as f:
             f.write("num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,%d,%d,128,256\n" % (nodes, gpn))
         for s in SCHEDULES:
-            for scheme in ["count", "yarn"] if s in YARN_TOO else ["count"]:
+            schemes = ["count", "yarn"] if s in YARN_TOO else ["count"]
+            if a.yarn:
+                schemes = [] if s in YARN_TOO else ["yarn"]
+            for scheme in schemes:
                 logdir = os.path.join(tmp, "%s-%s-%s" % (name, s, scheme))
                 for job_id, jct in run_peer(peer, trace_file, spec, s, scheme, logdir):
                     ew.writerow([name, s, scheme, job_id, jct])
