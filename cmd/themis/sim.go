@@ -76,7 +76,8 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   samples; learned from finished jobs when absent), fitgpp.s=4.0,
   fitgpp.max_preemptions=1, sim.checkpoint_s=10, sim.restore_s=20,
   sim.semantics=ours|tiresias (tiresias: the Tiresias simulator's model
-  and disciplines, docs/tiresias.md),
+  and disciplines, docs/tiresias.md), sim.scheme=count|yarn (its
+  placement schemes),
   themis.f=0.8, themis.lease=10m, themis.lie=APP:+X%. See
   docs/simulator.md and docs/themis.md.
 
