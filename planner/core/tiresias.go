@@ -150,12 +150,26 @@ func (t *Tiresias) toDemotion(j *Job, level int) float64 {
 func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
 	r := newRankKeys(jobs)
 	for i, j := range r.jobs {
-		r.level[i] = t.Level(j)
-		if t.gittins && t.index != nil && r.level[i] < len(t.Thresholds) {
+		l := t.Level(j)
+		r.level[i] = l
+		if t.gittins && t.index != nil && l < len(t.Thresholds) {
 			// Higher index first: negate so that smaller keys rank first.
-			r.key[i] = -t.index.Index(j.AttainedSinceReset(), t.quantum(r.level[i]))
+			r.key[i] = -t.index.Index(j.AttainedSinceReset(), t.quantum(l))
+			r.key2[i] = t.startKey(j)
+			continue
 		}
-		r.key2[i] = t.startKey(j)
+		// Without an index, a queue's running jobs go first by a level of
+		// their own (2l, the waiting ones 2l+1): the same order as
+		// startKey's, bucketed rather than sorted, and each bucket nearly
+		// in order already (rankKeys.sort).
+		r.level[i] = 2 * l
+		if !t.StartOrder && j.Phase != Granted {
+			r.level[i]++
+		}
+		r.key2[i] = math.Inf(1)
+		if j.Started {
+			r.key2[i] = float64(j.FirstStart.UnixNano())
+		}
 	}
 	r.sort()
 }
