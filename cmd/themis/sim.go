@@ -72,7 +72,8 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
 
   Knobs (--set): tiresias.queues=3200s[,...], tiresias.promote_knob=inf,
   tiresias.promote_every=DURATION (check promotions at its multiples),
-  tiresias.pack_limit=1.0, tiresias.gittins_dist=FILE (2D-Gittins job-size
+  tiresias.pack_limit=1.0, tiresias.order=running|start (inside a queue:
+  running jobs first, or by first start alone), tiresias.gittins_dist=FILE (2D-Gittins job-size
   samples; learned from finished jobs when absent), fitgpp.s=4.0,
   fitgpp.max_preemptions=1, sim.checkpoint_s=10, sim.restore_s=20,
   sim.checkpoint_every=0 (seconds of execution between periodic
@@ -81,9 +82,12 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   preempt.victims=policy|least-lost-work (prefer, where a policy has a
   choice, the victim that loses the least work), preempt.tie=0 (with
   least-lost-work: victims whose scores differ by at most this fraction
-  tie, and the least lost work decides), themis.f=0.8,
-  themis.lease=10m, themis.lie=APP:+X%. See docs/simulator.md,
-  docs/checkpoints-sim.md and docs/themis.md.
+  tie, and the least lost work decides),
+  sim.semantics=ours|tiresias (tiresias: the Tiresias simulator's model
+  and disciplines, docs/tiresias.md), sim.scheme=count|yarn (its
+  placement schemes), themis.f=0.8, themis.lease=10m,
+  themis.lie=APP:+X%. See docs/simulator.md, docs/checkpoints-sim.md,
+  docs/tiresias.md and docs/themis.md.
 
 Options:
 ` + flagHelp(simFlags(&simOptions{})))
@@ -168,6 +172,13 @@ func (c *simCommand) run(o simOptions) error {
 	if err != nil {
 		return err
 	}
+	sem, err := stack.Semantics(knobs)
+	if err != nil {
+		return err
+	}
+	if sem == stack.SemanticsTiresias && o.vcConfig != "" {
+		return fmt.Errorf("sim.semantics=tiresias has no virtual clusters")
+	}
 	var vcs *hived.Config
 	if o.vcConfig != "" {
 		src, err := os.ReadFile(o.vcConfig)
@@ -234,7 +245,8 @@ func (c *simCommand) run(o simOptions) error {
 	for _, rn := range runs {
 		pol := rn.pol
 		cfg := sim.Config{Trace: tr, Cluster: cl, Policy: pol, Seed: o.seed, Settings: rn.sets,
-			CheckpointCost: ckpt, RestoreCost: restore, CheckpointEvery: rn.every, Victims: rn.victims, VictimTie: rn.tie}
+			CheckpointCost: ckpt, RestoreCost: restore, CheckpointEvery: rn.every, Victims: rn.victims, VictimTie: rn.tie,
+			Peer: sem == stack.SemanticsTiresias}
 		if !o.quiet {
 			cfg.Progress = progressBar(rn.label, time.Now())
 		}

@@ -50,6 +50,13 @@ func TestSimKnobs(t *testing.T) {
 		{"bad checkpoint period", []string{"--policy", "las", "--set", "sim.checkpoint_every=-1"}, `sim.checkpoint_every = "-1"`, ""},
 		{"bad victim order", []string{"--policy", "las", "--sweep", "preempt.victims=policy,fewest"}, `preempt.victims = "fewest"`, ""},
 		{"misspelt victims knob", []string{"--policy", "las", "--set", "preempt.victim=least-lost-work"}, "preempt.victim", ""},
+		{"peer semantics", []string{"--policy", "fifo,srsf,tiresias-las,tiresias-gittins", "--set", "sim.semantics=tiresias", "--set", "tiresias.gittins_dist=" + gittins}, "", "dlas-gpu-gittins/summary.json"},
+		{"peer semantics, yarn", []string{"--policy", "fifo,srtf", "--set", "sim.semantics=tiresias", "--set", "sim.scheme=yarn"}, "", "shortest/summary.json"},
+		{"peer semantics with costs", []string{"--policy", "fifo", "--set", "sim.semantics=tiresias", "--set", "sim.restore_s=5"}, "preempts for free", ""},
+		{"peer semantics, unknown policy", []string{"--policy", "las", "--set", "sim.semantics=tiresias"}, "no peer-semantics version", ""},
+		{"bad semantics", []string{"--policy", "fifo", "--set", "sim.semantics=peer"}, "sim.semantics", ""},
+		{"bad scheme", []string{"--policy", "fifo", "--set", "sim.semantics=tiresias", "--set", "sim.scheme=random"}, "sim.scheme", ""},
+		{"bad order", []string{"--policy", "tiresias-las", "--set", "tiresias.order=fifo"}, "tiresias.order", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := t.TempDir()

@@ -11,7 +11,8 @@ import (
 // demoted when they cross a queue's threshold, strict priority between
 // queues, and inside a queue FIFO by first start time (2D-LAS) or by Gittins
 // index over the queue's service quantum (2D-Gittins; FIFO in the last
-// queue, where the quantum is infinite). A job WAITING for PROMOTEKNOB times
+// queue, where the quantum is infinite), a queue's running jobs ahead of
+// its waiting ones (startKey). A job WAITING for PROMOTEKNOB times
 // its execution time is promoted to the first queue, with both counters
 // reset. Preemptive; placement consolidates jobs whose skew exceeds
 // PACKLIMIT and spreads the rest.
@@ -20,12 +21,13 @@ import (
 // the paper's evaluation), tiresias.promote_knob (default inf: no
 // promotion), tiresias.promote_every (default: promote each job exactly
 // when due; a positive duration or seconds checks promotions only at
-// multiples of it,
-// so that thousands of waiting jobs do not each need a decision of their
-// own), tiresias.pack_limit (default 1.0: consolidate any job that
-// slows down when spread), tiresias.gittins_dist (2D-Gittins: file of job
-// GPU-time samples; the simulator loads it; without it the distribution is
-// learned from finished jobs).
+// multiples of it, so that thousands of waiting jobs do not each need a
+// decision of their own), tiresias.pack_limit (default 1.0: consolidate
+// any job that slows down when spread), tiresias.order (running, the
+// default: a queue's running jobs first; start: by first start alone, as
+// before issue #17), tiresias.gittins_dist (2D-Gittins: file of job
+// GPU-time samples; the simulator loads it; without it the distribution
+// is learned from finished jobs).
 type Tiresias struct {
 	gittins     bool
 	Thresholds  []float64
@@ -34,6 +36,11 @@ type Tiresias struct {
 	// this many seconds (of the clock), instead of at each job's due time.
 	PromoteEvery float64
 	PackLimit    float64
+	// StartOrder is the order inside a queue before this knob existed
+	// (tiresias.order=start): by first start alone, so that a waiting job
+	// that started earlier preempts a running one that started later.
+	// The default (running) ranks a queue's running jobs first.
+	StartOrder bool
 	// DistPath is the job-size sample file for 2D-Gittins ("" = learn).
 	DistPath string
 	index    GittinsIndex
@@ -72,6 +79,13 @@ func NewTiresias(gittins bool, k Knobs) (*Tiresias, error) {
 	t.PromoteEvery = every[0]
 	if t.PackLimit, err = k.Float("tiresias.pack_limit", 1.0); err != nil {
 		return nil, err
+	}
+	switch o := k.String("tiresias.order", "running"); o {
+	case "running":
+	case "start":
+		t.StartOrder = true
+	default:
+		return nil, fmt.Errorf("tiresias.order = %q: want start or running", o)
 	}
 	if gittins {
 		t.DistPath = k.String("tiresias.gittins_dist", "")
@@ -136,13 +150,22 @@ func (t *Tiresias) toDemotion(j *Job, level int) float64 {
 func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
 	r := newRankKeys(jobs)
 	for i, j := range r.jobs {
-		r.level[i] = t.Level(j)
-		if t.gittins && t.index != nil && r.level[i] < len(t.Thresholds) {
+		l := t.Level(j)
+		r.level[i] = l
+		if t.gittins && t.index != nil && l < len(t.Thresholds) {
 			// Higher index first: negate so that smaller keys rank first.
-			r.key[i] = -t.index.Index(j.AttainedSinceReset(), t.quantum(r.level[i]))
+			r.key[i] = -t.index.Index(j.AttainedSinceReset(), t.quantum(l))
+			r.key2[i] = t.startKey(j)
+			continue
 		}
-		// FIFO by first start time; jobs never started come after those
-		// that did, in submission order (fifoLess breaks the ties).
+		// Without an index, a queue's running jobs go first by a level of
+		// their own (2l, the waiting ones 2l+1): the same order as
+		// startKey's, bucketed rather than sorted, and each bucket nearly
+		// in order already (rankKeys.sort).
+		r.level[i] = 2 * l
+		if !t.StartOrder && j.Phase != Granted {
+			r.level[i]++
+		}
 		r.key2[i] = math.Inf(1)
 		if j.Started {
 			r.key2[i] = float64(j.FirstStart.UnixNano())
@@ -150,6 +173,33 @@ func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
 	}
 	r.sort()
 }
+
+// startKey orders a queue's jobs (after the Gittins index, for
+// 2D-Gittins): its running jobs first, then the waiting jobs that ran
+// before, each by first start time, then the jobs never started, in
+// submission order (fifoCompare breaks the ties). A running job is thus
+// never preempted for a waiting one of its own queue: FIFO by start time
+// is there to avoid "unnecessary preemptions" (Tiresias, section 3.2),
+// and the authors' simulator keeps each queue's running jobs ahead of its
+// waiting ones after every pass. Ordering by first start alone
+// (tiresias.order=start) let a job that started earlier, was preempted by
+// a higher queue and fell behind, take the GPUs back from the jobs of its
+// queue that started later: the job with the most attained service first,
+// the opposite of LAS (TestTiresiasRunningFirst works an example).
+func (t *Tiresias) startKey(j *Job) float64 {
+	if !j.Started {
+		return math.Inf(1)
+	}
+	// Seconds, so that the running jobs' offset keeps microseconds.
+	at := float64(j.FirstStart.UnixNano()) / 1e9
+	if j.Phase == Granted && !t.StartOrder {
+		at -= runningFirst
+	}
+	return at
+}
+
+// runningFirst is more seconds than any clock reads (year 30,000).
+const runningFirst = 1e12
 
 // Promote implements Promoter: queued jobs below the first queue that have
 // waited PROMOTEKNOB times their execution time.

@@ -14,27 +14,27 @@ import (
 // sharedTrace finds a trace in ../shared/traces beside the repository.
 func sharedTrace(tb testing.TB, name string) *trace.Trace {
 	tb.Helper()
+	tr, err := trace.Load(sharedPath(tb, name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr
+}
+
+// sharedPath finds a file in a shared/traces folder above the test's
+// directory or beside one of them, or skips the test.
+func sharedPath(tb testing.TB, name string) string {
+	tb.Helper()
 	dir, _ := os.Getwd()
 	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
-		p := filepath.Join(d, "shared", "traces", name)
-		if _, err := os.Stat(p); err == nil {
-			tr, err := trace.Load(p)
-			if err != nil {
-				tb.Fatal(err)
+		for _, p := range []string{filepath.Join(d, "shared", "traces", name), filepath.Join(filepath.Dir(d), "shared", "traces", name)} {
+			if _, err := os.Stat(p); err == nil {
+				return p
 			}
-			return tr
-		}
-		p = filepath.Join(filepath.Dir(d), "shared", "traces", name)
-		if _, err := os.Stat(p); err == nil {
-			tr, err := trace.Load(p)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return tr
 		}
 	}
 	tb.Skipf("trace %s not found in a shared/traces folder above %s", name, dir)
-	return nil
+	return ""
 }
 
 // BenchmarkPhilly simulates the first 20,000 jobs of philly.csv under

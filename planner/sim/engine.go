@@ -38,6 +38,10 @@ type Config struct {
 	// slowdown: a job across nodes pays the cross-node factor, never the
 	// cross-rack one (RunVCs sets it; see there).
 	OneRack bool
+	// Peer runs the Tiresias simulator's model (sim.semantics=tiresias):
+	// every job runs at full speed wherever it is placed. The caller also
+	// sets zero costs and a peer policy (NewPolicy does).
+	Peer bool
 	// Placer, if set, places jobs in virtual clusters (see RunVCs): the
 	// core's Planner.Placer, told of every job that finishes or is
 	// preempted. The policy must not be preemptive.
@@ -292,7 +296,10 @@ func (s *state) loop(jobs []*job) error {
 		arrived, mayMakeRoom := false, false
 		kept := s.running[:0]
 		for _, j := range s.running {
-			if j.remaining <= eps && j.overhead <= eps {
+			// A job whose end is no later than now in floating point
+			// (a remainder of 1e-10 s at a clock of 1e7 s) is done too:
+			// the clock could not advance to it.
+			if j.remaining <= eps && j.overhead <= eps || s.now+j.overhead+j.remaining/j.speed <= s.now {
 				completed = true
 				j.c.Phase = core.Finished // its slot in cj, until compaction
 				final := *j.c
@@ -578,6 +585,9 @@ func (s *state) decide() error {
 // slowdown is the job's placement penalty: 1 on one node, its class's
 // cross-node or cross-rack factor otherwise.
 func (s *state) slowdown(j *job) float64 {
+	if s.cfg.Peer {
+		return 1
+	}
 	first := -1
 	sameNode, sameRack := true, true
 	for _, id := range j.grant.GPUs {

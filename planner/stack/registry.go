@@ -32,6 +32,9 @@ type Capabilities struct {
 	NeedsRemaining bool
 	// NeedsApps: the policy works on apps (hyper-parameter sweeps).
 	NeedsApps bool
+	// SimulatorOnly: a peer simulator's discipline (sim.semantics), kept
+	// only to compare the simulators job for job.
+	SimulatorOnly bool
 }
 
 // what says in words what makes a policy unfit for a placer.

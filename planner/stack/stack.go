@@ -67,6 +67,13 @@ type Options struct {
 // the stack does not use are left for the caller's Knobs.Unused check (a
 // simulation passes one set of knobs to several policies).
 func Build(name string, o Options) (*Stack, error) {
+	sem, err := Semantics(o.Knobs)
+	if err != nil {
+		return nil, err
+	}
+	if sem == SemanticsTiresias {
+		return buildPeer(name, o)
+	}
 	e, ok := registry[name]
 	if !ok {
 		return nil, fmt.Errorf("policy %q: unknown (known: %s)", name, strings.Join(Names(), ", "))
@@ -141,6 +148,8 @@ var (
 // Live says why the live planner cannot run the stack, or nil when it can.
 func (s *Stack) Live() error {
 	switch {
+	case s.Caps.SimulatorOnly:
+		return fmt.Errorf("policy %q under sim.semantics=%s is the Tiresias simulator's discipline, for the simulator only", s.Name, SemanticsTiresias)
 	case s.Caps.NeedsApps:
 		return fmt.Errorf("policy %q needs apps (hyper-parameter sweeps), which live jobs do not declare yet; live policies: %s",
 			s.Name, strings.Join(LiveNames(), ", "))

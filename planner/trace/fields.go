@@ -33,6 +33,16 @@ func (f fields) nonEmpty(c string) (string, error) {
 	return s, nil
 }
 
+// number returns column c as a finite number.
+func (f fields) number(c string) (float64, error) {
+	s := f.str(c)
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, f.errorf(c, "%q is not a finite number", s)
+	}
+	return v, nil
+}
+
 // seconds returns column c as a finite, non-negative number.
 func (f fields) seconds(c string) (float64, error) {
 	s := f.str(c)

@@ -7,16 +7,27 @@ import (
 // VCDefault is the virtual cluster of jobs in traces that have none.
 const VCDefault = "default"
 
-// tiresias parses rows of the Tiresias simulator's job files.
+// tiresias parses rows of the Tiresias simulator's job files, and of
+// Muri's (Rivendile/Muri, simulator/trace-data/), which have the same
+// columns and more, with times in milliseconds.
 type tiresias struct {
 	file string
 	col  map[string]int
 	// seen maps job ids to the line they were first defined on.
 	seen map[string]int
+	// ms: submit_time and duration are in milliseconds (Muri).
+	ms bool
 }
 
 func newTiresias(file string, col map[string]int) rowParser {
 	return &tiresias{file: file, col: col, seen: map[string]int{}}
+}
+
+// newMuri parses Muri's traces: Tiresias's columns with times in
+// milliseconds, plus batch_size, iteration_time, resource_time_0..2 and
+// priority, which the simulator does not use (they must still be numbers).
+func newMuri(file string, col map[string]int) rowParser {
+	return &tiresias{file: file, col: col, seen: map[string]int{}, ms: true}
 }
 
 func (p *tiresias) row(line int, rec []string) (Job, error) {
@@ -41,6 +52,15 @@ func (p *tiresias) row(line int, rec []string) (Job, error) {
 	}
 	if job.Duration, err = f.seconds("duration"); err != nil {
 		return Job{}, err
+	}
+	if p.ms {
+		job.Submit /= 1000
+		job.Duration /= 1000
+		for _, c := range muriExtra {
+			if _, err := f.number(c); err != nil {
+				return Job{}, err
+			}
+		}
 	}
 	return job, nil
 }

@@ -68,7 +68,8 @@ type Job struct {
 type Trace struct {
 	// Name is the trace file's base name.
 	Name string
-	// Format is the detected format: FormatPhilly or FormatTiresias.
+	// Format is the detected format: FormatPhilly, FormatTiresias or
+	// FormatMuri.
 	Format string
 	// Jobs are sorted by Submit, ties by Line.
 	Jobs []Job
@@ -81,7 +82,11 @@ type Trace struct {
 const (
 	FormatPhilly   = "philly"
 	FormatTiresias = "tiresias"
+	FormatMuri     = "muri"
 )
+
+// muriExtra are the columns Muri's traces add to Tiresias's.
+var muriExtra = []string{"batch_size", "iteration_time", "resource_time_0", "resource_time_1", "resource_time_2", "priority"}
 
 // format is one known trace format: its exact column set and its row parser.
 type format struct {
@@ -108,6 +113,12 @@ var formats = []format{
 		name:    FormatTiresias,
 		columns: []string{"job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval"},
 		parser:  newTiresias,
+	},
+	{
+		name: FormatMuri,
+		columns: []string{"job_id", "num_gpu", "submit_time", "iterations", "model_name", "batch_size", "duration", "interval",
+			"iteration_time", "resource_time_0", "resource_time_1", "resource_time_2", "priority"},
+		parser: newMuri,
 	},
 }
 

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +217,36 @@ func BenchmarkLoadPhilly(b *testing.B) {
 	for b.Loop() {
 		if _, err := Load(path); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestParseMuri reads Muri's format (Rivendile/Muri,
+// simulator/trace-data/trace1.csv's header and first rows): Tiresias's
+// columns and six more, times in milliseconds.
+func TestParseMuri(t *testing.T) {
+	src := "job_id,num_gpu,submit_time,iterations,model_name,batch_size,duration,interval,iteration_time,resource_time_0,resource_time_1,resource_time_2,priority\n" +
+		"0,1,0,5853661,dqn,128,2868294000,46122000,490,446,8,0,1\n" +
+		"1,8,201694000,8787693,dqn,128,4472936000,201694000,509,435,8,0.5,0\n"
+	tr, err := Parse(strings.NewReader(src), "trace1.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Job{
+		{Line: 2, ID: "0", Submit: 0, Duration: 2868294, GPUs: 1, VC: VCDefault, Model: "dqn", Iterations: 5853661},
+		{Line: 3, ID: "1", Submit: 201694, Duration: 4472936, GPUs: 8, VC: VCDefault, Model: "dqn", Iterations: 8787693},
+	}
+	if tr.Format != FormatMuri || !slices.Equal(tr.Jobs, want) {
+		t.Fatalf("format %q, jobs %+v, want muri and %+v", tr.Format, tr.Jobs, want)
+	}
+	for _, c := range []struct{ row, err string }{
+		{"0,1,0,5,dqn,128,-1,0,490,446,8,0,1", `t.csv:2: duration: "-1" must not be negative`},
+		{"0,1,0,5,dqn,128,10,0,490,x,8,0,1", `t.csv:2: resource_time_0: "x" is not a finite number`},
+		{"0,1,0,5,dqn,128,10,0,490,446,8,0", `t.csv:2: 12 columns, want 13`},
+	} {
+		_, err := Parse(strings.NewReader(strings.SplitN(src, "\n", 2)[0]+"\n"+c.row+"\n"), "t.csv")
+		if err == nil || !strings.HasPrefix(err.Error(), c.err) {
+			t.Errorf("row %s: error %v, want %s...", c.row, err, c.err)
 		}
 	}
 }
