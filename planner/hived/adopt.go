@@ -16,8 +16,9 @@ import (
 // A guaranteed job (req.Priority >= 0) takes free virtual GPUs of its VC
 // bound to its GPUs, binding the VC's cells around them as needed, as long
 // as the other VCs' unbound cells all stay placeable (the invariant
-// Allocate keeps). With cells (the job's JobView.Cells, recorded when it
-// was granted: its virtual GPUs, parallel to gpus) it takes exactly those
+// Allocate keeps). With cells (the job's JobView.Cells, read with Job
+// right after Allocate and recorded with the job: its virtual GPUs,
+// parallel to gpus, in the grants' order of GPUs) it takes exactly those
 // virtual GPUs, binding each cell above them to the physical cell above
 // the GPU at the same height; the replay is then exact. With cells nil it
 // chooses: under the VC's cell already bound around a GPU, else under one
@@ -26,7 +27,10 @@ import (
 // holding most of the job's GPUs, then the smallest), a free virtual cell
 // of the type, the first in order. That keeps the VC's guarantee and the
 // job's affinity, but not always the virtual cells the job had, so later
-// decisions may differ (see the package doc, Replay).
+// decisions may differ (see the package doc, Replay). Cells recorded under
+// another config may not name the VC's cells any more: Adopt then fails
+// (ErrInvalidRequest, or ErrNoCapacity if they do not fit), and the caller
+// may adopt the job without them.
 //
 // An opportunistic job (req.Priority < 0) just holds its GPUs, inside VCs'
 // cells or not; cells must be nil.

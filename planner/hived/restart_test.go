@@ -178,8 +178,10 @@ func (w *twin) alloc(req Request) {
 	}
 	var kind string
 	switch {
+	case errKind(err) != errKind(rerr) && rerr == nil:
+		kind = "rebuilt succeeds"
 	case errKind(err) != errKind(rerr):
-		kind = "success"
+		kind = "rebuilt fails"
 	case !reflect.DeepEqual(a.Preempt, b.Preempt):
 		kind = "preempt"
 	default:
@@ -198,7 +200,7 @@ func (w *twin) alloc(req Request) {
 	}
 	w.diverged[kind]++
 	w.logf("diverged: %s", kind)
-	if w.exact && kind == "success" {
+	if w.exact && kind == "rebuilt fails" {
 		w.fatalf("after a restart with doomed GPUs: %+v: %v, rebuilt: %v\n%s", req, err, rerr, before)
 	}
 	if *propTrace {
@@ -269,16 +271,22 @@ func (w *twin) step() {
 //
 // What does not carry over: a doomed virtual GPU (one a placement bound to
 // a bad GPU, kept bound while its VC's cell is) is not part of any job, so
-// the rebuilt cluster has it unbound and free again. Decisions may then
-// differ, e.g. (seed 10514): VC vc1 owns a rack8 cell of two node4 cells of
-// two q2 pairs; its top is bound and node4.1's q2.1/gpu.1 is doomed to the
-// bad GPU n1-g1 in the original; a 1-GPU job goes by best fit to the pair
-// with one free GPU left, q2.1/gpu.0 (n1-g3), while the rebuilt cluster
-// sees both pairs of node4.1 free and takes q2.0/gpu.0 (n1-g0). After such
-// a restart the test checks only that the next decisions agree on success
-// or failure (error kind) until the first one that differs (in GPUs,
-// preempted jobs or virtual GPUs), then starts the rebuilt cluster again
-// from the original. The log gives the counts.
+// the rebuilt cluster has it unbound and free again, until a placement
+// binds it to the bad GPU again. Decisions may then differ, e.g. (seed
+// 10514): VC vc1 owns a rack8 cell of two node4 cells of two q2 pairs; in
+// the original, node4.1's q2.1/gpu.1 is doomed to the bad GPU n1-g1, so a
+// 1-GPU job goes by best fit to the pair with one free GPU left,
+// q2.1/gpu.0 (n1-g3), while the rebuilt cluster sees both pairs of node4.1
+// free and takes q2.0/gpu.0 (n1-g0). The rebuilt cluster may even grant
+// what the original refuses (seed 159875: a 3-GPU job of a VC whose pinned
+// GPU n2-g0 is bad and doomed in the original). After a
+// restart while the original holds doomed GPUs, the test checks that the
+// rebuilt cluster grants every request the original grants until the
+// first decision that differs (in success, GPUs, preempted jobs or virtual
+// GPUs), then starts the rebuilt cluster again from the original; the log
+// counts how they differed. (That the rebuilt cluster refuses nothing the
+// original grants is what 210,000 random sequences showed, not a proof:
+// its VCs have at least the original's free virtual GPUs.)
 func TestRestartEquivalence(t *testing.T) {
 	runRestarts(t, cases(10000), true)
 }
