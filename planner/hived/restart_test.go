@@ -301,7 +301,7 @@ func TestRestartEquivalence(t *testing.T) {
 // gives a consistent state with the same views (jobs, GPUs, idle GPUs,
 // each VC's used and free GPUs); the log counts how decisions differ.
 func TestRestartWithoutCells(t *testing.T) {
-	runRestarts(t, cases(10000)/5, false)
+	runRestarts(t, cases(2000), false)
 }
 
 func runRestarts(t *testing.T, n int, exact bool) {
