@@ -7,26 +7,32 @@ import (
 	"strings"
 )
 
-// Adopt records a job that already runs on exactly the given GPUs, as a
-// restarted planner replays the jobs that hold GPUs (HiveD's
-// AddAllocatedPod): it rebuilds a Cluster with New from the nodes (with
-// the GPUs' current health) and the VC config, then adopts every running
-// job, in the order the jobs were first granted.
+// Adopt records a job that already runs on exactly the given GPUs. It is
+// how a restarted planner replays the jobs that hold GPUs (as HiveD's
+// AddAllocatedPod does): the planner rebuilds a Cluster with New from the
+// nodes (with the GPUs' current health) and the VC config, then adopts
+// every running job, in the order the jobs were first granted.
 //
 // A guaranteed job (req.Priority >= 0) takes free virtual GPUs of its VC
 // bound to its GPUs, binding the VC's cells around them as needed, as long
 // as the other VCs' unbound cells all stay placeable (the invariant
-// Allocate keeps). With cells (the job's JobView.Cells, recorded when it
-// was granted: its virtual GPUs, parallel to gpus) it takes exactly those
+// Allocate keeps). With cells (the job's JobView.Cells, read with Job
+// right after Allocate and recorded with the job: its virtual GPUs,
+// parallel to gpus, in the grants' order of GPUs) it takes exactly those
 // virtual GPUs, binding each cell above them to the physical cell above
-// the GPU at the same height; the replay is then exact. With cells nil it
+// the GPU at the same height; the replay is then exact (but for virtual
+// GPUs doomed to bad hardware, which no job carries: see the package doc,
+// Replay). With cells nil it
 // chooses: under the VC's cell already bound around a GPU, else under one
 // of the VC's unbound cells bound to a cell around the GPU (of the cells
 // above the GPU the VC has an unbound cell of the type for: the one
 // holding most of the job's GPUs, then the smallest), a free virtual cell
 // of the type, the first in order. That keeps the VC's guarantee and the
 // job's affinity, but not always the virtual cells the job had, so later
-// decisions may differ (see the package doc, Replay).
+// decisions may differ (see the package doc, Replay). Cells recorded under
+// another config may not name the VC's cells any more: Adopt then fails
+// (ErrInvalidRequest, or ErrNoCapacity if they do not fit), and the caller
+// may adopt the job without them.
 //
 // An opportunistic job (req.Priority < 0) just holds its GPUs, inside VCs'
 // cells or not; cells must be nil.

@@ -330,43 +330,37 @@ func (c *Cluster) IdleGPUs() int { return c.root.avail[1] }
 // GPUs is the number of GPUs in the cluster.
 func (c *Cluster) GPUs() int { return c.root.gpus }
 
-// grantOrder is the order of a job's GPUs in its grants: by node, in
-// topology order, then by index. It returns the positions in j.phys.
-func grantOrder(j *job) []int {
-	pos := make([]int, len(j.phys))
-	for i := range pos {
-		pos[i] = i
+// grantLess orders GPUs as the grants list them: by node, in topology
+// order, then by index.
+func grantLess(a, b *cell) bool {
+	if a.node != b.node {
+		return a.order < b.order
 	}
-	phys := j.phys
-	sort.Slice(pos, func(a, b int) bool {
-		pa, pb := phys[pos[a]], phys[pos[b]]
-		if pa.node != pb.node {
-			return pa.order < pb.order
-		}
-		return pa.gpuIndex < pb.gpuIndex
-	})
-	return pos
+	return a.gpuIndex < b.gpuIndex
 }
 
-// virtualGPUs names a guaranteed job's virtual GPUs in grant order (nil
-// for an opportunistic job).
+// virtualGPUs names a guaranteed job's virtual GPUs in the order of its
+// grants' GPUs (nil for an opportunistic job).
 func (c *Cluster) virtualGPUs(j *job) []string {
 	if j.virt == nil {
 		return nil
 	}
-	out := make([]string, 0, len(j.virt))
-	for _, i := range grantOrder(j) {
-		out = append(out, c.vname(j.virt[i]))
+	pos := make([]int, len(j.phys))
+	for i := range pos {
+		pos[i] = i
+	}
+	sort.Slice(pos, func(a, b int) bool { return grantLess(j.phys[pos[a]], j.phys[pos[b]]) })
+	out := make([]string, len(pos))
+	for k, i := range pos {
+		out[k] = c.vname(j.virt[i])
 	}
 	return out
 }
 
 // grants groups a job's GPUs by node, in topology order, GPU IDs by index.
 func grants(j *job) []core.Grant {
-	phys := make([]*cell, 0, len(j.phys))
-	for _, i := range grantOrder(j) {
-		phys = append(phys, j.phys[i])
-	}
+	phys := append([]*cell(nil), j.phys...)
+	sort.Slice(phys, func(a, b int) bool { return grantLess(phys[a], phys[b]) })
 	var out []core.Grant
 	for _, p := range phys {
 		if n := len(out); n == 0 || out[n-1].Node != p.node {

@@ -176,9 +176,10 @@ func isAncestor(a, x *cell) bool {
 // cells first) or the shallowest split, then (with a victim cost,
 // victims.go) the least cost of the opportunistic jobs in the cell, then
 // fewer opportunistic GPUs (fewer preemptions), then the fullest parent
-// (keeps other cells whole), then
-// topology order (but the search over splits stops at the first candidate
-// nothing can beat).
+// (keeps other cells whole), then topology order (the search over splits
+// stops once nothing can beat the best, but never at a candidate later in
+// topology order than one it has not searched: the choice depends on the
+// cells' state, not on the order the pool lists them in, which is history).
 type candidate struct {
 	p                     *cell
 	bad, keep, depth, opp int

@@ -93,6 +93,8 @@
 //	c.Physical(); c.VirtualCells("research")          // views for an API/dashboard
 //	c.Types(); c.VCs(); c.Jobs()
 //	evicted, err := c.Reconfigure(newCfg)            // keep the jobs that still fit
+//	jv, _ := c.Job(k)                                 // jv.Cells: its virtual GPUs, to record
+//	err = c.Adopt(req, gpus, jv.Cells)                // replay a running job (restart)
 //	quota, err := hived.QuotaCells(demand, nodes, "node8")
 //	src = hived.FormatConfig(cfg)
 //
@@ -137,4 +139,38 @@
 // Reconfigure switches to a new configuration, keeping the running jobs
 // that still fit where they run and reporting the others. QuotaCells splits
 // a cell type among VCs by demand, for tools that write configs.
+//
+// # Replay
+//
+// A planner that keeps no state across restarts rebuilds its Cluster from
+// what it records with each running job (as HiveD's scheduler replays its
+// allocated pods): New from the nodes, with the GPUs' current health, and
+// the config; then Adopt of every running job, in the order the jobs were
+// first granted, with its request (job, VC, priority), its GPUs and its
+// virtual GPUs (JobView.Cells, read with Job right after Allocate):
+//
+//	c, _ := hived.New(nodes, cfg)
+//	for _, l := range leasesInGrantOrder {
+//		err := c.Adopt(hived.Request{Job: l.Job, VC: l.VC, Priority: l.Priority}, l.GPUs, l.Cells)
+//	}
+//
+// Adoption order is seniority: an adopted job is newer than every job
+// allocated or adopted before it, as if allocated then, so among a VC's
+// jobs of one priority the last adopted is preempted first.
+//
+// What replay guarantees: with the cells, the rebuilt cluster is the one
+// that never stopped, cell by cell (every binding, free cell and counter),
+// and decides every later request the same way (the same GPUs, preempted
+// jobs and virtual GPUs), except for one piece of history no job carries:
+// virtual GPUs doomed to bad hardware (see Bad hardware) are free again in
+// the rebuilt cluster, until a placement binds them to the bad GPU again.
+// While the old cluster held doomed GPUs, the rebuilt one may place a job
+// on other GPUs of its VC's cells (same success or failure in the
+// property test, not a proven guarantee). Without the cells, Adopt binds
+// the VC's cells around the job's GPUs itself (the smallest cell type
+// holding most of them): every adopted job keeps its GPUs and its VC's
+// guarantee, but the VC's cells may bind differently than before, so later
+// decisions, even success or failure, can differ, and a later job's
+// adoption can fail when an earlier one took a cell around its GPUs.
+// TestRestartEquivalence and TestRestartWithoutCells measure both.
 package hived

@@ -2,21 +2,20 @@ package hived
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand"
 	"reflect"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/themis-nomad/themis/planner/core"
 )
 
-var restartExact = flag.Bool("hived.exact", true, "restart test: adopt with the jobs' virtual GPUs")
-
 // rebuild is what a restarted planner does: a fresh Cluster from the same
 // nodes (with the GPUs' current health) and config, then every job adopted
-// in the order it was first allocated.
+// in the order it was first allocated, with its virtual GPUs (JobView.Cells)
+// when exact.
 func rebuild(c *Cluster, exact bool) (*Cluster, error) {
 	nodes := make([]core.Node, len(c.nodes))
 	for i, n := range c.nodes {
@@ -56,14 +55,17 @@ func rebuild(c *Cluster, exact bool) (*Cluster, error) {
 // twin runs one random sequence on a cluster that never stops and on one
 // rebuilt at random points.
 type twin struct {
-	t         *testing.T
-	seed      int64
-	rng       *rand.Rand
-	orig, re  *Cluster
-	vcs, gpus []string
-	next      int
-	restarts  int
-	skipped   int
+	t              *testing.T
+	seed           int64
+	rng            *rand.Rand
+	orig, re       *Cluster
+	vcs, gpus      []string
+	next           int
+	restarts       int
+	exact          bool
+	approx         bool
+	diverged       map[string]int
+	approxRestarts int
 }
 
 func (w *twin) fatalf(format string, args ...any) {
@@ -80,7 +82,12 @@ func (w *twin) logf(format string, args ...any) {
 
 func (w *twin) restart() {
 	w.t.Helper()
-	re, err := rebuild(w.re, *restartExact)
+	re, err := rebuild(w.re, w.exact)
+	if err != nil && !w.exact {
+		w.diverged["adopt fails"]++
+		w.logf("rebuild: %v", err)
+		return
+	}
 	if err != nil {
 		w.fatalf("rebuild: %v", err)
 	}
@@ -89,14 +96,20 @@ func (w *twin) restart() {
 		w.fatalf("rebuilt cluster: %v", err)
 	}
 	w.compareViews(re)
-	if doomed(w.re) > 0 {
-		// The virtual GPUs doomed to bad hardware are history that the
-		// jobs do not carry: the rebuilt cluster has them free again (see
-		// the test's doc); keep running the one that did not restart.
-		w.skipped++
-		return
+	if w.exact && doomed(w.orig) == 0 {
+		// The whole state is the same: cells, bindings, free cells.
+		if err := sameState(w.orig, re); err != nil {
+			w.fatalf("rebuilt cluster: %v", err)
+		}
 	}
 	w.restarts++
+	// The virtual GPUs doomed to bad hardware are history that the jobs
+	// do not carry: the rebuilt cluster has them free again (see the
+	// test's doc).
+	w.approx = !w.exact || doomed(w.orig) > 0
+	if w.approx {
+		w.approxRestarts++
+	}
 	w.re = re
 }
 
@@ -114,7 +127,13 @@ func doomed(c *Cluster) int {
 // hardware bound to the VC's cells, which a rebuild has not bound yet).
 func (w *twin) compareViews(re *Cluster) {
 	w.t.Helper()
-	if a, b := w.orig.Jobs(), re.Jobs(); !reflect.DeepEqual(a, b) {
+	ja, jb := w.orig.Jobs(), re.Jobs()
+	if !w.exact {
+		for i := range jb {
+			ja[i].Cells, jb[i].Cells = nil, nil
+		}
+	}
+	if a, b := ja, jb; !reflect.DeepEqual(a, b) {
 		w.fatalf("jobs %+v, rebuilt %+v", a, b)
 	}
 	if a, b := w.orig.IdleGPUs(), re.IdleGPUs(); a != b {
@@ -147,12 +166,52 @@ func (w *twin) alloc(req Request) {
 	a, err := w.orig.Allocate(req)
 	b, rerr := w.re.Allocate(req)
 	w.logf("%+v -> %v %v; rebuilt %v %v", req, a, err, b, rerr)
-	if errKind(err) != errKind(rerr) {
-		w.fatalf("%+v: %v, rebuilt: %v", req, err, rerr)
+	// The decision is the allocation and, for the next restart, the
+	// virtual GPUs it took.
+	ja, _ := w.orig.Job(req.Job)
+	jb, _ := w.re.Job(req.Job)
+	if reflect.DeepEqual(a, b) && errKind(err) == errKind(rerr) && reflect.DeepEqual(ja.Cells, jb.Cells) {
+		return
 	}
-	if !reflect.DeepEqual(a, b) {
-		w.fatalf("%+v: %+v, rebuilt %+v\n%s", req, a, b, before)
+	if !w.approx {
+		w.fatalf("%+v: %+v %v (virtual GPUs %v), rebuilt %+v %v (%v)\n%s", req, a, err, ja.Cells, b, rerr, jb.Cells, before)
 	}
+	var kind string
+	switch {
+	case errKind(err) != errKind(rerr) && rerr == nil:
+		kind = "rebuilt succeeds"
+	case errKind(err) != errKind(rerr):
+		kind = "rebuilt fails"
+	case !reflect.DeepEqual(a.Preempt, b.Preempt):
+		kind = "preempt"
+	default:
+		la, lb := lca(w.orig, allGPUs(a)), lca(w.re, allGPUs(b))
+		switch {
+		case la.gpus != lb.gpus || la.level != lb.level:
+			kind = "affinity"
+		case !reflect.DeepEqual(a, b):
+			kind = "gpus"
+		default:
+			kind = "virtual GPUs"
+		}
+	}
+	if req.Priority < 0 {
+		kind = "opportunistic " + kind
+	}
+	w.diverged[kind]++
+	w.logf("diverged: %s", kind)
+	if w.exact && kind == "rebuilt fails" {
+		w.fatalf("after a restart with doomed GPUs: %+v: %v, rebuilt: %v\n%s", req, err, rerr, before)
+	}
+	if *propTrace {
+		w.t.Logf("%s", before)
+	}
+	// Start again from the cluster that did not restart.
+	re, rerr := rebuild(w.orig, true)
+	if rerr != nil {
+		w.fatalf("rebuild: %v", rerr)
+	}
+	w.re, w.approx = re, doomed(w.orig) > 0
 }
 
 func (w *twin) step() {
@@ -194,12 +253,60 @@ func (w *twin) step() {
 	}
 }
 
-// TestRestartEquivalence: random sequences of Allocate, Release and
-// SetHealthy on a cluster that never stops and, in lockstep, on one rebuilt
-// (New, then Adopt of every job in allocation order) at random points.
+// TestRestartEquivalence checks that a planner that restarts loses
+// nothing HiveD decides with. Random sequences of Allocate, Release and
+// SetHealthy (the generators of TestSharingSafety and
+// TestSharingSafetyBadGPUs) run in lockstep on a cluster that never stops
+// and on one that restarts at random points: New from the same nodes
+// (with the GPUs' current health) and config, then Adopt of every running
+// job in allocation order, with its GPUs and its virtual GPUs
+// (JobView.Cells).
+//
+// After each restart the views agree: the jobs with their GPUs and virtual
+// GPUs, the idle GPUs, each VC's used GPUs and its free GPUs counting those
+// doomed to bad hardware. When the cluster that never stopped holds no
+// doomed virtual GPU, the rebuilt state is the same (every physical and
+// virtual cell, binding, free cell and VC demand), and every later decision
+// is the same: success or error kind, GPUs, preempted jobs, virtual GPUs.
+//
+// What does not carry over: a doomed virtual GPU (one a placement bound to
+// a bad GPU, kept bound while its VC's cell is) is not part of any job, so
+// the rebuilt cluster has it unbound and free again, until a placement
+// binds it to the bad GPU again. Decisions may then differ, e.g. (seed
+// 10514): VC vc1 owns a rack8 cell of two node4 cells of two q2 pairs; in
+// the original, node4.1's q2.1/gpu.1 is doomed to the bad GPU n1-g1, so a
+// 1-GPU job goes by best fit to the pair with one free GPU left,
+// q2.1/gpu.0 (n1-g3), while the rebuilt cluster sees both pairs of node4.1
+// free and takes q2.0/gpu.0 (n1-g0). The rebuilt cluster may even grant
+// what the original refuses (seed 159875: a 3-GPU job of a VC whose pinned
+// GPU n2-g0 is bad and doomed in the original). After a
+// restart while the original holds doomed GPUs, the test checks that the
+// rebuilt cluster grants every request the original grants until the
+// first decision that differs (in success, GPUs, preempted jobs or virtual
+// GPUs), then starts the rebuilt cluster again from the original; the log
+// counts how they differed. (That the rebuilt cluster refuses nothing the
+// original grants is what 210,000 random sequences showed, not a proof:
+// its VCs have at least the original's free virtual GPUs.)
 func TestRestartEquivalence(t *testing.T) {
-	n := cases(10000)
-	restarts, skipped := 0, 0
+	runRestarts(t, cases(10000), true)
+}
+
+// TestRestartWithoutCells replays the jobs with their GPUs alone (no
+// JobView.Cells): Adopt then chooses the VCs' cells around the GPUs (see
+// Adopt), which keeps every job where it runs and every VC's guarantee,
+// but not the cells the jobs had: later decisions may differ in anything,
+// success included (TestAdoptWithoutCells is the smallest case), and
+// replaying can fail outright, a job's cell choice taking a cell another
+// VC's job needs. The test checks that a replay either fails (counted) or
+// gives a consistent state with the same views (jobs, GPUs, idle GPUs,
+// each VC's used and free GPUs); the log counts how decisions differ.
+func TestRestartWithoutCells(t *testing.T) {
+	runRestarts(t, cases(2000), false)
+}
+
+func runRestarts(t *testing.T, n int, exact bool) {
+	restarts, approx := 0, 0
+	diverged := map[string]int{}
 	for i := 0; i < n; i++ {
 		seed := *propSeed + int64(i)
 		rng := rand.New(rand.NewSource(seed))
@@ -210,7 +317,7 @@ func TestRestartEquivalence(t *testing.T) {
 			t.Fatal(err)
 		}
 		re, _ := New(nodes, cfg)
-		w := &twin{t: t, seed: seed, rng: rng, orig: orig, re: re}
+		w := &twin{t: t, seed: seed, rng: rng, orig: orig, re: re, exact: exact, diverged: diverged}
 		for _, v := range cfg.VCs {
 			w.vcs = append(w.vcs, v.Name)
 		}
@@ -228,9 +335,13 @@ func TestRestartEquivalence(t *testing.T) {
 			w.fatalf("rebuilt cluster: %v", err)
 		}
 		restarts += w.restarts
-		skipped += w.skipped
+		approx += w.approxRestarts
 	}
-	t.Logf("%d random cases, %d restarts, %d more rebuilt but not run on (doomed GPUs)", n, restarts, skipped)
+	what := "with doomed GPUs"
+	if !exact {
+		what = "without cells"
+	}
+	t.Logf("%d random cases, %d restarts, %d of them %s; decisions that differed after those: %v", n, restarts, approx, what, diverged)
 }
 
 // dumpVC renders a VC's cells and bindings in both clusters.
@@ -253,4 +364,62 @@ func (w *twin) dumpVC(name string) string {
 		}
 	}
 	return out
+}
+
+// sameState compares two clusters of the same nodes and config cell by
+// cell: counters, buddy state, bindings, jobs, and the VCs' demand.
+func sameState(a, b *Cluster) error {
+	key := func(x *cell) string {
+		switch {
+		case x == nil:
+			return ""
+		case x.vc != nil:
+			return x.vc.name + "#" + strconv.Itoa(x.order)
+		}
+		return x.name
+	}
+	jobKey := func(j *job) core.JobKey {
+		if j == nil {
+			return core.JobKey{}
+		}
+		return j.key
+	}
+	type state struct {
+		avail                                   [2]int
+		used, bad, opp, doomed                  int
+		inPool, split, alloc, reserved, healthy bool
+		bound                                   string
+		job                                     core.JobKey
+	}
+	of := func(x *cell) state {
+		return state{x.avail, x.used, x.bad, x.opp, x.doomed, x.inPool, x.split, x.alloc, x.reserved, x.healthy, key(x.bound), jobKey(x.job)}
+	}
+	for i, x := range a.cells {
+		if sa, sb := of(x), of(b.cells[i]); sa != sb {
+			return fmt.Errorf("cell %s: %+v, in the original %+v", x.name, sb, sa)
+		}
+	}
+	for k, v := range a.vcs {
+		var walk func(x, y *cell) error
+		walk = func(x, y *cell) error {
+			if sa, sb := of(x), of(y); sa != sb {
+				return fmt.Errorf("virtual cell %s: %+v, in the original %+v", a.vname(x), sb, sa)
+			}
+			for i := range x.children {
+				if err := walk(x.children[i], y.children[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		for i, top := range v.tops {
+			if err := walk(top, b.vcs[k].tops[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if !reflect.DeepEqual(a.demand, b.demand) || a.poolBad != b.poolBad {
+		return fmt.Errorf("demand %v, bad GPUs in free cells %d; in the original %v, %d", b.demand, b.poolBad, a.demand, a.poolBad)
+	}
+	return nil
 }

@@ -18,12 +18,14 @@ const DefaultGPUType = "gpu"
 var (
 	// ErrNoCapacity: the job does not fit now (its VC's free cells cannot
 	// hold it, even preempting lower-priority jobs of the VC; or, for an
-	// opportunistic job, too few idle healthy GPUs lie close enough).
+	// opportunistic job, too few idle healthy GPUs lie close enough); for
+	// Adopt, its VC's cells cannot hold it on its GPUs.
 	ErrNoCapacity = errors.New("no capacity")
 	// ErrUnknownVC: the request names a VC the configuration does not have.
 	ErrUnknownVC = errors.New("unknown virtual cluster")
 	// ErrInvalidRequest: a malformed request (no GPUs, a job already
-	// allocated, an unknown GPU).
+	// allocated, an unknown GPU; for Adopt also a GPU held or listed twice,
+	// a size mismatch, an unknown virtual GPU).
 	ErrInvalidRequest = errors.New("invalid request")
 	// ErrInfeasible: the VCs' cells cannot all be carved from the cluster.
 	ErrInfeasible = errors.New("infeasible VC assignment")
