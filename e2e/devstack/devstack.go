@@ -3,8 +3,10 @@
 // device plugin and task driver, rendered from the agent config templates in
 // examples/agents. `themis dev` uses it for the one-command bring-up and the
 // e2e tests use it with free ports, so both run the same configuration.
-// StartCluster brings up Nomad agents that are not -dev (a server and a
-// client that keep their state), for tests that restart the client.
+// StartCluster brings up Nomad agents that are not -dev (a server and one or
+// more clients that keep their state, each client a node of the topology
+// file): the multi-node dev cluster of `themis dev -clients N` and the e2e
+// tests, and a client that can be restarted.
 package devstack
 
 import (
