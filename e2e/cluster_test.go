@@ -91,13 +91,14 @@ func startMultiCluster(t *testing.T, ctx context.Context) *multiCluster {
 	return m
 }
 
-// runPlanner runs a FIFO planner against the cluster until the test ends.
-func (m *multiCluster) runPlanner(t *testing.T, ctx context.Context) {
+// runPlanner runs a planner with st (the stack of `themis planner`'s
+// -policy and -vc-config) against the cluster until the test ends.
+func (m *multiCluster) runPlanner(t *testing.T, ctx context.Context, st *stack.Stack) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	p := planner.New(planner.Config{
 		Nomad: nomad.NewClient(m.nomad, "", env.log.Named("multi-nomad")), Store: consul.NewStore(m.consul),
-		Stack: &stack.Stack{Policy: core.FIFO{}}, Resync: 5 * time.Second,
+		Stack: st, Resync: 5 * time.Second,
 		MaxKillTimeout: 30 * time.Minute, RestoreGuard: 5 * time.Second, Log: env.log.Named("multi-planner"),
 	})
 	done := make(chan error, 1)
@@ -191,8 +192,10 @@ func TestMultiClientCluster(t *testing.T) {
 		t.Fatalf("the planner sees %d nodes (%v), want node-0, node-1 and node-2", len(snap.Nodes), seen)
 	}
 
-	m.runPlanner(t, ctx)
+	m.runPlanner(t, ctx, &stack.Stack{Policy: core.FIFO{}})
 	ids := []string{"multi-a", "multi-b", "multi-c"}
+	// FIFO grants whole nodes to 8-GPU jobs: all three can only run at once
+	// on three different nodes.
 	for _, id := range ids {
 		job := trainJob{gpus: 8, steps: 600}.build(t, id)
 		if _, _, err := m.nomad.Jobs().Register(job, nil); err != nil {
