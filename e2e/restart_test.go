@@ -41,8 +41,8 @@ func TestClientRestartRecoversTask(t *testing.T) {
 	began := time.Now()
 	at := func() time.Duration { return time.Since(began).Round(time.Millisecond) }
 	cluster, nomad := startRestartCluster(t, ctx)
-	logHint := "client log: " + cluster.ClientLog() + ", server log: " + cluster.ServerLog()
-	t.Logf("%s: cluster up, client pid %d", at(), cluster.ClientPid())
+	logHint := "client log: " + cluster.ClientLog(0) + ", server log: " + cluster.ServerLog()
+	t.Logf("%s: cluster up, client pid %d", at(), cluster.ClientPid(0))
 
 	job := trainJob{gpus: 1, shell: restartShell}.build(t, "restart-recover")
 	pool, one := "default", uint64(1)
@@ -67,7 +67,7 @@ func TestClientRestartRecoversTask(t *testing.T) {
 			_ = syscall.Kill(executor, syscall.SIGKILL)
 		}
 	})
-	t.Logf("%s: task runs as pid %d under executor pid %d; stopping client pid %d", at(), sh, executor, cluster.ClientPid())
+	t.Logf("%s: task runs as pid %d under executor pid %d; stopping client pid %d", at(), sh, executor, cluster.ClientPid(0))
 
 	// The driver starts each task's executor with Setsid (the executor
 	// package's isolateCommand), so the executor leads a session and
@@ -75,7 +75,7 @@ func TestClientRestartRecoversTask(t *testing.T) {
 	// the driver plugin (which the agent stops on shutdown) reaches it, nor
 	// would a signal to the agent's process group. The task is the
 	// executor's child, leader of its own process group.
-	if err := cluster.StopClient(30 * time.Second); err != nil {
+	if err := cluster.StopClient(0, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s: client stopped", at())
@@ -86,10 +86,10 @@ func TestClientRestartRecoversTask(t *testing.T) {
 		t.Fatalf("executor %d died with the client (%s)", executor, logHint)
 	}
 
-	if err := cluster.StartClient(ctx); err != nil {
+	if err := cluster.StartClient(ctx, 0); err != nil {
 		t.Fatalf("start the client again: %v", err)
 	}
-	t.Logf("%s: client back as pid %d; task still running: %v", at(), cluster.ClientPid(), alive(sh))
+	t.Logf("%s: client back as pid %d; task still running: %v", at(), cluster.ClientPid(0), alive(sh))
 
 	a := waitAllocDone(t, nomad, allocID, logHint)
 	st := a.TaskStates[task.Name]
@@ -116,7 +116,7 @@ func TestClientRestartRecoversTask(t *testing.T) {
 	}
 	// The exit code came through the restarted driver's RecoverTask: it
 	// re-attached to the executor rather than being handed a live task.
-	log, err := os.ReadFile(cluster.ClientLog())
+	log, err := os.ReadFile(cluster.ClientLog(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +155,8 @@ func startRestartCluster(t *testing.T, ctx context.Context) (*devstack.Cluster, 
 		NomadBin: env.nomadBin, PluginDir: env.plugins, Templates: filepath.Join(env.root, "examples", "agents"),
 		Topology: filepath.Join(env.root, "examples", "topology", "dev-node.hcl"), NodeName: "dev-node",
 		DataDir: dir, Ports: devstack.Ports{ConsulHTTP: consulPort}, Log: env.log.Named("restart-cluster"),
+		// No planner runs this cluster: its tasks start without a lease.
+		NoLeaseCheck: true,
 	})
 	if err != nil {
 		t.Fatalf("start a non-dev Nomad cluster: %v", err)

@@ -33,6 +33,19 @@ Usage: themis dev [options]
   planner, then waits. Ctrl-C stops all of them. ` + "`make dev`" + ` builds
   everything and runs this with the right paths.
 
+  With -clients N it starts a multi-node cluster instead: one Nomad server
+  and N Nomad clients on this machine (agents that keep their state in the
+  data folder, not -dev), client i being the i-th node of the -topology
+  file (default examples/topology/dev-cluster.hcl: node-0 and node-1 in
+  rack0, node-2 in rack1, 8 GPUs each), with its own data dir, HTTP port
+  and cgroup parent; all share one checkpoint folder. The server listens on
+  -nomad-port (RPC and Serf on the next two), the clients' HTTP on the
+  ports after those. On Ctrl-C the clients' nodes are drained first (each
+  task gets its checkpoint signal and grace period, up to a minute), then
+  every agent stops.
+
+    make dev ARGS="-clients 3"
+
 Options:
 ` + flagHelp(devFlags(&devOptions{})))
 }
@@ -40,8 +53,10 @@ Options:
 type devOptions struct {
 	nomadBin, consulBin, pluginDir, templates, topology, node, dataDir, logLevel, policy, vcConfig string
 	knobs                                                                                          stringList
-	consulPort, nomadPort                                                                          int
+	consulPort, nomadPort, clients                                                                 int
 	keep, agentLogs                                                                                bool
+	// set are the flags given on the command line.
+	set map[string]bool
 }
 
 func devFlags(o *devOptions) *flag.FlagSet {
@@ -50,8 +65,9 @@ func devFlags(o *devOptions) *flag.FlagSet {
 	fs.StringVar(&o.consulBin, "consul", "consul", "path of the consul binary")
 	fs.StringVar(&o.pluginDir, "plugin-dir", "build/plugins", "folder with themis-device and themis-driver")
 	fs.StringVar(&o.templates, "templates", "examples/agents", "folder with the agent config templates")
-	fs.StringVar(&o.topology, "topology", "examples/topology/dev-node.hcl", "simulated GPU topology of the node")
-	fs.StringVar(&o.node, "node", "dev-node", "node of the topology file that this Nomad client is")
+	fs.StringVar(&o.topology, "topology", "examples/topology/dev-node.hcl", "simulated GPU topology (with -clients: default "+devClusterTopology+")")
+	fs.StringVar(&o.node, "node", "dev-node", "node of the topology file that the dev agent's client is (not with -clients)")
+	fs.IntVar(&o.clients, "clients", 0, "N > 0: a Nomad server and N Nomad clients, the first N nodes of -topology, instead of one dev agent")
 	fs.StringVar(&o.dataDir, "data-dir", "", "folder for configs, logs and checkpoints (default: a temporary folder, removed at exit)")
 	fs.IntVar(&o.consulPort, "consul-port", 8500, "Consul HTTP port (other Consul ports: 8300-8302)")
 	fs.IntVar(&o.nomadPort, "nomad-port", 4646, "Nomad HTTP port (RPC and Serf use the next two)")
@@ -71,6 +87,8 @@ func (c *devCommand) Run(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := c.run(ctx, o); err != nil {
@@ -104,13 +122,21 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 		cfg.AgentLogs = os.Stderr
 	}
 	start := time.Now()
-	stack, err := devstack.Start(ctx, cfg)
+	var dev *devAgents
+	var err error
+	if o.clients > 0 {
+		dev, err = startDevCluster(ctx, cfg, o)
+	} else if o.clients < 0 {
+		err = fmt.Errorf("-clients %d: give a number of clients, or 0 for one dev agent", o.clients)
+	} else {
+		dev, err = startDevAgent(ctx, cfg)
+	}
 	if err != nil {
 		return err
 	}
 	defer func() {
-		c.ui.Output("==> Stopping Nomad and Consul")
-		stack.Stop()
+		c.ui.Output("==> Stopping " + dev.what)
+		dev.stop()
 		c.ui.Output("==> Stopped")
 	}()
 	c.ui.Output(fmt.Sprintf(`==> themis dev stack is up (%.1fs)
@@ -118,7 +144,7 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
     Nomad UI:   %[2]s/ui
     Consul UI:  http://%[3]s/ui  (leases: Key/Value > themis/leases)
     Data:       %[4]s (agent logs, rendered configs, checkpoints)
-
+%[5]s
   In another shell:
 
     export NOMAD_ADDR=%[2]s CONSUL_HTTP_ADDR=%[3]s
@@ -127,12 +153,12 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
     themis status
 
   Ctrl-C stops everything.
-`, time.Since(start).Seconds(), stack.NomadAddr(), stack.ConsulAddr(), stack.DataDir()))
-	err = runPlanner(ctx, plannerOptions{
-		nomadAddr: stack.NomadAddr(), consulAddr: stack.ConsulAddr(), policy: o.policy, knobs: o.knobs, vcConfig: o.vcConfig,
+`, time.Since(start).Seconds(), dev.nomadAddr, dev.consulAddr, o.dataDir, dev.nodes))
+	return runPlanner(ctx, plannerOptions{
+		nomadAddr: dev.nomadAddr, consulAddr: dev.consulAddr, policy: o.policy, knobs: o.knobs, vcConfig: o.vcConfig,
 		pendingPool: nomad.DefaultPendingPool, resync: 30 * time.Second, logLevel: o.logLevel, id: "themis-dev",
-		// examples/agents/nomad-dev.hcl.tmpl raises client.max_kill_timeout to 30m.
+		// examples/agents/nomad-dev.hcl.tmpl and nomad-client.hcl.tmpl raise
+		// client.max_kill_timeout to 30m.
 		maxKillTimeout: 30 * time.Minute, restoreGuard: 10 * time.Second,
 	}, log.Named("planner"))
-	return err
 }

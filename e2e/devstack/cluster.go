@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -17,26 +18,37 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// Cluster is a Nomad cluster of two agents that are not -dev: a server
-// (bootstrap_expect = 1) and one client with the themis plugins, each keeping
-// its state in its own data dir, so that the client can be stopped and
-// started again the way an operator restarts a client while the server stays
-// up. They are rendered from nomad-server.hcl.tmpl and nomad-client.hcl.tmpl
-// and use a Consul agent that is already running (Ports.ConsulHTTP) without
+// Cluster is a Nomad cluster of agents that are not -dev: a server
+// (bootstrap_expect = 1) and one or more clients with the themis plugins,
+// each keeping its state in its own data dir, so that a client can be
+// stopped and started again the way an operator restarts a client while the
+// server stays up. Each client is a node of the topology file, with its own
+// data dir, HTTP port, advertised address and cgroup parent; all share one
+// checkpoint root, so that a job can resume on another node. They are
+// rendered from nomad-server.hcl.tmpl and nomad-client.hcl.tmpl and use a
+// Consul agent that is already running (Ports.ConsulHTTP) without
 // registering or joining through it.
 type Cluster struct {
-	s                      *Stack // procs: the server, then the client
-	serverConf, clientConf string
-	// pgids are the process groups of every run of the client, for Close.
+	s          *Stack // procs: the server, then the clients that run
+	serverConf string
+	clients    []*client
+	// pgids are the process groups of every run of every client, for Close.
 	pgids []int
 }
 
+type client struct {
+	node, conf string
+	port       int
+	cmd        *exec.Cmd // nil while stopped
+}
+
 // StartCluster starts the server, waits until it leads and holds an active
-// root key (so that the client's node identity is signed and checked
-// without retries), starts the client and waits until its node is ready
-// with the themis driver healthy and its themis GPUs fingerprinted. cfg needs
-// NomadBin, PluginDir, Templates, Topology, NodeName, DataDir and
-// Ports.ConsulHTTP; zero Nomad ports pick free ones.
+// root key (so that the clients' node identities are signed and checked
+// without retries), starts the clients and waits until every one is up and
+// its node ready with the themis driver healthy and its themis GPUs
+// fingerprinted. cfg needs NomadBin, PluginDir, Templates, Topology, Nodes
+// (or NodeName), DataDir and Ports.ConsulHTTP; zero Nomad ports pick free
+// ones.
 func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
@@ -47,20 +59,40 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Ports.ConsulHTTP == 0 {
 		return nil, errors.New("devstack: StartCluster needs Ports.ConsulHTTP, the port of a running Consul agent")
 	}
+	nodes := cfg.Nodes
+	if len(nodes) == 0 {
+		nodes = []string{cfg.NodeName}
+	}
 	p := &cfg.Ports
-	if err := fillPorts(&p.NomadHTTP, &p.NomadRPC, &p.NomadSerf, &p.NomadClientHTTP); err != nil {
+	if err := fillPorts(&p.NomadHTTP, &p.NomadRPC, &p.NomadSerf); err != nil {
 		return nil, err
+	}
+	c := &Cluster{s: &Stack{cfg: cfg}}
+	for i, node := range nodes {
+		cl := &client{node: node}
+		if p.NomadClientHTTP != 0 {
+			cl.port = p.NomadClientHTTP + i
+		}
+		if err := fillPorts(&cl.port); err != nil {
+			return nil, err
+		}
+		c.clients = append(c.clients, cl)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &Cluster{s: &Stack{cfg: cfg}}
 	var err error
-	if c.serverConf, err = c.s.render("nomad-server.hcl.tmpl", "nomad-server.hcl"); err != nil {
+	server := map[string]any{"ServerName": "themis-server"}
+	if len(cfg.Nodes) == 0 {
+		server["ServerName"] = cfg.NodeName + "-server"
+	}
+	if c.serverConf, err = c.s.render("nomad-server.hcl.tmpl", "nomad-server.hcl", server); err != nil {
 		return nil, err
 	}
-	if c.clientConf, err = c.s.render("nomad-client.hcl.tmpl", "nomad-client.hcl"); err != nil {
-		return nil, err
+	for _, cl := range c.clients {
+		if cl.conf, err = c.s.render("nomad-client.hcl.tmpl", "nomad-client-"+cl.node+".hcl", c.clientData(cl)); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.s.spawn("nomad-server", cfg.NomadBin, "agent", "-config", c.serverConf); err != nil {
 		return nil, err
@@ -69,19 +101,44 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
-	if err := c.startClient(ctx, os.O_TRUNC); err != nil {
+	for i := range c.clients {
+		if err := c.spawnClient(i, os.O_TRUNC); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if err := c.s.waitFor(ctx, fmt.Sprintf("%d Nomad clients up, their nodes with themis GPUs and driver", len(nodes)), 90*time.Second, c.clientsReady); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Cluster) startClient(ctx context.Context, logFlag int) error {
-	if err := c.s.spawnLog(logFlag, "nomad-client", c.s.cfg.NomadBin, "agent", "-config", c.clientConf); err != nil {
+// clientData are a client's own fields of nomad-client.hcl.tmpl.
+func (c *Cluster) clientData(cl *client) map[string]any {
+	// Each client gets a cgroup parent of its own, so that two clients do
+	// not manage one cpuset partition. Dashes are nesting in systemd slice
+	// names.
+	name := "themis_" + strings.ReplaceAll(cl.node, "-", "_")
+	parent := "/" + name
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		parent = name + ".slice" // cgroups v2
+	}
+	return map[string]any{
+		"NodeName": cl.node, "NomadClientHTTP": cl.port, "CgroupParent": parent,
+		"ClientDir":  filepath.Join(absPath(c.s.cfg.DataDir), "client-"+cl.node),
+		"LeaseCheck": !c.s.cfg.NoLeaseCheck,
+	}
+}
+
+func (c *Cluster) spawnClient(i int, logFlag int) error {
+	cl := c.clients[i]
+	if err := c.s.spawnLog(logFlag, "nomad-client-"+cl.node, c.s.cfg.NomadBin, "agent", "-config", cl.conf); err != nil {
 		return err
 	}
-	c.pgids = append(c.pgids, c.ClientPid())
-	return c.s.waitFor(ctx, "Nomad client up, its node with themis GPUs and driver", 90*time.Second, c.clientReady)
+	cl.cmd = c.s.procs[len(c.s.procs)-1]
+	c.pgids = append(c.pgids, cl.cmd.Process.Pid)
+	return nil
 }
 
 // keyReady: the server's keyring has an active root key.
@@ -98,63 +155,84 @@ func (c *Cluster) keyReady(ctx context.Context) (bool, error) {
 	return false, errors.New("no active root key yet")
 }
 
-// clientReady: the client agent answers (it restores its tasks before it
-// serves HTTP) and the server has its node ready.
-func (c *Cluster) clientReady(ctx context.Context) (bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.ClientAddr()+"/v1/agent/health?type=client", nil)
-	if err != nil {
-		return false, err
+// clientsReady: every running client agent answers (it restores its tasks
+// before it serves HTTP) and the server has its node ready.
+func (c *Cluster) clientsReady(ctx context.Context) (bool, error) {
+	var names []string
+	for i, cl := range c.clients {
+		if cl.cmd == nil {
+			continue
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.ClientAddr(i)+"/v1/agent/health?type=client", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("client %s health: %s", cl.node, resp.Status)
+		}
+		names = append(names, cl.node)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false, err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return false, fmt.Errorf("client health: %s", resp.Status)
-	}
-	return c.s.nomadReady(ctx)
+	return c.s.nodesReady(ctx, names)
 }
 
 // NomadAddr is the server's HTTP address (URL).
 func (c *Cluster) NomadAddr() string { return c.s.NomadAddr() }
 
-// ClientAddr is the client agent's HTTP address (URL).
-func (c *Cluster) ClientAddr() string {
-	return "http://127.0.0.1:" + strconv.Itoa(c.s.cfg.Ports.NomadClientHTTP)
+// Nodes are the clients' node names, in order.
+func (c *Cluster) Nodes() []string {
+	var names []string
+	for _, cl := range c.clients {
+		names = append(names, cl.node)
+	}
+	return names
 }
 
-// ServerLog and ClientLog are the agents' log files; every run of the
+// ClientAddr is client i's HTTP address (URL).
+func (c *Cluster) ClientAddr(i int) string {
+	return "http://127.0.0.1:" + strconv.Itoa(c.clients[i].port)
+}
+
+// DataDir holds the rendered configs, the agents' data dirs and logs, and
+// the clients' shared checkpoint root.
+func (c *Cluster) DataDir() string { return c.s.cfg.DataDir }
+
+// ServerLog and ClientLog are the agents' log files; every run of a
 // client appends to its log.
 func (c *Cluster) ServerLog() string { return filepath.Join(c.s.cfg.DataDir, "nomad-server.log") }
-func (c *Cluster) ClientLog() string { return filepath.Join(c.s.cfg.DataDir, "nomad-client.log") }
-
-// ClientPid is the process id of the running client agent, 0 when it is
-// stopped.
-func (c *Cluster) ClientPid() int {
-	if len(c.s.procs) < 2 {
-		return 0
-	}
-	return c.s.procs[1].Process.Pid
+func (c *Cluster) ClientLog(i int) string {
+	return filepath.Join(c.s.cfg.DataDir, "nomad-client-"+c.clients[i].node+".log")
 }
 
-// StopClient stops the client agent as an operator restarting it does:
+// ClientPid is the process id of client i's agent, 0 when it is stopped.
+func (c *Cluster) ClientPid(i int) int {
+	if c.clients[i].cmd == nil {
+		return 0
+	}
+	return c.clients[i].cmd.Process.Pid
+}
+
+// StopClient stops client i's agent as an operator restarting it does:
 // SIGINT to the agent's process alone, not to its process group (as
 // systemd's KillMode=process, which Nomad's unit files use). A client that
 // is not -dev leaves its tasks running on shutdown; it stops its plugin
 // processes itself. If the agent has not exited after timeout, it is killed
 // (the process alone) and StopClient says so.
-func (c *Cluster) StopClient(timeout time.Duration) error {
-	if len(c.s.procs) < 2 {
-		return errors.New("devstack: Nomad client is not running")
+func (c *Cluster) StopClient(i int, timeout time.Duration) error {
+	cl := c.clients[i]
+	if cl.cmd == nil {
+		return fmt.Errorf("devstack: Nomad client %s is not running", cl.node)
 	}
-	cmd, done, log := c.s.procs[1], c.s.exited[1], c.s.logs[1]
-	defer func() {
-		log.Close()
-		c.s.procs, c.s.logs, c.s.exited = c.s.procs[:1], c.s.logs[:1], c.s.exited[:1]
-	}()
+	done, log := c.s.forget(cl.cmd)
+	cmd := cl.cmd
+	cl.cmd = nil
+	defer log.Close()
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		return fmt.Errorf("devstack: interrupt Nomad client: %w", err)
+		return fmt.Errorf("devstack: interrupt Nomad client %s: %w", cl.node, err)
 	}
 	select {
 	case <-done:
@@ -162,33 +240,20 @@ func (c *Cluster) StopClient(timeout time.Duration) error {
 	case <-time.After(timeout):
 		_ = cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("devstack: Nomad client did not stop within %s of SIGINT; killed it (see %s)", timeout, c.ClientLog())
+		return fmt.Errorf("devstack: Nomad client %s did not stop within %s of SIGINT; killed it (see %s)", cl.node, timeout, c.ClientLog(i))
 	}
 }
 
-// StartClient starts the stopped client agent again with the same config and
+// StartClient starts the stopped client i again with the same config and
 // data dir, and waits until it is up and its node ready.
-func (c *Cluster) StartClient(ctx context.Context) error {
-	if len(c.s.procs) != 1 {
-		return errors.New("devstack: StartClient needs a running server and a stopped client")
+func (c *Cluster) StartClient(ctx context.Context, i int) error {
+	if c.clients[i].cmd != nil {
+		return fmt.Errorf("devstack: Nomad client %s is running", c.clients[i].node)
 	}
-	return c.startClient(ctx, os.O_APPEND)
-}
-
-// Close stops the agents that run, kills what is left in the process groups
-// of the client's runs (plugins), and unmounts what the client left mounted
-// under the data dir (the secrets tmpfs of tasks it did not clean up), so
-// that the data dir can be removed. It does not reach task processes:
-// executors run in sessions of their own.
-func (c *Cluster) Close() {
-	c.s.Stop()
-	for _, pgid := range c.pgids {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	if err := c.spawnClient(i, os.O_APPEND); err != nil {
+		return err
 	}
-	c.pgids = nil
-	if err := unmountUnder(c.s.cfg.DataDir); err != nil {
-		c.s.cfg.Log.Warn("could not unmount everything under the data dir", "dir", c.s.cfg.DataDir, "error", err)
-	}
+	return c.s.waitFor(ctx, "Nomad client "+c.clients[i].node+" up, its node with themis GPUs and driver", 90*time.Second, c.clientsReady)
 }
 
 // unmountUnder detaches every mount below dir, deepest first.

@@ -3,8 +3,10 @@
 // device plugin and task driver, rendered from the agent config templates in
 // examples/agents. `themis dev` uses it for the one-command bring-up and the
 // e2e tests use it with free ports, so both run the same configuration.
-// StartCluster brings up Nomad agents that are not -dev (a server and a
-// client that keep their state), for tests that restart the client.
+// StartCluster brings up Nomad agents that are not -dev (a server and one or
+// more clients that keep their state, each client a node of the topology
+// file): the multi-node dev cluster of `themis dev -clients N` and the e2e
+// tests, and a client that can be restarted.
 package devstack
 
 import (
@@ -31,8 +33,9 @@ import (
 type Ports struct {
 	ConsulHTTP, ConsulServer, ConsulSerfLAN, ConsulSerfWAN int
 	NomadHTTP, NomadRPC, NomadSerf                         int
-	// NomadClientHTTP is the HTTP port of StartCluster's client agent;
-	// Start does not use it.
+	// NomadClientHTTP is the HTTP port of StartCluster's first client
+	// agent; client i listens on NomadClientHTTP+i (zero: each a free
+	// port). Start does not use it.
 	NomadClientHTTP int
 }
 
@@ -55,6 +58,13 @@ type Config struct {
 	// also the Nomad node's name.
 	Topology string
 	NodeName string
+	// Nodes, for StartCluster: one Nomad client per name, each that node
+	// of the topology file and a Nomad node of that name. Empty: the one
+	// client NodeName.
+	Nodes []string
+	// NoLeaseCheck, for StartCluster: the clients' themis driver starts
+	// tasks without a lease, for a cluster that no planner runs.
+	NoLeaseCheck bool
 	// DataDir receives the rendered configs, agent data and logs; it is
 	// created if missing.
 	DataDir string
@@ -115,7 +125,7 @@ func start(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 			s.Stop()
 		}
 	}()
-	consulCfg, err := s.render("consul-dev.hcl.tmpl", "consul.hcl")
+	consulCfg, err := s.render("consul-dev.hcl.tmpl", "consul.hcl", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +136,7 @@ func start(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 		return nil, err
 	}
 	if withNomad {
-		nomadCfg, err := s.render("nomad-dev.hcl.tmpl", "nomad.hcl")
+		nomadCfg, err := s.render("nomad-dev.hcl.tmpl", "nomad.hcl", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -170,7 +180,7 @@ func (c *Config) check(withConsul, withNomad bool) error {
 			return fmt.Errorf("devstack: plugin %s missing from %s (run `make plugins`): %w", bin, c.PluginDir, err)
 		}
 	}
-	if c.NodeName == "" {
+	if c.NodeName == "" && len(c.Nodes) == 0 {
 		return errors.New("devstack: node name not set")
 	}
 	return nil
@@ -202,26 +212,24 @@ func fillPorts(ports ...*int) error {
 	return nil
 }
 
-func (s *Stack) render(tmpl, out string) (string, error) {
+// render fills the template with the config's paths and ports, and extra
+// (which wins), and writes it to out in the data dir.
+func (s *Stack) render(tmpl, out string, extra map[string]any) (string, error) {
 	src := filepath.Join(s.cfg.Templates, tmpl)
 	t, err := template.ParseFiles(src)
 	if err != nil {
 		return "", fmt.Errorf("devstack: %w", err)
 	}
-	abs := func(p string) string {
-		a, err := filepath.Abs(p)
-		if err != nil {
-			return p
-		}
-		return a
-	}
 	data := map[string]any{
-		"NodeName": s.cfg.NodeName, "DataDir": abs(s.cfg.DataDir), "PluginDir": abs(s.cfg.PluginDir),
-		"Topology":   abs(s.cfg.Topology),
+		"NodeName": s.cfg.NodeName, "DataDir": absPath(s.cfg.DataDir), "PluginDir": absPath(s.cfg.PluginDir),
+		"Topology":   absPath(s.cfg.Topology),
 		"ConsulHTTP": s.cfg.Ports.ConsulHTTP, "ConsulServer": s.cfg.Ports.ConsulServer,
 		"ConsulSerfLAN": s.cfg.Ports.ConsulSerfLAN, "ConsulSerfWAN": s.cfg.Ports.ConsulSerfWAN,
 		"NomadHTTP": s.cfg.Ports.NomadHTTP, "NomadRPC": s.cfg.Ports.NomadRPC, "NomadSerf": s.cfg.Ports.NomadSerf,
 		"NomadClientHTTP": s.cfg.Ports.NomadClientHTTP,
+	}
+	for k, v := range extra {
+		data[k] = v
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {
@@ -264,6 +272,29 @@ func (s *Stack) spawnLog(flag int, name, bin string, args ...string) error {
 	s.exited = append(s.exited, done)
 	s.cfg.Log.Info("started agent", "agent", name, "pid", cmd.Process.Pid, "log", logPath)
 	return nil
+}
+
+// forget removes a running agent from the stack (which then no longer
+// stops or watches it) and returns its exit channel and log file.
+func (s *Stack) forget(cmd *exec.Cmd) (chan error, *os.File) {
+	for i, c := range s.procs {
+		if c == cmd {
+			done, log := s.exited[i], s.logs[i]
+			s.procs = append(s.procs[:i], s.procs[i+1:]...)
+			s.exited = append(s.exited[:i], s.exited[i+1:]...)
+			s.logs = append(s.logs[:i], s.logs[i+1:]...)
+			return done, log
+		}
+	}
+	return nil, nil
+}
+
+func absPath(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
 }
 
 func withoutEnv(env []string, keys ...string) []string {
@@ -332,39 +363,67 @@ func (s *Stack) consulReady(ctx context.Context) (bool, error) {
 	return leader != "", nil
 }
 
-func (s *Stack) nomadReady(ctx context.Context) (bool, error) {
-	var nodes []struct {
-		Name          string
-		Status        string
-		Drivers       map[string]struct{ Healthy, Detected bool }
-		NodeResources *struct {
-			Devices []struct {
-				Vendor, Type string
-				Instances    []struct{ ID string }
-			}
-		}
-	}
+func (s *Stack) nomadReady(ctx context.Context) (bool, error) { return s.nodesReady(ctx, nil) }
+
+// nodesReady: every named Nomad node (with no names: any one node) is ready,
+// with the themis driver healthy and its themis GPUs fingerprinted.
+func (s *Stack) nodesReady(ctx context.Context, names []string) (bool, error) {
+	var nodes []nomadNode
 	if err := getJSON(ctx, s.NomadAddr()+"/v1/nodes?resources=true", &nodes); err != nil {
 		return false, err
 	}
-	for _, n := range nodes {
-		if n.Status != "ready" {
-			continue
-		}
-		if d, ok := n.Drivers["themis"]; !ok || !d.Healthy {
-			return false, fmt.Errorf("node %s: themis driver not healthy yet", n.Name)
-		}
-		if n.NodeResources == nil {
-			continue
-		}
-		for _, d := range n.NodeResources.Devices {
-			if d.Vendor == "themis" && d.Type == "gpu" && len(d.Instances) > 0 {
+	if len(names) == 0 {
+		var last error = errors.New("no ready Nomad node yet")
+		for _, n := range nodes {
+			if last = n.themisReady(); last == nil {
 				return true, nil
 			}
 		}
-		return false, fmt.Errorf("node %s: no themis GPUs fingerprinted yet", n.Name)
+		return false, last
 	}
-	return false, errors.New("no ready Nomad node yet")
+	for _, name := range names {
+		err := fmt.Errorf("node %s has not registered yet", name)
+		for _, n := range nodes {
+			if n.Name == name {
+				if err = n.themisReady(); err == nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+type nomadNode struct {
+	Name          string
+	Status        string
+	Drivers       map[string]struct{ Healthy, Detected bool }
+	NodeResources *struct {
+		Devices []struct {
+			Vendor, Type string
+			Instances    []struct{ ID string }
+		}
+	}
+}
+
+func (n nomadNode) themisReady() error {
+	if n.Status != "ready" {
+		return fmt.Errorf("node %s is %s", n.Name, n.Status)
+	}
+	if d, ok := n.Drivers["themis"]; !ok || !d.Healthy {
+		return fmt.Errorf("node %s: themis driver not healthy yet", n.Name)
+	}
+	if n.NodeResources != nil {
+		for _, d := range n.NodeResources.Devices {
+			if d.Vendor == "themis" && d.Type == "gpu" && len(d.Instances) > 0 {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("node %s: no themis GPUs fingerprinted yet", n.Name)
 }
 
 // Stop stops Nomad, then Consul: SIGINT first (Nomad's dev client then stops

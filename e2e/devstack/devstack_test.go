@@ -1,33 +1,37 @@
 package devstack
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestRender renders every agent config template with a full config: each
-// field a template names must be known (a missing one would render as
-// "<no value>"), and the Nomad cluster's client must point at its server.
+// TestRender renders every agent config template as Start and StartCluster
+// render it: each field a template names must be known (a missing one would
+// render as "<no value>"), and each client of a cluster must be its own node
+// with its own data dir, port and cgroup parent, pointing at the server,
+// checking leases, sharing one checkpoint root.
 func TestRender(t *testing.T) {
 	templates, err := filepath.Abs(filepath.Join("..", "..", "examples", "agents"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Stack{cfg: Config{
-		Templates: templates, DataDir: t.TempDir(), PluginDir: "/plugins", Topology: "/topology.hcl", NodeName: "n1",
+	dir := t.TempDir()
+	c := &Cluster{s: &Stack{cfg: Config{
+		Templates: templates, DataDir: dir, PluginDir: "/plugins", Topology: "/topology.hcl",
+		Nodes: []string{"node-0", "node-1"},
 		Ports: Ports{ConsulHTTP: 1001, ConsulServer: 1002, ConsulSerfLAN: 1003, ConsulSerfWAN: 1004,
-			NomadHTTP: 1005, NomadRPC: 1006, NomadSerf: 1007, NomadClientHTTP: 1008},
-	}}
+			NomadHTTP: 1005, NomadRPC: 1006, NomadSerf: 1007},
+	}}, clients: []*client{{node: "node-0", port: 1008}, {node: "node-1", port: 1009}}}
 	names, err := filepath.Glob(filepath.Join(templates, "*.hcl.tmpl"))
 	if err != nil || len(names) < 4 {
 		t.Fatalf("templates in %s: %v %v", templates, names, err)
 	}
-	out := map[string]string{}
-	for _, name := range names {
-		base := filepath.Base(name)
-		dst, err := s.render(base, strings.TrimSuffix(base, ".tmpl"))
+	render := func(tmpl, out string, extra map[string]any) string {
+		t.Helper()
+		dst, err := c.s.render(tmpl, out, extra)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,23 +40,53 @@ func TestRender(t *testing.T) {
 			t.Fatal(err)
 		}
 		if strings.Contains(string(b), "<no value>") {
-			t.Errorf("%s names a field the config does not have:\n%s", base, b)
+			t.Errorf("%s names a field the config does not have:\n%s", tmpl, b)
 		}
-		out[base] = string(b)
+		return string(b)
 	}
-	client, server := out["nomad-client.hcl.tmpl"], out["nomad-server.hcl.tmpl"]
-	for _, want := range []string{`servers = ["127.0.0.1:1006"]`, "http = 1008", "lease_check     = false", `address          = "127.0.0.1:1001"`} {
-		if !strings.Contains(client, want) {
-			t.Errorf("nomad-client.hcl lacks %q:\n%s", want, client)
+	for _, name := range names {
+		switch base := filepath.Base(name); base {
+		case "nomad-dev.hcl.tmpl", "consul-dev.hcl.tmpl":
+			c.s.cfg.NodeName = "n1"
+			render(base, strings.TrimSuffix(base, ".tmpl"), nil)
+		case "nomad-server.hcl.tmpl", "nomad-client.hcl.tmpl":
+		default:
+			t.Errorf("%s: a template this test does not render", base)
 		}
 	}
-	for _, want := range []string{"bootstrap_expect = 1", "http = 1005", "rpc  = 1006", "serf = 1007", "server_auto_join = false"} {
+	server := render("nomad-server.hcl.tmpl", "nomad-server.hcl", map[string]any{"ServerName": "themis-server"})
+	for _, want := range []string{`name       = "themis-server"`, "bootstrap_expect = 1", "http = 1005", "rpc  = 1006", "serf = 1007", "server_auto_join = false"} {
 		if !strings.Contains(server, want) {
 			t.Errorf("nomad-server.hcl lacks %q:\n%s", want, server)
 		}
 	}
 	if strings.Contains(server, `plugin "`) || strings.Contains(server, "client {") {
 		t.Errorf("nomad-server.hcl runs a client or plugins:\n%s", server)
+	}
+	parents := map[string]bool{}
+	for i, cl := range c.clients {
+		data := c.clientData(cl)
+		out := render("nomad-client.hcl.tmpl", "nomad-client-"+cl.node+".hcl", data)
+		for _, want := range []string{
+			`name       = "` + cl.node + `"`, `data_dir   = "` + filepath.Join(dir, "client-"+cl.node) + `"`,
+			`node               = "` + cl.node + `"`, fmt.Sprintf("http = %d", 1008+i),
+			`servers = ["127.0.0.1:1006"]`, `address          = "127.0.0.1:1001"`,
+			"lease_check     = true", `checkpoint_root = "` + dir + `/checkpoints"`, `max_kill_timeout = "30m"`,
+			`cgroup_parent    = "` + data["CgroupParent"].(string) + `"`,
+			`alloc_mounts_dir = "` + filepath.Join(dir, "client-"+cl.node, "alloc_mounts") + `"`,
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("client %s: config lacks %q:\n%s", cl.node, want, out)
+			}
+		}
+		parents[data["CgroupParent"].(string)] = true
+	}
+	if len(parents) != len(c.clients) {
+		t.Errorf("clients share a cgroup parent: %v", parents)
+	}
+	c.s.cfg.NoLeaseCheck = true
+	if out := render("nomad-client.hcl.tmpl", "x.hcl", c.clientData(c.clients[0])); !strings.Contains(out, "lease_check     = false") {
+		t.Errorf("NoLeaseCheck: config lacks lease_check = false:\n%s", out)
 	}
 }
 
