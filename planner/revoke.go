@@ -40,22 +40,26 @@ func (p *Planner) preempt(ctx context.Context, r *round, g core.Grant, d core.De
 		// nothing is left to take back.
 		return nil
 	}
-	j := r.jobs[g.Job]
+	rv := lease.Revoke{Reason: fmt.Sprintf("preempted by %s%s", p.stack().Policy.Name(), beneficiaries(g, d))}
+	return p.revoke(ctx, r, r.jobs[g.Job], l, rv)
+}
+
+// revoke marks lease l of job j (nil when purged) as taken back, with the
+// job's grace period as deadline, and drives it on.
+func (p *Planner) revoke(ctx context.Context, r *round, j *nomad.Job, l lease.JobLease, rv lease.Revoke) error {
 	grace := 0 * time.Second
 	if j != nil {
 		grace = j.Intent.GracePeriod
 	}
-	rv := lease.Revoke{
-		Reason: fmt.Sprintf("preempted by %s%s", p.stack().Policy.Name(), beneficiaries(g, d)),
-		Since:  r.now.UTC(), Deadline: r.now.Add(grace).UTC(),
-	}
+	rv.Since, rv.Deadline = r.now.UTC(), r.now.Add(grace).UTC()
 	marked, err := p.cfg.Store.Revoke(ctx, l, rv)
 	if err != nil {
 		return err
 	}
-	r.leases[g.Job] = marked
+	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
+	r.leases[k] = marked
 	p.hold(r, marked)
-	p.log.Info("revoking", "job", g.Job, "gpus", l.GPUs, "lease", l.LeaseID, "reason", marked.Revoke.Reason,
+	p.log.Info("revoking", "job", k, "gpus", l.GPUs, "lease", l.LeaseID, "reason", marked.Revoke.Reason,
 		"deadline", marked.Revoke.Deadline)
 	p.advanceRevoke(ctx, r, j, marked)
 	return nil
@@ -115,7 +119,9 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 	}
 	if rec.LastLease != l.LeaseID {
 		rec = served(rec, l, r.snap.Allocs[k], r.now)
-		rec.Preemptions++
+		if !l.Revoke.Resubmitted {
+			rec.Preemptions++
+		}
 	}
 	if err := p.release(ctx, r, l, &rec, "revoked: the job's allocation stopped"); err != nil {
 		r.fail(err)

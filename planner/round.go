@@ -169,8 +169,15 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 		// Granted but never pinned: the planner stopped in between.
 		phase = core.Granted
 		r.fail(p.pin(ctx, r, j, l))
+	case has && p.stillRunning(r, j.Key, l):
+		// Resubmitted while it runs: Nomad keeps the old allocation
+		// running (it backs out an update it cannot place), so the lease
+		// is taken back like a preemption, without counting as one, and
+		// the new version queues once the old one has stopped.
+		r.fail(p.revoke(ctx, r, j, l, lease.Revoke{Reason: "job resubmitted: the running version checkpoints and stops, the new one is queued", Resubmitted: true}))
+		return core.Job{}, false
 	case has:
-		// Resubmitted since its grant: the old lease is stale.
+		// Resubmitted after its allocation ended: the old lease is stale.
 		if err := p.release(ctx, r, l, nil, "job resubmitted"); err != nil {
 			r.fail(err)
 			return core.Job{}, false

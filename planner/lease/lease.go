@@ -113,6 +113,9 @@ type Revoke struct {
 	// Deadline is Since plus the job's grace period: the workload must have
 	// checkpointed and exited by then, or it is killed.
 	Deadline time.Time `json:"deadline"`
+	// Resubmitted marks a lease taken back because the user resubmitted the
+	// running job (a new version): not a preemption, so not counted as one.
+	Resubmitted bool `json:"resubmitted,omitempty"`
 }
 
 // GPULeases expands a job lease into its per-GPU leases.

@@ -1,0 +1,60 @@
+package planner
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/stack"
+)
+
+// A user resubmits a running job (a new version, unpinned, in the pending
+// pool): Nomad keeps the old allocation running, so its lease is taken back
+// like a preemption (the old version checkpoints and stops) before the new
+// version is granted; no task runs without its lease meanwhile, and the
+// resubmission is not counted as a preemption.
+func TestResubmittedRunningJobStopsBeforeItsLeaseGoes(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	fn, fs := newFakeNomad(&clock, 8), newFakeStore()
+	p := New(Config{Nomad: fn, Store: fs, Stack: &stack.Stack{Policy: core.FIFO{}}, Now: func() time.Time { return clock }})
+	round := func(when string) {
+		t.Helper()
+		if err := p.Reconcile(ctx); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		checkNoTaskWithoutLease(t, fn, fs, when)
+		fn.settle()
+		clock = clock.Add(time.Second)
+	}
+	k := core.JobKey{Namespace: "default", ID: "train"}
+	fn.submit("train", 4, "be", "10s")
+	round("granted")
+	first := fs.leases[k].LeaseID
+	if first == "" || len(fn.running("train")) != 1 {
+		t.Fatal("train does not run")
+	}
+	// The user's `nomad job run` again: a new version without the pin.
+	fn.index++
+	j := fn.jobs[k]
+	j.JobModifyIndex, j.NodePool = ptr(fn.index), ptr(nomad.DefaultPendingPool)
+	delete(j.Meta, nomad.LeaseMeta)
+	for i := range 6 {
+		round("after the resubmission " + itoa(i))
+	}
+	l, ok := fs.leases[k]
+	if !ok || l.LeaseID == first || l.Revoke != nil {
+		t.Fatalf("want the new version granted under a new lease; lease %+v", l)
+	}
+	if n := len(fn.running("train")); n != 1 {
+		t.Fatalf("%d running allocations, want 1 (the new version's)", n)
+	}
+	if fn.suspend != 1 {
+		t.Errorf("suspended %d times, want 1", fn.suspend)
+	}
+	if r := fs.records[k]; r.Preemptions != 0 || r.Executed <= 0 {
+		t.Errorf("record %+v: want the old version's service and no preemption", r)
+	}
+}
