@@ -210,3 +210,40 @@ func revokingScene(t *testing.T, be, te string) *nomadapi.AllocationListStub {
 	})
 	return first
 }
+
+// A running job its user resubmits (`nomad job run` again: a new version,
+// unpinned, in the pending pool) keeps running under Nomad, which backs out
+// an update it cannot place. The planner takes its lease back like a
+// preemption (not counted as one): the old version checkpoints and stops,
+// and only then is the new version granted and resumed from the checkpoint.
+func TestResubmittedRunningJobCheckpointsFirst(t *testing.T) {
+	usePolicy(t, "fifo")
+	id := "e2e-resubmit"
+	trainJob{gpus: 4, grace: "10s", steps: 3000}.run(t, id)
+	first := waitRunning(t, id, 60*time.Second)
+	old := jobLease(t, id)
+	seen := watchLease(t, id)
+	// The user's job file again (as `nomad job run` submits it).
+	if _, _, err := env.nomad.Jobs().Register(trainJob{gpus: 4, grace: "10s", steps: 3000}.build(t, id), nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, id+" to be granted again", func() (bool, error) {
+		l := jobLease(t, id)
+		return l != nil && l.LeaseID != old.LeaseID && l.Revoke == nil, nil
+	})
+	rv := revokeOf(seen())
+	if rv == nil || !rv.Resubmitted {
+		t.Fatalf("the old lease was not taken back as a resubmission: %+v", rv)
+	}
+	if !allocInfo(t, first.ID).ClientTerminalStatus() {
+		t.Fatal("the new version was granted while the old one still ran")
+	}
+	ckpt := stepOf(checkpointedRE, taskStdout(t, first.ID))
+	if ckpt < 1 {
+		t.Fatalf("the old version did not checkpoint:\n%s", taskStdout(t, first.ID))
+	}
+	waitResumed(t, id, first.ID, ckpt)
+	if r := jobRecord(t, id); r == nil || r.Preemptions != 0 {
+		t.Errorf("record %+v: a resubmission is not a preemption", r)
+	}
+}
