@@ -20,6 +20,11 @@ const (
 	// topology preference, the first node (in name order) with enough free
 	// GPUs, else the first free GPUs of the cluster in node order.
 	FirstFit Fit = "first-fit"
+	// Affinity is Gandiva's placement: a job goes to a node that runs
+	// only jobs of its size (affinity), else to a node running nothing,
+	// else to the node with the most free GPUs; a gang larger than a
+	// node takes idle nodes first.
+	Affinity Fit = "affinity"
 )
 
 // Placer caps each VC's GPUs at its quota and places jobs anywhere in the
@@ -28,13 +33,17 @@ type Placer struct {
 	fit         Fit
 	quota, used map[string]int
 	held        map[core.JobKey]held
+	// sizes counts, per node, the placer's running jobs by GPU count
+	// (Affinity).
+	sizes map[string]map[int]int
 }
 
 var _ core.Placer = (*Placer)(nil)
 
 type held struct {
-	vc   string
-	gpus int
+	vc    string
+	gpus  int
+	nodes []string // Affinity: the nodes of its GPUs
 }
 
 // New returns a best-fit placer with each VC's quota in GPUs.
@@ -42,7 +51,7 @@ func New(quota map[string]int) *Placer { return NewFit(quota, BestFit) }
 
 // NewFit returns a placer with each VC's quota in GPUs and the given fit.
 func NewFit(quota map[string]int, fit Fit) *Placer {
-	q := &Placer{fit: fit, quota: map[string]int{}, used: map[string]int{}, held: map[core.JobKey]held{}}
+	q := &Placer{fit: fit, quota: map[string]int{}, used: map[string]int{}, held: map[core.JobKey]held{}, sizes: map[string]map[int]int{}}
 	for vc, n := range quota {
 		q.quota[vc] = n
 	}
@@ -59,16 +68,29 @@ func (q *Placer) Place(j *core.Job, free *core.FreeGPUs, _ func(core.JobKey)) (c
 		return core.Grant{}, false, fmt.Sprintf("virtual cluster %q uses %d of its %d GPUs; %d more would exceed it", j.VC, q.used[j.VC], quota, j.GPUs)
 	}
 	var g core.Grant
-	if q.fit == FirstFit {
+	switch q.fit {
+	case FirstFit:
 		g, ok = firstFit(j, free)
-	} else {
+	case Affinity:
+		g, ok = q.affinity(j, free)
+	default:
 		g, ok = free.PlaceJob(j, true)
 	}
 	if !ok {
 		return core.Grant{}, false, fmt.Sprintf("no %s placement for %d GPUs (%d free)", q.fit, j.GPUs, free.Total())
 	}
+	h := held{vc: j.VC, gpus: j.GPUs}
+	if q.fit == Affinity {
+		h.nodes = nodesOf(g, free)
+		for _, n := range h.nodes {
+			if q.sizes[n] == nil {
+				q.sizes[n] = map[int]int{}
+			}
+			q.sizes[n][j.GPUs]++
+		}
+	}
 	q.used[j.VC] += j.GPUs
-	q.held[j.Key] = held{j.VC, j.GPUs}
+	q.held[j.Key] = h
 	return g, true, ""
 }
 
@@ -94,38 +116,15 @@ func (q *Placer) Overflow(j *core.Job, _ *core.FreeGPUs) (core.Grant, bool, stri
 	return core.Grant{}, false, fmt.Sprintf("virtual cluster %q: quotas do not overflow", j.VC)
 }
 
-// firstFit places j on the first node (in name order) with j.GPUs free
-// GPUs, else on the first free GPUs of the cluster in node order, taking
-// them from free.
-func firstFit(j *core.Job, free *core.FreeGPUs) (core.Grant, bool) {
-	if j.GPUs <= 0 || j.GPUs > free.Total() {
-		return core.Grant{}, false
-	}
-	nodes := free.FreeNodes()
-	g := core.Grant{Job: j.Key}
-	for _, n := range nodes {
-		if len(n.GPUs) >= j.GPUs {
-			g.Node = n.ID
-			for _, x := range n.GPUs[:j.GPUs] {
-				g.GPUs = append(g.GPUs, x.ID)
-			}
-			return g, free.Take(g)
-		}
-	}
-	for _, n := range nodes {
-		for _, x := range n.GPUs {
-			if len(g.GPUs) < j.GPUs {
-				g.GPUs = append(g.GPUs, x.ID)
-			}
-		}
-	}
-	return g, free.Take(g)
-}
-
 // Release tells the placer a job stopped.
 func (q *Placer) Release(job core.JobKey) {
 	if h, ok := q.held[job]; ok {
 		q.used[h.vc] -= h.gpus
+		for _, n := range h.nodes {
+			if q.sizes[n][h.gpus]--; q.sizes[n][h.gpus] == 0 {
+				delete(q.sizes[n], h.gpus)
+			}
+		}
 		delete(q.held, job)
 	}
 }

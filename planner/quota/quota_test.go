@@ -41,3 +41,47 @@ func TestFirstFitIgnoresTopology(t *testing.T) {
 		t.Errorf("8 GPUs over a quota of 4 placed (%s)", why)
 	}
 }
+
+// TestAffinityPacksSameSize: Gandiva's affinity puts a job beside jobs of
+// its size, else on an idle node, else on the least loaded node.
+func TestAffinityPacksSameSize(t *testing.T) {
+	cl, err := cluster.Uniform("three", 1, 3, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := NewFit(map[string]int{"a": 24}, Affinity)
+	var grants []core.Grant
+	place := func(id string, gpus int) core.Grant {
+		t.Helper()
+		free := core.NewFreeGPUs(cl.Nodes, grants)
+		g, ok, why := q.Place(&core.Job{Key: core.JobKey{ID: id}, VC: "a", GPUs: gpus}, free, func(core.JobKey) {})
+		if !ok {
+			t.Fatalf("%s: %s", id, why)
+		}
+		grants = append(grants, g)
+		return g
+	}
+	n := func(i int) string { return cl.Nodes[i].ID }
+	if g := place("two", 2); g.Node != n(0) {
+		t.Errorf("first 2-GPU job on %s, want idle %s", g.Node, n(0))
+	}
+	if g := place("one", 1); g.Node != n(1) {
+		t.Errorf("1-GPU job on %s, want idle %s (not beside the 2-GPU job)", g.Node, n(1))
+	}
+	if g := place("two-b", 2); g.Node != n(0) {
+		t.Errorf("second 2-GPU job on %s, want %s beside the first", g.Node, n(0))
+	}
+	if g := place("four", 4); g.Node != n(2) {
+		t.Errorf("4-GPU job on %s, want idle %s", g.Node, n(2))
+	}
+	// No idle node, none running only 3-GPU jobs: the least loaded (node
+	// 1 has 7 free).
+	if g := place("three", 3); g.Node != n(1) {
+		t.Errorf("3-GPU job on %s, want least loaded %s", g.Node, n(1))
+	}
+	q.Release(core.JobKey{ID: "one"})
+	q.Release(core.JobKey{ID: "three"})
+	if len(q.sizes[n(1)]) != 0 {
+		t.Errorf("node 1 sizes %v after its jobs stopped", q.sizes[n(1)])
+	}
+}

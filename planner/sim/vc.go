@@ -30,6 +30,9 @@ const (
 	// VCModeQuotaYARN is VCModeQuota placed first fit, without topology
 	// preference (YARN's Capacity Scheduler, the HiveD paper's baseline).
 	VCModeQuotaYARN = string(stack.PlaceQuotaYARN)
+	// VCModeQuotaGandiva is VCModeQuota placed by Gandiva's job-size
+	// affinity.
+	VCModeQuotaGandiva = string(stack.PlaceQuotaGandiva)
 )
 
 // AnomalyTolerance is how much longer (seconds) a VC's average queueing

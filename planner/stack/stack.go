@@ -43,11 +43,15 @@ const (
 	// placement as the HiveD paper ran it: first fit over the cluster, no
 	// topology preference (quota.FirstFit).
 	PlaceQuotaYARN Placement = "quota-yarn"
+	// PlaceQuotaGandiva is PlaceQuota with Gandiva's affinity placement
+	// (quota.Affinity): a node running only jobs of the same size, else an
+	// idle node, else the least loaded one.
+	PlaceQuotaGandiva Placement = "quota-gandiva"
 )
 
 // Placements lists the virtual-cluster placements.
 func Placements() []Placement {
-	return []Placement{PlaceHived, PlaceHivedOverflow, PlaceQuota, PlaceQuotaYARN}
+	return []Placement{PlaceHived, PlaceHivedOverflow, PlaceQuota, PlaceQuotaYARN, PlaceQuotaGandiva}
 }
 
 // Overflows reports whether jobs overflow their VCs (core.Planner.Overflow).
@@ -154,8 +158,11 @@ func NewPlacer(p Placement, vcs *hived.Config, nodes []core.Node) (Placer, error
 	for _, v := range c.VCs() {
 		quotas[v.Name] = v.GPUs
 	}
-	if p == PlaceQuotaYARN {
+	switch p {
+	case PlaceQuotaYARN:
 		return quota.NewFit(quotas, quota.FirstFit), nil
+	case PlaceQuotaGandiva:
+		return quota.NewFit(quotas, quota.Affinity), nil
 	}
 	return quota.New(quotas), nil
 }
@@ -190,7 +197,7 @@ func (s *Stack) Live() error {
 	case s.Caps.NeedsRemaining:
 		return fmt.Errorf("policy %q ranks by remaining time, which live jobs do not report; live policies: %s",
 			s.Name, strings.Join(LiveNames(), ", "))
-	case s.Placement == PlaceQuota || s.Placement == PlaceQuotaYARN:
+	case s.Placement == PlaceQuota || s.Placement == PlaceQuotaYARN || s.Placement == PlaceQuotaGandiva:
 		return fmt.Errorf("virtual-cluster placement %s is a simulator baseline; the live planner places virtual clusters with hived", s.Placement)
 	case s.Placement == PlaceHivedOverflow:
 		return errors.New("virtual-cluster placement hived-overflow runs in the simulator only for now; the live planner places virtual clusters with hived (opportunistic overflow goes live with the one-stack HiveD work)")

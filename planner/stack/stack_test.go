@@ -36,7 +36,7 @@ func TestPlacementsBuildOneWay(t *testing.T) {
 				t.Errorf("%s: placer %T", p, pl)
 			}
 		case *quota.Placer:
-			if p != PlaceQuota && p != PlaceQuotaYARN {
+			if p != PlaceQuota && p != PlaceQuotaYARN && p != PlaceQuotaGandiva {
 				t.Errorf("%s: placer %T", p, pl)
 			}
 		default:
@@ -49,7 +49,7 @@ func TestPlacementsBuildOneWay(t *testing.T) {
 			t.Errorf("%s: Live() = %v", p, live)
 		}
 	}
-	if _, err := Build("fifo", Options{VCs: vcs, Placement: "quota-gandiva"}); err == nil || !strings.Contains(err.Error(), "quota-yarn") {
+	if _, err := Build("fifo", Options{VCs: vcs, Placement: "quota-tiresias"}); err == nil || !strings.Contains(err.Error(), "quota-yarn") {
 		t.Errorf("unknown placement: %v, want an error that lists the known ones", err)
 	}
 }
