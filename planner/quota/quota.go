@@ -1,6 +1,10 @@
 // Package quota is the GPU-quota baseline of virtual clusters (the HiveD
 // paper's "quota-based" sharing): each VC may hold at most its quota of GPUs,
-// placed anywhere in the cluster, with no cells of its own.
+// placed anywhere in the cluster, with no cells of its own. The placement
+// is a Fit: the core's best fit (BestFit, standing for Tiresias's
+// consolidation), YARN-CS's first fit (FirstFit) or Gandiva's job-size
+// affinity (Affinity), the baselines the HiveD paper compared with
+// (docs/hived.md). Quotas are caps: nothing overflows them.
 package quota
 
 import (
