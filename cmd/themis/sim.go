@@ -35,7 +35,7 @@ func (c *simCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
                   --policy NAME[,NAME...] [--sweep KNOB=V1,V2,...]
-                  [--vc-config FILE [--vc-mode hived|quota]]
+                  [--vc-config FILE [--vc-mode MODE]]
                   [--seed N] [--set k=v]... --out DIR
 
   Replays a trace (Philly or Tiresias CSV, detected from the header), or a
@@ -49,8 +49,11 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   With --vc-config (virtual clusters and their cells, HCL; see
   examples/philly-vcs.hcl and docs/simulator.md) every job runs in its trace
   VC, the policy ordering each VC's queue: --vc-mode hived binds each VC's
-  cells by HiveD's buddy allocation, quota caps each VC at its cells' GPUs
-  placed anywhere. Each VC's private cluster (its cells alone) is run too,
+  cells by HiveD's buddy allocation; hived-overflow also runs a job that
+  does not fit its VC's cells on idle GPUs as opportunistic, preempted when
+  a guaranteed job needs them; quota caps each VC at its cells' GPUs placed
+  anywhere (best fit), quota-yarn the same placed first fit (YARN-CS),
+  quota-gandiva by Gandiva's job-size affinity. Each VC's private cluster (its cells alone) is run too,
   and summary.json compares them: vcs, sharing_anomalies,
   max_excess_queue_s.
 
@@ -113,7 +116,7 @@ func simFlags(o *simOptions) *flag.FlagSet {
 	fs.StringVar(&o.workload, "workload", "", "generated workload instead of a trace: fitgpp, themis-w1, themis-w2 (from --trace, default ../shared/traces/philly.csv), themis-fig18")
 	fs.StringVar(&o.sweep, "sweep", "", "run each policy once per value of a knob: KNOB=V1,V2,...")
 	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters and their cells (HCL), for a run in virtual clusters")
-	fs.StringVar(&o.vcMode, "vc-mode", sim.VCModeHived, "with --vc-config: hived (cells) or quota (GPU counts)")
+	fs.StringVar(&o.vcMode, "vc-mode", sim.VCModeHived, "with --vc-config: hived (cells), hived-overflow (cells, overflow as opportunistic), quota (GPU counts, best fit) quota-yarn (GPU counts, first fit) or quota-gandiva (GPU counts, size affinity)")
 	fs.StringVar(&o.cluster, "cluster", "n8g8", "cluster preset or topology file")
 	fs.StringVar(&o.policy, "policy", "fifo", "policy, or a comma-separated list for a comparison")
 	fs.StringVar(&o.reference, "reference", "", "reference policy of a comparison (default: the first)")

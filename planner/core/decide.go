@@ -27,6 +27,11 @@ type Planner struct {
 	// victims' scores tie under LeastLostWork (knob preempt.tie).
 	Victims   VictimOrder
 	VictimTie float64
+	// Overflow lets a job that does not fit its virtual cluster run
+	// elsewhere as the Placer's Overflow places it (HiveD's opportunistic
+	// jobs, preempted when a guaranteed job needs their GPUs): after every
+	// job was placed in its VC, the blocked ones try overflow in rank order.
+	Overflow bool
 }
 
 // Placer places jobs for a Planner (see Planner.Placer). It may keep state
@@ -45,6 +50,11 @@ type Placer interface {
 	// round (0: unknown): once that many queues are blocked, nothing more
 	// can start.
 	WaitingVCs() int
+	// Overflow places a job that Place could not place in its virtual
+	// cluster outside it, on GPUs nobody is guaranteed now, as a job the
+	// Placer may later preempt for a guaranteed one (Planner.Overflow); it
+	// preempts nothing. ok is false when the job must wait.
+	Overflow(j *Job, free *FreeGPUs) (g Grant, ok bool, why string)
 }
 
 // Decide returns this round's actions, in the order they must be applied:
@@ -375,16 +385,21 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[
 		ranked = slices.Clone(ranked)
 		slices.SortStableFunc(ranked, byPriority)
 	}
+	var blocked []*Job // jobs that did not start in their VC, for overflow
 	for i, j := range ranked {
 		if j.Phase != Queued {
 			continue
 		}
 		if vcs > 0 && len(heads) >= vcs {
 			// Every queue is blocked: the rest only waits.
-			if p.ExplainWaits {
-				for _, j := range ranked[i:] {
-					if j.Phase == Queued {
-						p.wait(d, j, func() string { return behind(j) })
+			if !p.ExplainWaits && !p.Overflow {
+				break
+			}
+			for _, j := range ranked[i:] {
+				if j.Phase == Queued {
+					p.wait(d, j, func() string { return behind(j) })
+					if p.Overflow {
+						blocked = append(blocked, j)
 					}
 				}
 			}
@@ -392,6 +407,9 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[
 		}
 		if heads[j.VC] != nil {
 			p.wait(d, j, func() string { return behind(j) })
+			if p.Overflow {
+				blocked = append(blocked, j)
+			}
 			continue
 		}
 		if never, why := p.Placer.Never(j); never {
@@ -404,11 +422,47 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[
 				heads[j.VC] = j
 			}
 			p.wait(d, j, func() string { return why })
+			if p.Overflow {
+				blocked = append(blocked, j)
+			}
 			continue
 		}
 		d.Actions = append(d.Actions, GrantAction{Grant: g})
 	}
+	if len(blocked) > 0 {
+		p.overflow(d, blocked, free)
+	}
 	preemptFirst(d, preempts)
+}
+
+// overflow is the second pass of placed with Planner.Overflow: once every
+// job that fits its virtual cluster has been placed (so none of them can
+// evict, this round, a job that overflows), the jobs that did not start try
+// the Placer's Overflow in rank order, a VC's queue blocking at its first
+// job that cannot overflow either (for blocking policies).
+func (p Planner) overflow(d *Decision, blocked []*Job, free *FreeGPUs) {
+	stop := map[string]bool{}
+	started := map[JobKey]bool{}
+	for _, j := range blocked {
+		if stop[j.VC] || free.Total() == 0 {
+			continue
+		}
+		if never, _ := p.Placer.Never(j); never {
+			continue
+		}
+		g, ok, _ := p.Placer.Overflow(j, free)
+		if !ok {
+			if p.Policy.Blocking() {
+				stop[j.VC] = true
+			}
+			continue
+		}
+		d.Actions = append(d.Actions, GrantAction{Grant: g})
+		started[j.Key] = true
+	}
+	if len(started) > 0 && len(d.Waits) > 0 {
+		d.Waits = slices.DeleteFunc(d.Waits, func(w Wait) bool { return started[w.Job] })
+	}
 }
 
 // retryRoom gives the jobs that may preempt for room and still wait

@@ -54,6 +54,24 @@ func (h *Placer) Place(j *core.Job, free *core.FreeGPUs, preempt func(core.JobKe
 	return g, true, ""
 }
 
+// Overflow implements core.Placer: a guaranteed job that does not fit its
+// VC's cells runs as an opportunistic job on idle GPUs (HiveD's
+// low-priority jobs), which a guaranteed job that needs them preempts; it
+// preempts nothing itself. The job keeps its priority in the core; HiveD
+// holds it as opportunistic until it stops.
+func (h *Placer) Overflow(j *core.Job, free *core.FreeGPUs) (core.Grant, bool, string) {
+	a, err := h.c.Allocate(Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: Opportunistic, SingleNode: h.singleNode})
+	if err != nil {
+		return core.Grant{}, false, err.Error()
+	}
+	g := a.Grant()
+	if !free.Take(g) {
+		h.c.Release(j.Key)
+		return core.Grant{}, false, fmt.Sprintf("hived chose idle GPUs %v, which are not free this round", g.GPUs)
+	}
+	return g, true, ""
+}
+
 // Release tells HiveD a job stopped.
 func (h *Placer) Release(job core.JobKey) { h.c.Release(job) }
 

@@ -52,6 +52,8 @@ type world struct {
 	// bad GPUs while the healthy free cells could not host every VC's cells:
 	// their private cluster no longer describes them.
 	tainted map[string]bool
+	// overflow gives opportunistic jobs a VC (a VC's overflow).
+	overflow bool
 }
 
 func (w *world) fatalf(format string, args ...any) {
@@ -229,6 +231,10 @@ func (w *world) forget(k core.JobKey) {
 func (w *world) opportunistic() {
 	w.next++
 	req := Request{Job: key(fmt.Sprintf("o%d", w.next)), GPUs: 1 + w.rng.Intn(10), Priority: Opportunistic, SingleNode: w.rng.Intn(4) == 0}
+	if w.overflow {
+		// A VC's job that overflowed its cells (Placer.Overflow).
+		req.VC = w.vcs[w.rng.Intn(len(w.vcs))]
+	}
 	a, err := w.shared.Allocate(req)
 	w.logf("%+v -> %v %v", req, a, err)
 	if err != nil {
@@ -348,6 +354,33 @@ func TestSharingSafety(t *testing.T) {
 			case r < 50:
 				w.guaranteed(true)
 			case r < 70:
+				w.opportunistic()
+			default:
+				w.release()
+			}
+			w.check()
+		}
+		w.releaseAll(start)
+	}
+	t.Logf("%d random cases", n)
+}
+
+// TestSharingSafetyWithOverflow is TestSharingSafety with opportunistic
+// jobs that are VCs' overflow (hived-overflow: a VC's job run on idle GPUs
+// outside its cells): a guaranteed job that fits its VC's private cells is
+// still placed, preempting only opportunistic jobs besides its own VC's
+// lower-priority ones, exactly as in the private cluster.
+func TestSharingSafetyWithOverflow(t *testing.T) {
+	n := cases(10000)
+	for i := 0; i < n; i++ {
+		w := newWorld(t, *propSeed+int64(i))
+		w.overflow = true
+		start := snap(w.shared)
+		for op, ops := 0, 20+w.rng.Intn(40); op < ops; op++ {
+			switch r := w.rng.Intn(100); {
+			case r < 45:
+				w.guaranteed(true)
+			case r < 75:
 				w.opportunistic()
 			default:
 				w.release()

@@ -1,6 +1,10 @@
 // Package quota is the GPU-quota baseline of virtual clusters (the HiveD
 // paper's "quota-based" sharing): each VC may hold at most its quota of GPUs,
-// placed anywhere in the cluster, with no cells of its own.
+// placed anywhere in the cluster, with no cells of its own. The placement
+// is a Fit: the core's best fit (BestFit, standing for Tiresias's
+// consolidation), YARN-CS's first fit (FirstFit) or Gandiva's job-size
+// affinity (Affinity), the baselines the HiveD paper compared with
+// (docs/hived.md). Quotas are caps: nothing overflows them.
 package quota
 
 import (
@@ -9,23 +13,49 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 )
 
+// Fit is how a quota baseline places a job on the cluster's free GPUs.
+type Fit string
+
+const (
+	// BestFit is the core's own placement: the fullest node that holds the
+	// gang, deepest cell first, gangs over as few nodes as possible.
+	BestFit Fit = "best-fit"
+	// FirstFit is YARN's Capacity Scheduler as the HiveD paper ran it: no
+	// topology preference, the first node (in name order) with enough free
+	// GPUs, else the first free GPUs of the cluster in node order.
+	FirstFit Fit = "first-fit"
+	// Affinity is Gandiva's placement: a job goes to a node that runs
+	// only jobs of its size (affinity), else to a node running nothing,
+	// else to the node with the most free GPUs; a gang larger than a
+	// node takes idle nodes first.
+	Affinity Fit = "affinity"
+)
+
 // Placer caps each VC's GPUs at its quota and places jobs anywhere in the
-// cluster (consolidated, as the core places them); core.Placer.
+// cluster by its Fit; core.Placer.
 type Placer struct {
+	fit         Fit
 	quota, used map[string]int
 	held        map[core.JobKey]held
+	// sizes counts, per node, the placer's running jobs by GPU count
+	// (Affinity).
+	sizes map[string]map[int]int
 }
 
 var _ core.Placer = (*Placer)(nil)
 
 type held struct {
-	vc   string
-	gpus int
+	vc    string
+	gpus  int
+	nodes []string // Affinity: the nodes of its GPUs
 }
 
-// New returns a placer with each VC's quota in GPUs.
-func New(quota map[string]int) *Placer {
-	q := &Placer{quota: map[string]int{}, used: map[string]int{}, held: map[core.JobKey]held{}}
+// New returns a best-fit placer with each VC's quota in GPUs.
+func New(quota map[string]int) *Placer { return NewFit(quota, BestFit) }
+
+// NewFit returns a placer with each VC's quota in GPUs and the given fit.
+func NewFit(quota map[string]int, fit Fit) *Placer {
+	q := &Placer{fit: fit, quota: map[string]int{}, used: map[string]int{}, held: map[core.JobKey]held{}, sizes: map[string]map[int]int{}}
 	for vc, n := range quota {
 		q.quota[vc] = n
 	}
@@ -41,12 +71,30 @@ func (q *Placer) Place(j *core.Job, free *core.FreeGPUs, _ func(core.JobKey)) (c
 	case q.used[j.VC]+j.GPUs > quota:
 		return core.Grant{}, false, fmt.Sprintf("virtual cluster %q uses %d of its %d GPUs; %d more would exceed it", j.VC, q.used[j.VC], quota, j.GPUs)
 	}
-	g, ok := free.PlaceJob(j, true)
+	var g core.Grant
+	switch q.fit {
+	case FirstFit:
+		g, ok = firstFit(j, free)
+	case Affinity:
+		g, ok = q.affinity(j, free)
+	default:
+		g, ok = free.PlaceJob(j, true)
+	}
 	if !ok {
-		return core.Grant{}, false, fmt.Sprintf("no consolidated placement for %d GPUs (%d free)", j.GPUs, free.Total())
+		return core.Grant{}, false, fmt.Sprintf("no %s placement for %d GPUs (%d free)", q.fit, j.GPUs, free.Total())
+	}
+	h := held{vc: j.VC, gpus: j.GPUs}
+	if q.fit == Affinity {
+		h.nodes = nodesOf(g, free)
+		for _, n := range h.nodes {
+			if q.sizes[n] == nil {
+				q.sizes[n] = map[int]int{}
+			}
+			q.sizes[n][j.GPUs]++
+		}
 	}
 	q.used[j.VC] += j.GPUs
-	q.held[j.Key] = held{j.VC, j.GPUs}
+	q.held[j.Key] = h
 	return g, true, ""
 }
 
@@ -67,10 +115,20 @@ func (q *Placer) Never(j *core.Job) (bool, string) {
 	return false, ""
 }
 
+// Overflow implements core.Placer: a quota is a cap, so nothing overflows.
+func (q *Placer) Overflow(j *core.Job, _ *core.FreeGPUs) (core.Grant, bool, string) {
+	return core.Grant{}, false, fmt.Sprintf("virtual cluster %q: quotas do not overflow", j.VC)
+}
+
 // Release tells the placer a job stopped.
 func (q *Placer) Release(job core.JobKey) {
 	if h, ok := q.held[job]; ok {
 		q.used[h.vc] -= h.gpus
+		for _, n := range h.nodes {
+			if q.sizes[n][h.gpus]--; q.sizes[n][h.gpus] == 0 {
+				delete(q.sizes[n], h.gpus)
+			}
+		}
 		delete(q.held, job)
 	}
 }

@@ -177,15 +177,19 @@ func runMarkdown(s Summary) []byte {
 		fmt.Fprintf(&b, "\n## Virtual clusters (%s)\n\n", mdCell(s.VCMode))
 		fmt.Fprintf(&b, "%d sharing anomalies (VCs whose average queueing delay is longer shared than in their private cluster); the largest excess is %s s.\n\n",
 			*s.SharingAnomalies, mdNum(*s.MaxExcessQueue))
-		b.WriteString("| VC | GPUs | Jobs | Finished (shared / private) | Avg queue shared (s) | Avg queue private (s) | Excess (s) | Anomaly |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|\n")
+		if s.PrivateAvgQueue != nil {
+			fmt.Fprintf(&b, "Average queueing delay of all finished jobs: %s s shared, %s s in the private clusters.\n\n", mdNum(s.AvgQueue), mdNum(*s.PrivateAvgQueue))
+		}
+		b.WriteString("| VC | GPUs | Jobs | Finished (shared / private) | Avg queue shared (s) | Avg queue private (s) | Excess (s) | p95 queue shared / private (s) | Preemptions | Anomaly |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, v := range s.VCs {
 			anomaly := ""
 			if v.Anomaly {
 				anomaly = "yes"
 			}
-			fmt.Fprintf(&b, "| %s | %d | %d | %d / %d | %s | %s | %s | %s |\n", mdCell(v.Name), v.GPUs, v.Jobs,
-				v.Finished, v.PrivateFinished, mdNum(v.AvgQueue), mdNum(v.PrivateAvgQueue), mdNum(v.ExcessQueue), anomaly)
+			fmt.Fprintf(&b, "| %s | %d | %d | %d / %d | %s | %s | %s | %s / %s | %d | %s |\n", mdCell(v.Name), v.GPUs, v.Jobs,
+				v.Finished, v.PrivateFinished, mdNum(v.AvgQueue), mdNum(v.PrivateAvgQueue), mdNum(v.ExcessQueue),
+				mdNum(v.P95Queue), mdNum(v.PrivateP95Queue), v.Preemptions, anomaly)
 		}
 	}
 	b.WriteString("\nJCT, queueing and slowdown statistics are over finished jobs; percentiles are nearest-rank. " +

@@ -58,6 +58,9 @@ type Summary struct {
 	VCs              []VCSummary `json:"vcs,omitempty"`
 	SharingAnomalies *int        `json:"sharing_anomalies,omitempty"`
 	MaxExcessQueue   *Num        `json:"max_excess_queue_s,omitempty"`
+	// PrivateAvgQueue is the average queueing delay of all the private
+	// clusters' finished jobs together (compare AvgQueue).
+	PrivateAvgQueue *Num `json:"private_avg_queue_s,omitempty"`
 
 	// Wall is how long the simulator ran: the one field that differs
 	// between runs of identical input.
@@ -107,6 +110,9 @@ type VCSummary struct {
 	AvgJCT          Num    `json:"avg_jct_s"`
 	PrivateAvgJCT   Num    `json:"private_avg_jct_s"`
 	Anomaly         bool   `json:"anomaly"`
+	P95Queue        Num    `json:"p95_queue_s"`
+	PrivateP95Queue Num    `json:"private_p95_queue_s"`
+	Preemptions     int    `json:"preemptions"`
 }
 
 // Summarize computes the headline metrics of r.
@@ -147,10 +153,13 @@ func Summarize(r sim.Result) Summary {
 		s.VCMode = r.VCMode
 		n, m := r.SharingAnomalies, Num(r.MaxExcessQueue)
 		s.SharingAnomalies, s.MaxExcessQueue = &n, &m
+		pq := Num(r.PrivateAvgQueue)
+		s.PrivateAvgQueue = &pq
 		for _, v := range r.VCs {
 			s.VCs = append(s.VCs, VCSummary{Name: v.Name, GPUs: v.GPUs, Jobs: v.Jobs, Finished: v.Finished,
 				PrivateFinished: v.PrivateFinished, AvgQueue: Num(v.AvgQueue), PrivateAvgQueue: Num(v.PrivateAvgQueue),
-				ExcessQueue: Num(v.ExcessQueue), AvgJCT: Num(v.AvgJCT), PrivateAvgJCT: Num(v.PrivateAvgJCT), Anomaly: v.Anomaly})
+				ExcessQueue: Num(v.ExcessQueue), AvgJCT: Num(v.AvgJCT), PrivateAvgJCT: Num(v.PrivateAvgJCT), Anomaly: v.Anomaly,
+				P95Queue: Num(v.P95Queue), PrivateP95Queue: Num(v.PrivateP95Queue), Preemptions: v.Preemptions})
 		}
 	}
 	rhos := sortedCopy(AppRhos(r))

@@ -46,6 +46,9 @@ type Config struct {
 	// core's Planner.Placer, told of every job that finishes or is
 	// preempted. The policy must not be preemptive.
 	Placer VCPlacer
+	// Overflow lets jobs that do not fit their VC run outside it as the
+	// Placer's Overflow places them (core.Planner.Overflow).
+	Overflow bool
 	// CheckpointEvery, when positive, is the seconds of execution between
 	// a job's periodic checkpoints: a preempted job loses the work since
 	// its newest one (checkpoints.go). 0: it loses nothing.
@@ -175,6 +178,7 @@ func Run(cfg Config) (*Result, error) {
 		index: core.NewClusterIndex(nodes), gpuFreeAt: map[string]float64{}}
 	if vcs != nil {
 		s.planner.Placer = vcs // not a nil *vcCounter in an interface
+		s.planner.Overflow = cfg.Overflow
 	}
 	s.byKey = make(map[core.JobKey]*job, len(jobs))
 	for _, j := range jobs {
@@ -360,11 +364,14 @@ func (s *state) loop(jobs []*job) error {
 		}
 		// A non-preemptive policy's decision can only change when GPUs
 		// were freed or a job arrived; an arrival cannot start when no GPU
-		// is free, nor behind a blocked head, unless it may preempt for
+		// is free (but see full), nor behind a blocked head, unless it may preempt for
 		// room (FitGpp's TE jobs). Skipping those rounds gives the same
 		// result, much faster on long queues.
+		// With overflow a full cluster may hold opportunistic jobs that an
+		// arrival's guaranteed job evicts: arrivals always count.
+		full := s.busy == capacity && !s.cfg.Overflow
 		skip := !preemptive && !completed && !mayMakeRoom && s.decided &&
-			(!arrived || s.busy == capacity || (blocking && blocked))
+			(!arrived || full || (blocking && blocked))
 		if !skip {
 			if err := s.decide(); err != nil {
 				return err

@@ -92,6 +92,10 @@ type Result struct {
 	VCs              []VCResult
 	SharingAnomalies int
 	MaxExcessQueue   float64
+	// PrivateAvgQueue is the average queueing delay of the finished jobs of
+	// every VC's private cluster together (NaN without VCs or when none
+	// finished), to compare with the shared run's.
+	PrivateAvgQueue float64
 	// WallSeconds is how long the simulator itself ran.
 	WallSeconds float64
 }

@@ -3,23 +3,36 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
-	"github.com/themis-nomad/themis/planner/quota"
+	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
-// The ways RunVCs shares a cluster among virtual clusters.
+// The ways RunVCs shares a cluster among virtual clusters: the stack's
+// virtual-cluster placements (stack.Placements), built by stack.NewPlacer
+// as the live planner builds its own.
 const (
 	// VCModeHived gives each VC its cells, bound by HiveD's buddy
 	// allocation (package hived).
-	VCModeHived = "hived"
+	VCModeHived = string(stack.PlaceHived)
+	// VCModeHivedOverflow is VCModeHived with opportunistic overflow: a
+	// job that does not fit its VC's cells runs on idle GPUs, preempted
+	// when a guaranteed job needs them.
+	VCModeHivedOverflow = string(stack.PlaceHivedOverflow)
 	// VCModeQuota caps each VC at its cells' GPU count, placed anywhere
-	// (the "quota" baseline of the HiveD paper).
-	VCModeQuota = "quota"
+	// by the core's best fit (the "quota" baseline of the HiveD paper).
+	VCModeQuota = string(stack.PlaceQuota)
+	// VCModeQuotaYARN is VCModeQuota placed first fit, without topology
+	// preference (YARN's Capacity Scheduler, the HiveD paper's baseline).
+	VCModeQuotaYARN = string(stack.PlaceQuotaYARN)
+	// VCModeQuotaGandiva is VCModeQuota placed by Gandiva's job-size
+	// affinity.
+	VCModeQuotaGandiva = string(stack.PlaceQuotaGandiva)
 )
 
 // AnomalyTolerance is how much longer (seconds) a VC's average queueing
@@ -43,6 +56,13 @@ type VCResult struct {
 	PrivateAvgJCT   float64
 	ExcessQueue     float64 // AvgQueue - PrivateAvgQueue
 	Anomaly         bool    // ExcessQueue > AnomalyTolerance
+	// P95Queue and PrivateP95Queue are the nearest-rank 95th percentiles
+	// of the finished jobs' queueing delays (NaN when none finished).
+	P95Queue, PrivateP95Queue float64
+	// Preemptions counts the preemptions of the VC's jobs in the shared
+	// run (with overflow: its opportunistic jobs evicted for guaranteed
+	// ones).
+	Preemptions int
 }
 
 // VCRun is how RunVCs shares the cluster.
@@ -52,7 +72,7 @@ type VCRun struct {
 	Config
 	NewPolicy func() (core.Policy, error)
 	VCs       *hived.Config
-	// Mode is VCModeHived or VCModeQuota.
+	// Mode is one of the VCMode values.
 	Mode string
 }
 
@@ -69,8 +89,9 @@ type VCRun struct {
 // model rather than sharing.
 func RunVCs(run VCRun) (*Result, error) {
 	run.OneRack = true
-	if run.Mode != VCModeHived && run.Mode != VCModeQuota {
-		return nil, fmt.Errorf("sim: virtual-cluster mode %q: want %q or %q", run.Mode, VCModeHived, VCModeQuota)
+	mode := stack.Placement(run.Mode)
+	if mode == stack.PlaceFree || !slices.Contains(stack.Placements(), mode) {
+		return nil, fmt.Errorf("sim: virtual-cluster mode %q: want one of %v", run.Mode, stack.Placements())
 	}
 	wall := time.Now()
 	shared, err := hived.New(run.Cluster.Nodes, run.VCs)
@@ -127,27 +148,29 @@ func RunVCs(run VCRun) (*Result, error) {
 	}
 	cfg := run.Config
 	cfg.Policy = pol
-	if run.Mode == VCModeHived {
-		cfg.Placer = hived.NewPlacer(shared)
-	} else {
-		quotas := map[string]int{}
-		for _, v := range vcs {
-			quotas[v.Name] = v.GPUs
-		}
-		cfg.Placer = quota.New(quotas)
+	if cfg.Placer, err = stack.NewPlacer(mode, run.VCs, run.Cluster.Nodes); err != nil {
+		return nil, fmt.Errorf("sim: virtual clusters on %s: %w", run.Cluster.Name, err)
 	}
+	cfg.Overflow = mode.Overflows()
 	res, err := Run(cfg)
 	if err != nil {
 		return nil, err
 	}
 	res.VCMode = run.Mode
+	privQ, privN := 0.0, 0
 	for _, v := range vcs {
 		vr := VCResult{Name: v.Name, GPUs: v.GPUs}
 		vr.Finished, vr.AvgQueue, vr.AvgJCT = vcStats(res.Jobs, v.Name)
+		vr.P95Queue, vr.Preemptions = vcQueueP95(res.Jobs, v.Name)
 		vr.Jobs = len(byVC[v.Name])
-		vr.PrivateAvgQueue, vr.PrivateAvgJCT = math.NaN(), math.NaN()
+		vr.PrivateAvgQueue, vr.PrivateAvgJCT, vr.PrivateP95Queue = math.NaN(), math.NaN(), math.NaN()
 		if p := private[v.Name]; p != nil {
 			vr.PrivateFinished, vr.PrivateAvgQueue, vr.PrivateAvgJCT = vcStats(p.Jobs, v.Name)
+			vr.PrivateP95Queue, _ = vcQueueP95(p.Jobs, v.Name)
+			if vr.PrivateFinished > 0 {
+				privQ += vr.PrivateAvgQueue * float64(vr.PrivateFinished)
+				privN += vr.PrivateFinished
+			}
 		}
 		vr.ExcessQueue = vr.AvgQueue - vr.PrivateAvgQueue
 		if vr.Finished > 0 && vr.PrivateFinished > 0 && vr.ExcessQueue > AnomalyTolerance {
@@ -159,8 +182,33 @@ func RunVCs(run VCRun) (*Result, error) {
 		}
 		res.VCs = append(res.VCs, vr)
 	}
+	res.PrivateAvgQueue = math.NaN()
+	if privN > 0 {
+		res.PrivateAvgQueue = privQ / float64(privN)
+	}
 	res.WallSeconds = time.Since(wall).Seconds()
 	return res, nil
+}
+
+// vcQueueP95 is the nearest-rank 95th percentile of the queueing delays of
+// a VC's finished jobs (NaN when none finished) and the preemptions of all
+// its jobs.
+func vcQueueP95(jobs []JobResult, vc string) (p95 float64, preemptions int) {
+	var q []float64
+	for _, j := range jobs {
+		if j.VC != vc {
+			continue
+		}
+		preemptions += j.Preemptions
+		if j.Finished {
+			q = append(q, j.Queue)
+		}
+	}
+	if len(q) == 0 {
+		return math.NaN(), preemptions
+	}
+	slices.Sort(q)
+	return q[int(math.Ceil(0.95*float64(len(q))))-1], preemptions
 }
 
 // vcStats are the finished jobs of a VC, their average queueing delay and

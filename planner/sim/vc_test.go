@@ -103,6 +103,13 @@ func TestVCHivedNoAnomalies(t *testing.T) {
 		if r.SharingAnomalies != 0 {
 			t.Fatalf("seed %d: %d sharing anomalies under HiveD: %+v", seed, r.SharingAnomalies, r.VCs)
 		}
+		o, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, Seed: seed}, NewPolicy: fifoPolicy, VCs: cfg, Mode: VCModeHivedOverflow})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if o.SharingAnomalies != 0 {
+			t.Fatalf("seed %d: %d sharing anomalies under HiveD with overflow: %+v", seed, o.SharingAnomalies, o.VCs)
+		}
 		q, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, Seed: seed}, NewPolicy: fifoPolicy, VCs: cfg, Mode: VCModeQuota})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
@@ -113,6 +120,45 @@ func TestVCHivedNoAnomalies(t *testing.T) {
 		t.Error("no sharing anomaly under GPU quotas in any case: the cases do not exercise sharing")
 	}
 	t.Logf("%d sharing anomalies under quotas", quotaAnomalies)
+}
+
+// TestVCOverflowPreempted: a owns node 0 and b node 1. a's second 8-GPU
+// job overflows onto b's idle node as opportunistic, and is preempted (once)
+// when b's job arrives, which starts once a2 has checkpointed (10 s); a2
+// still finishes long before it would in a's private node (after a1, at
+// 2000).
+func TestVCOverflowPreempted(t *testing.T) {
+	tr := &trace.Trace{Name: "overflow", Jobs: []trace.Job{
+		vcJob("a1", "a", 0, 1000, 8),
+		vcJob("a2", "a", 1, 1000, 8),
+		vcJob("b1", "b", 100, 10, 8),
+	}}
+	cl, err := cluster.Uniform("two", 1, 2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vcs := &hived.Config{VCs: []hived.VCConfig{
+		{Name: "a", Cells: []hived.CellCount{{Type: "node8", Count: 1}}},
+		{Name: "b", Cells: []hived.CellCount{{Type: "node8", Count: 1}}},
+	}}
+	r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, CheckpointCost: 10, RestoreCost: 20}, NewPolicy: fifoPolicy, VCs: vcs, Mode: VCModeHivedOverflow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]JobResult{}
+	for _, j := range r.Jobs {
+		byID[j.ID] = j
+	}
+	a2, b1 := byID["a2"], byID["b1"]
+	if a2.Preemptions != 1 || a2.Start != 1 || !a2.Finished || a2.End >= 1100 {
+		t.Errorf("a2 %+v: want started at 1 opportunistically, preempted once, finished by 1100 (private: 2000)", a2)
+	}
+	if b1.Preemptions != 0 || b1.Queue > 10+1e-9 {
+		t.Errorf("b1 %+v: want started at arrival, after at most a2's checkpoint (10 s)", b1)
+	}
+	if r.VCs[0].Preemptions != 1 || r.VCs[1].Preemptions != 0 {
+		t.Errorf("VC preemptions %+v, want a 1, b 0", r.VCs)
+	}
 }
 
 func TestRunVCsErrors(t *testing.T) {

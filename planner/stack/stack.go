@@ -35,7 +35,27 @@ const (
 	// PlaceQuota caps each VC at its cells' GPU count, placed anywhere
 	// (the HiveD paper's quota baseline, package quota).
 	PlaceQuota Placement = "quota"
+	// PlaceHivedOverflow is PlaceHived with opportunistic overflow: a job
+	// that does not fit its VC's cells runs on idle GPUs of the cluster as
+	// an opportunistic job, preempted when a guaranteed job needs them.
+	PlaceHivedOverflow Placement = "hived-overflow"
+	// PlaceQuotaYARN is PlaceQuota with YARN's Capacity Scheduler's
+	// placement as the HiveD paper ran it: first fit over the cluster, no
+	// topology preference (quota.FirstFit).
+	PlaceQuotaYARN Placement = "quota-yarn"
+	// PlaceQuotaGandiva is PlaceQuota with Gandiva's affinity placement
+	// (quota.Affinity): a node running only jobs of the same size, else an
+	// idle node, else the least loaded one.
+	PlaceQuotaGandiva Placement = "quota-gandiva"
 )
+
+// Placements lists the virtual-cluster placements.
+func Placements() []Placement {
+	return []Placement{PlaceHived, PlaceHivedOverflow, PlaceQuota, PlaceQuotaYARN, PlaceQuotaGandiva}
+}
+
+// Overflows reports whether jobs overflow their VCs (core.Planner.Overflow).
+func (p Placement) Overflows() bool { return p == PlaceHivedOverflow }
 
 // Stack is a built decision stack.
 type Stack struct {
@@ -91,8 +111,8 @@ func Build(name string, o Options) (*Stack, error) {
 		s.Placement = PlaceHived
 	}
 	switch {
-	case s.Placement != PlaceFree && s.Placement != PlaceHived && s.Placement != PlaceQuota:
-		return nil, fmt.Errorf("virtual-cluster placement %q: want %q or %q", s.Placement, PlaceHived, PlaceQuota)
+	case s.Placement != PlaceFree && !slices.Contains(Placements(), s.Placement):
+		return nil, fmt.Errorf("virtual-cluster placement %q: want one of %s", s.Placement, placementNames())
 	case s.Placement != PlaceFree && s.VCs == nil:
 		return nil, errors.New("virtual-cluster placement " + string(s.Placement) + " needs a VC config")
 	case s.Placement != PlaceFree && (e.caps.Preempts || e.caps.MakesRoom || e.caps.Allocates):
@@ -106,32 +126,53 @@ func Build(name string, o Options) (*Stack, error) {
 // NewPlacer): callers add theirs and their own flags (ExplainWaits,
 // SingleNode).
 func (s *Stack) Planner() core.Planner {
-	return core.Planner{Policy: s.Policy, Victims: s.Victims, VictimTie: s.VictimTie}
+	return core.Planner{Policy: s.Policy, Victims: s.Victims, VictimTie: s.VictimTie, Overflow: s.Placement.Overflows()}
 }
 
 // NewPlacer builds the stack's placer for a cluster's nodes: nil without
 // virtual clusters, else HiveD's cells or GPU quotas of the VC config. A
 // VC config the nodes cannot satisfy is an error with the missing counts.
 func (s *Stack) NewPlacer(nodes []core.Node) (Placer, error) {
-	switch s.Placement {
-	case PlaceHived:
-		c, err := hived.New(nodes, s.VCs)
-		if err != nil {
-			return nil, err
-		}
-		return hived.NewPlacer(c), nil
-	case PlaceQuota:
-		c, err := hived.New(nodes, s.VCs)
-		if err != nil {
-			return nil, err
-		}
-		quotas := map[string]int{}
-		for _, v := range c.VCs() {
-			quotas[v.Name] = v.GPUs
-		}
-		return quota.New(quotas), nil
+	return NewPlacer(s.Placement, s.VCs, nodes)
+}
+
+// NewPlacer builds a virtual-cluster placement's placer for a cluster's
+// nodes (nil for PlaceFree); the simulator's shared runs build theirs here
+// too.
+func NewPlacer(p Placement, vcs *hived.Config, nodes []core.Node) (Placer, error) {
+	if p == PlaceFree {
+		return nil, nil
 	}
-	return nil, nil
+	if !slices.Contains(Placements(), p) {
+		return nil, fmt.Errorf("virtual-cluster placement %q: want one of %s", p, placementNames())
+	}
+	c, err := hived.New(nodes, vcs)
+	if err != nil {
+		return nil, err
+	}
+	switch p {
+	case PlaceHived, PlaceHivedOverflow:
+		return hived.NewPlacer(c), nil
+	}
+	quotas := map[string]int{}
+	for _, v := range c.VCs() {
+		quotas[v.Name] = v.GPUs
+	}
+	switch p {
+	case PlaceQuotaYARN:
+		return quota.NewFit(quotas, quota.FirstFit), nil
+	case PlaceQuotaGandiva:
+		return quota.NewFit(quotas, quota.Affinity), nil
+	}
+	return quota.New(quotas), nil
+}
+
+func placementNames() string {
+	var names []string
+	for _, p := range Placements() {
+		names = append(names, string(p))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Placer is a core.Placer that is told of the jobs that stop.
@@ -156,8 +197,10 @@ func (s *Stack) Live() error {
 	case s.Caps.NeedsRemaining:
 		return fmt.Errorf("policy %q ranks by remaining time, which live jobs do not report; live policies: %s",
 			s.Name, strings.Join(LiveNames(), ", "))
-	case s.Placement == PlaceQuota:
-		return errors.New("virtual-cluster placement quota is a simulator baseline; the live planner places virtual clusters with hived")
+	case s.Placement == PlaceQuota || s.Placement == PlaceQuotaYARN || s.Placement == PlaceQuotaGandiva:
+		return fmt.Errorf("virtual-cluster placement %s is a simulator baseline; the live planner places virtual clusters with hived", s.Placement)
+	case s.Placement == PlaceHivedOverflow:
+		return errors.New("virtual-cluster placement hived-overflow runs in the simulator only for now; the live planner places virtual clusters with hived (opportunistic overflow goes live with the one-stack HiveD work)")
 	}
 	return nil
 }
