@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Markdown tables of scripts/hived-sweep.sh's runs (docs/hived.md).
+"""Markdown tables of examples/sweeps/hived-sweep.sh's runs (docs/hived.md).
 
-Usage: python3 scripts/hived-table.py OUT [SIZES] [MODES]
+Usage: python3 examples/sweeps/hived-table.py OUT [SIZES] [MODES]
 Reads OUT/<size>-<mode>/summary.json.
 """
 import json

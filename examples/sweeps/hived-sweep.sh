@@ -2,8 +2,8 @@
 # The HiveD load sweep of docs/hived.md: the full Philly trace, fifo inside
 # each VC, on Philly-like clusters of SIZES GPUs (480 is the philly preset),
 # each with its VC config from themis vcs, in every virtual-cluster mode.
-# Usage: scripts/hived-sweep.sh THEMIS PHILLY_CSV OUT [SIZES] [MODES]
-# then: python3 scripts/hived-table.py OUT
+# Usage: examples/sweeps/hived-sweep.sh THEMIS PHILLY_CSV OUT [SIZES] [MODES]
+# then: python3 examples/sweeps/hived-table.py OUT
 set -eu
 themis=$1 trace=$2 out=$3
 sizes=${4:-"480 960 1440"}
