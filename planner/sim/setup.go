@@ -31,6 +31,9 @@ func Costs(k core.Knobs) (checkpoint, restore float64, err error) {
 // its job-size distribution from tiresias.gittins_dist, or learns one from
 // the jobs that finish during the run.
 func PreparePolicy(p core.Policy) error {
+	if l, ok := p.(*core.Leased); ok {
+		p = l.Unwrap()
+	}
 	t, ok := p.(*core.Tiresias)
 	if !ok || t.Name() != "tiresias-gittins" {
 		return nil
@@ -61,14 +64,22 @@ func PolicyNames() []string { return append(core.Names(), themispolicy.Name) }
 
 // NewPolicy returns a policy by name: "themis" (the Themis arbiter,
 // planner/themispolicy, with knobs themis.f, themis.lease, themis.lie) or
-// one of the core's (core.NewPolicy). Unknown names and knobs are errors.
+// one of the core's (core.NewPolicy), under sim.realloc's leases when set
+// (core.WithRealloc). Unknown names and knobs are errors.
 func NewPolicy(name string, knobs core.Knobs) (core.Policy, error) {
+	realloc, err := core.ReallocFromKnobs(knobs)
+	if err != nil {
+		return nil, err
+	}
 	if name != themispolicy.Name {
 		p, err := core.NewPolicy(name, knobs)
 		if err != nil && strings.Contains(err.Error(), "unknown (known:") {
 			return nil, fmt.Errorf("policy %q: unknown (known: %v)", name, PolicyNames())
 		}
-		return p, err
+		if err != nil {
+			return nil, err
+		}
+		return core.WithRealloc(p, realloc)
 	}
 	p, err := themispolicy.FromKnobs(knobs)
 	if err != nil {
