@@ -76,13 +76,13 @@
 //
 // # No app left behind by lease timing
 //
-// With themis.revoke=on, an app that holds nothing and would wait past
-// ρ = 1 for the next lease end has the best-off apps' leases ended early
-// for its gang (revoke.go).
+// With themis.revoke=on (the default), a newcomer that would wait past
+// ρ = 1 for the next release has the best-off apps' leases ended early for
+// its gang (revoke.go).
 //
 // Knobs: themis.f (fairness knob f, default 0.8), themis.lease (default
 // 10m; a Go duration or seconds), themis.lie (APP:+X% or APP:-X%; default
-// none), themis.revoke (on or off, default off).
+// none), themis.revoke (on or off, default on; New leaves it off).
 package themispolicy
 
 import (
@@ -144,7 +144,8 @@ func New(f, lease float64, lie map[string]float64) *Policy {
 		first: map[string]float64{}, marks: map[string]themis.Mark{}, ran: map[string]bool{}}
 }
 
-// FromKnobs builds a policy from themis.f, themis.lease and themis.lie.
+// FromKnobs builds a policy from themis.f, themis.lease, themis.lie and
+// themis.revoke.
 func FromKnobs(k core.Knobs) (*Policy, error) {
 	f, err := k.Float("themis.f", themis.DefaultFairness)
 	if err != nil {
@@ -179,7 +180,7 @@ func FromKnobs(k core.Knobs) (*Policy, error) {
 		}
 	}
 	p := New(f, lease, lie)
-	switch v := k.String("themis.revoke", "off"); v {
+	switch v := k.String("themis.revoke", "on"); v {
 	case "on":
 		p.Revoke = true
 	case "off":
