@@ -90,16 +90,19 @@ func leftBehind(apps []themis.App, ran map[string]bool, env themis.Env, offered 
 	return id, need, rho
 }
 
-// revocable lists the running jobs whose leases may end early for an app
-// at ρ worse: not restoring, lease not yet over, and their app still at
-// ρ <= 1 (and below worse) if it waits a whole lease for the job's GPUs.
-// Each carries that ρ.
+// revocable is a running job whose lease may end early, with its app's ρ
+// if it waits a whole lease for the job's GPUs and where the job's GPUs
+// are.
 type revocable struct {
 	job *core.Job
 	rho float64
 	on  map[string]int // GPUs per machine
 }
 
+// revocable lists the running jobs whose leases may end early for an app
+// at ρ worse: not restoring, lease not yet over, and their app still at
+// ρ <= 1 (and below worse) if it waits a whole lease for the job's GPUs;
+// best-off first.
 func (p *Policy) revocable(jobs []*core.Job, apps []themis.App, env themis.Env, grantOf map[core.JobKey]core.Grant,
 	isExpired map[core.JobKey]bool, free *core.FreeGPUs, worse float64) []revocable {
 	appAt := make(map[string]int, len(apps))
@@ -167,7 +170,6 @@ func chooseRevoked(need int, offer themis.Offer, cands []revocable) []*core.Job 
 		jobs  []*core.Job
 		worst float64
 		gpus  int
-		id    string
 	}
 	var best *pick
 	machines := map[string]bool{}
@@ -192,7 +194,7 @@ func chooseRevoked(need int, offer themis.Offer, cands []revocable) []*core.Job 
 		}
 		sort.SliceStable(on, func(a, b int) bool { return on[a].on[m] < on[b].on[m] })
 		have := freeOn[m]
-		pk := &pick{id: m}
+		pk := &pick{}
 		for _, c := range on {
 			if have >= need {
 				break
