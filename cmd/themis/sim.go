@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +35,7 @@ func (c *simCommand) Synopsis() string { return "Replay a trace through a policy
 func (c *simCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
-                  --policy NAME[,NAME...] [--sweep KNOB=V1,V2,...]
+                  --policy NAME[,NAME...] [--sweep KNOB=V1,V2,...]...
                   [--vc-config FILE [--vc-mode MODE]]
                   [--seed N] [--set k=v]... --out DIR
 
@@ -44,7 +45,11 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   plots; with several it runs each on the same jobs and cluster and writes
   DIR/comparison.md (factor of improvement over the first policy, or
   --reference) plus each run in DIR/<policy>/. --sweep runs each policy once
-  per value of a knob, as "policy[knob=value]".
+  per value of a knob, as "policy[knob=value]"; several --sweep run every
+  combination, as "policy[k1=v1,k2=v2]". A swept workload.* knob (say
+  workload.arrival_scale or workload.seed) generates the workload anew for
+  each value; DIR/sweep.md then tabulates every run and the medians over
+  workload.seed, with a rho CDF per setting of the other swept knobs.
 
   With --vc-config (virtual clusters and their cells, HCL; see
   examples/philly-vcs.hcl and docs/simulator.md) every job runs in its trace
@@ -97,11 +102,11 @@ Options:
 }
 
 type simOptions struct {
-	trace, workload, sweep          string
+	trace, workload                 string
 	vcConfig, vcMode                string
 	cluster, policy, out, reference string
 	seed                            int64
-	sets                            stringList
+	sets, sweep                     stringList
 	quiet                           bool
 }
 
@@ -114,7 +119,7 @@ func simFlags(o *simOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.StringVar(&o.trace, "trace", "", "trace file (Philly or Tiresias CSV)")
 	fs.StringVar(&o.workload, "workload", "", "generated workload instead of a trace: fitgpp, themis-w1, themis-w2 (from --trace, default ../shared/traces/philly.csv), themis-fig18")
-	fs.StringVar(&o.sweep, "sweep", "", "run each policy once per value of a knob: KNOB=V1,V2,...")
+	fs.Var(&o.sweep, "sweep", "run each policy once per value of a knob: KNOB=V1,V2,... (repeatable: every combination)")
 	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters and their cells (HCL), for a run in virtual clusters")
 	fs.StringVar(&o.vcMode, "vc-mode", sim.VCModeHived, "with --vc-config: hived (cells), hived-overflow (cells, overflow as opportunistic), quota (GPU counts, best fit) quota-yarn (GPU counts, first fit) or quota-gandiva (GPU counts, size affinity)")
 	fs.StringVar(&o.cluster, "cluster", "n8g8", "cluster preset or topology file")
@@ -167,6 +172,39 @@ func (c *simCommand) run(o simOptions) error {
 	if err != nil {
 		return err
 	}
+	// A swept workload knob generates the workload anew for each value.
+	traces := map[string]*trace.Trace{"": tr}
+	traceOf := func(extra []string) (*trace.Trace, error) {
+		var key []string
+		for _, kv := range extra {
+			if strings.HasPrefix(kv, "workload.") {
+				key = append(key, kv)
+			}
+		}
+		k := strings.Join(key, ",")
+		if t, ok := traces[k]; ok {
+			return t, nil
+		}
+		kn, err := knobs.With(key...)
+		if err != nil {
+			return nil, err
+		}
+		t, err := loadJobs(o, kn)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range traces {
+			if u.Name == t.Name {
+				// Runs are grouped by trace name (comparisons, shared T_id):
+				// a generated trace whose name does not say the swept knob
+				// gets it added.
+				t.Name += "[" + k + "]"
+				break
+			}
+		}
+		traces[k] = t
+		return t, nil
+	}
 	cl, err := cluster.FromPresetOrFile(o.cluster)
 	if err != nil {
 		return err
@@ -203,15 +241,24 @@ func (c *simCommand) run(o simOptions) error {
 		tie         float64          // preempt.tie
 	}
 	variants := []run{{sets: o.sets}}
-	if o.sweep != "" {
-		key, vals, ok := strings.Cut(o.sweep, "=")
+	for _, sw := range o.sweep {
+		key, vals, ok := strings.Cut(sw, "=")
 		if !ok || strings.TrimSpace(key) == "" || strings.TrimSpace(vals) == "" {
-			return fmt.Errorf("--sweep %q: want KNOB=V1,V2,...", o.sweep)
+			return fmt.Errorf("--sweep %q: want KNOB=V1,V2,...", sw)
 		}
-		variants = nil
-		for _, v := range strings.Split(vals, ",") {
-			kv := strings.TrimSpace(key) + "=" + strings.TrimSpace(v)
-			variants = append(variants, run{label: "[" + kv + "]", sets: append(append([]string{}, o.sets...), kv), extra: []string{kv}})
+		var next []run
+		for _, base := range variants {
+			for _, v := range strings.Split(vals, ",") {
+				kv := strings.TrimSpace(key) + "=" + strings.TrimSpace(v)
+				extra := append(append([]string{}, base.extra...), kv)
+				next = append(next, run{label: "[" + strings.Join(extra, ",") + "]", sets: append(append([]string{}, base.sets...), kv), extra: extra})
+			}
+		}
+		variants = next
+	}
+	for _, v := range variants {
+		if _, err := traceOf(v.extra); err != nil {
+			return err
 		}
 	}
 	var runs []run
@@ -247,6 +294,10 @@ func (c *simCommand) run(o simOptions) error {
 	var results []sim.Result
 	for _, rn := range runs {
 		pol := rn.pol
+		tr, err := traceOf(rn.extra)
+		if err != nil {
+			return err
+		}
 		cfg := sim.Config{Trace: tr, Cluster: cl, Policy: pol, Seed: o.seed, Settings: rn.sets,
 			CheckpointCost: ckpt, RestoreCost: restore, CheckpointEvery: rn.every, Victims: rn.victims, VictimTie: rn.tie,
 			Peer: sem == stack.SemanticsTiresias}
@@ -280,6 +331,9 @@ func (c *simCommand) run(o simOptions) error {
 		c.ui.Info(fmt.Sprintf("%s: %d jobs on %s (%d GPUs) in %.1fs", rn.label, len(r.Jobs), cl.Name, cl.TotalGPUs(), r.WallSeconds))
 		results = append(results, *r)
 	}
+	if err := fairness(o, results, traces, cl); err != nil {
+		return err
+	}
 	if len(results) == 1 {
 		if err := report.WriteRun(o.out, results[0]); err != nil {
 			return err
@@ -291,10 +345,74 @@ func (c *simCommand) run(o simOptions) error {
 	if ref == "" {
 		ref = results[0].Policy
 	}
-	if err := report.WriteComparison(o.out, results, ref); err != nil {
-		return err
+	var names []string
+	byTrace := map[string][]sim.Result{}
+	for _, r := range results {
+		if _, ok := byTrace[r.Trace]; !ok {
+			names = append(names, r.Trace)
+		}
+		byTrace[r.Trace] = append(byTrace[r.Trace], r)
 	}
-	c.ui.Output("wrote " + filepath.Join(o.out, "comparison.md"))
+	if len(names) == 1 {
+		if err := report.WriteComparison(o.out, results, ref); err != nil {
+			return err
+		}
+		c.ui.Output("wrote " + filepath.Join(o.out, "comparison.md"))
+	} else {
+		// A swept workload: one comparison per generated trace.
+		for _, n := range names {
+			rs := byTrace[n]
+			r := rs[0].Policy
+			if slices.ContainsFunc(rs, func(x sim.Result) bool { return x.Policy == ref }) {
+				r = ref
+			}
+			if err := report.WriteComparison(filepath.Join(o.out, n), rs, r); err != nil {
+				return err
+			}
+			c.ui.Output("wrote " + filepath.Join(o.out, n, "comparison.md"))
+		}
+	}
+	if len(names) > 1 || len(o.sweep) > 1 {
+		if err := report.WriteSweep(o.out, results); err != nil {
+			return err
+		}
+		c.ui.Output("wrote " + filepath.Join(o.out, report.SweepFile))
+	}
+	return nil
+}
+
+// fairness adds what ρ needs beyond one run: each app's T_id shared by the
+// runs on the same trace (sim.ShareIdeal), and, for the Themis workloads,
+// each app's floor, its ρ alone on the empty cluster (sim.Floors).
+func fairness(o simOptions, results []sim.Result, traces map[string]*trace.Trace, cl *cluster.Cluster) error {
+	ptrs := make([]*sim.Result, len(results))
+	for i := range results {
+		ptrs[i] = &results[i]
+	}
+	sim.ShareIdeal(ptrs)
+	switch o.workload {
+	case workload.FormatThemisW1, workload.FormatThemisW2, workload.FormatThemisFig18:
+	default:
+		return nil
+	}
+	used := map[string]bool{}
+	for _, r := range results {
+		used[r.Trace] = true
+	}
+	floors := map[string]map[string]float64{}
+	for _, t := range traces {
+		if _, ok := floors[t.Name]; ok || !used[t.Name] {
+			continue
+		}
+		f, err := sim.Floors(t, cl, o.seed)
+		if err != nil {
+			return fmt.Errorf("floors of %s: %w", t.Name, err)
+		}
+		floors[t.Name] = f
+	}
+	for i := range results {
+		sim.SetFloors(&results[i], floors[results[i].Trace])
+	}
 	return nil
 }
 

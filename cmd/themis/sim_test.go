@@ -95,8 +95,11 @@ func TestSimThemis(t *testing.T) {
 		{"comparison", simOptions{workload: "themis-fig18", cluster: "themis-fig18", policy: "themis,las",
 			sets: stringList{"themis.lease=5m", "workload.fig18_jobs=2"}}, "themis/summary.json"},
 		{"lie sweep", simOptions{workload: "themis-fig18", cluster: "themis-fig18", policy: "themis",
-			sweep: "themis.lie=app-0001:0%,app-0001:+50%", sets: stringList{"workload.fig18_duration=30m"}},
+			sweep: stringList{"themis.lie=app-0001:0%,app-0001:+50%"}, sets: stringList{"workload.fig18_duration=30m"}},
 			"themis[themis.lie=app-0001:+50%]/apps.csv"},
+		{"workload sweep", simOptions{workload: "themis-fig18", cluster: "themis-fig18", policy: "themis,las",
+			sweep: stringList{"workload.fig18_duration=10m,20m", "sim.realloc=instant,10m"}, sets: stringList{"workload.fig18_jobs=2"}},
+			"sweep.md"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
@@ -106,6 +109,25 @@ func TestSimThemis(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(o.out, tc.want)); err != nil {
 				t.Fatalf("%s not written: %v", tc.want, err)
+			}
+			if tc.name == "workload sweep" {
+				b, err := os.ReadFile(filepath.Join(o.out, "sweep.md"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range []string{`las\[sim.realloc=10m\] | workload.fig18\_duration=20m`, "rho_cdf_2.svg", "| 0 |"} {
+					if !strings.Contains(string(b), k) {
+						t.Errorf("sweep.md lacks %s:\n%s", k, b)
+					}
+				}
+				// One comparison per generated trace, with floors (apps.csv).
+				csv, err := filepath.Glob(filepath.Join(o.out, "*20m*", `las\[*10m*`, "apps.csv"))
+				if err != nil || len(csv) != 1 {
+					t.Fatalf("apps.csv of las under the 20-minute trace: %v %v", csv, err)
+				}
+				if b, _ := os.ReadFile(csv[0]); !strings.Contains(strings.SplitN(string(b), "\n", 2)[0], "floor") {
+					t.Errorf("apps.csv header lacks floor: %s", b)
+				}
 			}
 			if tc.name == "comparison" {
 				b, err := os.ReadFile(filepath.Join(o.out, "themis", "summary.json"))

@@ -447,12 +447,22 @@ func comparisonMarkdown(c Comparison) []byte {
 	b.WriteString("rho = app finish time / T_ideal per app (null max: some app did not finish); " +
 		"placement is a job's slowdown from its GPUs' spread, 1 = one machine; " +
 		"GPU time is busy GPU-seconds, ratio = policy / reference.\n\n")
-	b.WriteString("| Policy | Apps finished | Max rho | Median rho | rho <= 1 | Avg placement | GPU time (s) | GPU time ratio |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("p95 and p99 rho are nearest-rank; shared rho uses one T_ideal per app for every run on the same trace " +
+		"(the least of the runs' T_ideal); rho / floor divides by the app's rho alone on the empty cluster.\n\n")
+	b.WriteString("| Policy | Apps finished | Max rho | p99 rho | p95 rho | Median rho | rho <= 1 | Max shared rho | p95 shared rho | Max rho / floor | Avg placement | GPU time (s) | GPU time ratio |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	opt := func(n *Num) string {
+		if n == nil {
+			return "n/a"
+		}
+		return mdNum(*n)
+	}
 	for _, p := range c.Policies {
 		f := p.Fairness
-		fmt.Fprintf(&b, "| %s | %d / %d | %s | %s | %s | %s | %s | %s |\n", mdCell(p.Policy), f.AppsFinished, f.Apps,
-			mdNum(f.MaxRho), mdNum(f.MedianRho), mdPercent(f.FracRhoLE1), mdNum(f.AvgPlacementScore), mdNum(f.GPUTime), mdNum(f.GPUTimeRatio))
+		fmt.Fprintf(&b, "| %s | %d / %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(p.Policy), f.AppsFinished, f.Apps,
+			mdNum(f.MaxRho), mdNum(f.P99Rho), mdNum(f.P95Rho), mdNum(f.MedianRho), mdPercent(f.FracRhoLE1),
+			opt(f.MaxSharedRho), opt(f.P95SharedRho), opt(f.MaxRhoOverFloor),
+			mdNum(f.AvgPlacementScore), mdNum(f.GPUTime), mdNum(f.GPUTimeRatio))
 	}
 
 	b.WriteString("\n## Plots\n\n")

@@ -252,18 +252,31 @@ func mdPercent(n Num) string {
 }
 
 // appsCSV is one row per app (sim.AppResult): rho and end_s are empty for
-// an app that did not finish.
+// an app that did not finish; shared_ideal_s, shared_rho and floor are
+// empty until a comparison sets them (sim.ShareIdeal, sim.Floors).
 func appsCSV(apps []sim.AppResult) []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	_ = w.Write([]string{"app", "jobs", "arrival_s", "end_s", "work_gpu_s", "demand_max", "n_avg", "ideal_s", "rho", "placement", "finished"})
+	_ = w.Write([]string{"app", "jobs", "arrival_s", "end_s", "work_gpu_s", "demand_max", "n_avg", "ideal_s", "rho", "placement", "finished",
+		"shared_ideal_s", "shared_rho", "floor"})
 	for _, a := range apps {
 		end, rho, navg, ideal := "", "", "", ""
 		if a.Finished {
 			end, rho, navg, ideal = Num(a.End).String(), Num(a.Rho).String(), Num(a.NAvg).String(), Num(a.Ideal).String()
 		}
+		sideal, srho, floor := "", "", ""
+		if a.SharedIdeal > 0 {
+			sideal = Num(a.SharedIdeal).String()
+			if a.Finished {
+				srho = Num(a.SharedRho).String()
+			}
+		}
+		if a.Floor > 0 {
+			floor = Num(a.Floor).String()
+		}
 		_ = w.Write([]string{a.ID, strconv.Itoa(a.Jobs), Num(a.Arrival).String(), end, Num(a.Work).String(),
-			strconv.Itoa(a.DemandMax), navg, ideal, rho, Num(a.Placement).String(), strconv.FormatBool(a.Finished)})
+			strconv.Itoa(a.DemandMax), navg, ideal, rho, Num(a.Placement).String(), strconv.FormatBool(a.Finished),
+			sideal, srho, floor})
 	}
 	w.Flush()
 	return buf.Bytes()

@@ -76,14 +76,26 @@ type Summary struct {
 // share of apps with rho <= 1. avg_placement_score is the mean over the
 // jobs that ran of each job's placement slowdown averaged over its
 // running time (1: every job always ran on one machine; higher is
-// worse).
+// worse). p95_rho and p99_rho are nearest-rank percentiles of rho.
+//
+// When the runs of a comparison share each app's T_id (sim.ShareIdeal),
+// max_shared_rho and p95_shared_rho are rho with that T_id; when each
+// app's floor is known (sim.Floors: its rho alone on the empty cluster),
+// max_rho_over_floor is the largest rho / floor and apps_floor_above_1 the
+// number of apps whose floor exceeds 1.
 type AppFairness struct {
-	Apps              int `json:"apps"`
-	AppsFinished      int `json:"apps_finished"`
-	MaxRho            Num `json:"max_rho"`
-	MedianRho         Num `json:"median_rho"`
-	FracRhoLE1        Num `json:"frac_rho_le_1"`
-	AvgPlacementScore Num `json:"avg_placement_score"`
+	Apps              int  `json:"apps"`
+	AppsFinished      int  `json:"apps_finished"`
+	MaxRho            Num  `json:"max_rho"`
+	MedianRho         Num  `json:"median_rho"`
+	P95Rho            Num  `json:"p95_rho"`
+	P99Rho            Num  `json:"p99_rho"`
+	FracRhoLE1        Num  `json:"frac_rho_le_1"`
+	AvgPlacementScore Num  `json:"avg_placement_score"`
+	MaxSharedRho      *Num `json:"max_shared_rho,omitempty"`
+	P95SharedRho      *Num `json:"p95_shared_rho,omitempty"`
+	MaxRhoOverFloor   *Num `json:"max_rho_over_floor,omitempty"`
+	AppsFloorAbove1   *int `json:"apps_floor_above_1,omitempty"`
 }
 
 // ClassSummary is FitGpp's metrics of a run (see Summary).
@@ -174,9 +186,11 @@ func Summarize(r sim.Result) Summary {
 		}
 	}
 	s.MaxRho, s.MedianRho, s.FracRhoLE1 = percentile(rhos, 100), percentile(rhos, 50), undefined()
+	s.P95Rho, s.P99Rho = percentile(rhos, 95), percentile(rhos, 99)
 	if len(rhos) > 0 {
 		s.FracRhoLE1 = Num(float64(le1) / float64(len(rhos)))
 	}
+	s.sharedAndFloors(r)
 	s.AvgPlacementScore = mean(PlacementScores(r))
 	restarts := sortedCopy(r.Restarts)
 	s.MedianRestart, s.P95Restart = percentile(restarts, 50), percentile(restarts, 95)
@@ -204,6 +218,35 @@ func Summarize(r sim.Result) Summary {
 		s.Makespan = undefined()
 	}
 	return s
+}
+
+// sharedAndFloors sets the fairness fields that need more than one run
+// (see AppFairness).
+func (s *AppFairness) sharedAndFloors(r sim.Result) {
+	var shared, over []float64
+	haveShared, haveFloor, above := false, false, 0
+	for _, a := range r.Apps {
+		if a.SharedIdeal > 0 {
+			haveShared = true
+		}
+		shared = append(shared, a.SharedRho)
+		if a.Floor > 0 {
+			haveFloor = true
+			if a.Floor > 1 {
+				above++
+			}
+			over = append(over, a.Rho/a.Floor)
+		}
+	}
+	if haveShared {
+		shared = sortedCopy(shared)
+		mx, p95 := percentile(shared, 100), percentile(shared, 95)
+		s.MaxSharedRho, s.P95SharedRho = &mx, &p95
+	}
+	if haveFloor {
+		mx := percentile(sortedCopy(over), 100)
+		s.MaxRhoOverFloor, s.AppsFloorAbove1 = &mx, &above
+	}
 }
 
 // AppRhos is every app's finish-time fairness rho, in app order (+Inf for

@@ -64,7 +64,7 @@ func TestSummarize(t *testing.T) {
 				ClassSummary: ClassSummary{TEMedianSlowdown: 1, TEP95Slowdown: Num(20.0 / 15),
 					BEMedianSlowdown: 1.5, BEP95Slowdown: Num(100.0 / 55),
 					PreemptedJobs: 1, MedianRestart: 20, P95Restart: 30},
-				AppFairness: AppFairness{MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan},
+				AppFairness: AppFairness{MaxRho: nan, MedianRho: nan, P95Rho: nan, P99Rho: nan, FracRhoLE1: nan, AvgPlacementScore: nan},
 			},
 		},
 		{
@@ -77,7 +77,7 @@ func TestSummarize(t *testing.T) {
 				Makespan: 0, GPUTime: 0, Utilization: nan,
 				ClassSummary: ClassSummary{TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
 					MedianRestart: nan, P95Restart: nan},
-				AppFairness: AppFairness{MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan},
+				AppFairness: AppFairness{MaxRho: nan, MedianRho: nan, P95Rho: nan, P99Rho: nan, FracRhoLE1: nan, AvgPlacementScore: nan},
 			},
 		},
 		{
@@ -94,7 +94,7 @@ func TestSummarize(t *testing.T) {
 				Makespan: 10, GPUTime: 14, Utilization: 0.7,
 				ClassSummary: ClassSummary{TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
 					MedianRestart: nan, P95Restart: nan},
-				AppFairness: AppFairness{MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan},
+				AppFairness: AppFairness{MaxRho: nan, MedianRho: nan, P95Rho: nan, P99Rho: nan, FracRhoLE1: nan, AvgPlacementScore: nan},
 			},
 		},
 		{
@@ -107,7 +107,7 @@ func TestSummarize(t *testing.T) {
 				Makespan: 10, GPUTime: 0, Utilization: nan,
 				ClassSummary: ClassSummary{TEMedianSlowdown: nan, TEP95Slowdown: nan, BEMedianSlowdown: nan, BEP95Slowdown: nan,
 					MedianRestart: nan, P95Restart: nan},
-				AppFairness: AppFairness{MaxRho: nan, MedianRho: nan, FracRhoLE1: nan, AvgPlacementScore: nan},
+				AppFairness: AppFairness{MaxRho: nan, MedianRho: nan, P95Rho: nan, P99Rho: nan, FracRhoLE1: nan, AvgPlacementScore: nan},
 			},
 		},
 	}
@@ -150,7 +150,7 @@ func TestSummaryJSONFields(t *testing.T) {
 		"makespan_s", "gpu_time_s", "utilization", "preemptions",
 		"te_median_slowdown", "te_p95_slowdown", "be_median_slowdown", "be_p95_slowdown",
 		"preempted_jobs", "median_restart_s", "p95_restart_s",
-		"apps", "apps_finished", "max_rho", "median_rho", "frac_rho_le_1", "avg_placement_score", "wall_s",
+		"apps", "apps_finished", "max_rho", "median_rho", "p95_rho", "p99_rho", "frac_rho_le_1", "avg_placement_score", "wall_s",
 	}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("summary.json keys\n got %v\nwant %v", keys, want)
@@ -212,5 +212,47 @@ func compareFields(t *testing.T, gv, wv reflect.Value) {
 		} else if !reflect.DeepEqual(g, w) {
 			t.Errorf("%s = %#v, want %#v", f.Name, g, w)
 		}
+	}
+}
+
+// Shared T_id and floors (set by sim.ShareIdeal and sim.Floors) give the
+// summary its shared-rho and rho / floor fields; without them they stay
+// out of summary.json.
+func TestSummarizeSharedAndFloors(t *testing.T) {
+	r := sim.Result{Apps: []sim.AppResult{
+		{ID: "x", Finished: true, Rho: 0.5},
+		{ID: "y", Finished: true, Rho: 2},
+	}}
+	if s := Summarize(r); s.MaxSharedRho != nil || s.MaxRhoOverFloor != nil || s.AppsFloorAbove1 != nil {
+		t.Fatalf("without shared T_id or floors: %+v", s.AppFairness)
+	}
+	r.Apps[0].SharedIdeal, r.Apps[0].SharedRho, r.Apps[0].Floor = 10, 0.8, 0.25
+	r.Apps[1].SharedIdeal, r.Apps[1].SharedRho, r.Apps[1].Floor = 10, 2.5, 1.6
+	s := Summarize(r)
+	if s.MaxSharedRho == nil || *s.MaxSharedRho != 2.5 || *s.P95SharedRho != 2.5 {
+		t.Errorf("shared rho: %v %v, want 2.5", s.MaxSharedRho, s.P95SharedRho)
+	}
+	if s.MaxRhoOverFloor == nil || *s.MaxRhoOverFloor != 2 || *s.AppsFloorAbove1 != 1 {
+		t.Errorf("rho / floor %v, floors above 1 %v; want 2 (x: 0.5 / 0.25) and 1", s.MaxRhoOverFloor, s.AppsFloorAbove1)
+	}
+	if s.P95Rho != 2 || s.P99Rho != 2 {
+		t.Errorf("p95 %v p99 %v, want 2", s.P95Rho, s.P99Rho)
+	}
+}
+
+func TestSweepLabel(t *testing.T) {
+	for _, tc := range []struct{ label, policy, setting, seed string }{
+		{"themis", "themis", "", ""},
+		{"las[sim.realloc=10m]", "las[sim.realloc=10m]", "", ""},
+		{"las[sim.realloc=10m,workload.arrival_scale=0.5,workload.seed=2]", "las[sim.realloc=10m]", "workload.arrival_scale=0.5", "2"},
+		{"themis[workload.seed=3]", "themis", "", "3"},
+	} {
+		p, s, seed := sweepLabel(tc.label)
+		if p != tc.policy || s != tc.setting || seed != tc.seed {
+			t.Errorf("%s: %q %q %q, want %q %q %q", tc.label, p, s, seed, tc.policy, tc.setting, tc.seed)
+		}
+	}
+	if m := median([]float64{3, math.NaN(), 1, 2, 10}); m != 2.5 {
+		t.Errorf("median %v, want 2.5 (NaN ignored)", m)
 	}
 }

@@ -108,6 +108,11 @@ type AppResult struct {
 	// Placement is the app's mean placement slowdown over its jobs' running
 	// time (1: every job always ran on one machine).
 	Placement float64
+	// SharedIdeal and SharedRho are T_id and ρ with one T_id per app shared
+	// by every run of a comparison on the same trace (ShareIdeal); 0 until
+	// set. Floor is the app's ρ when it runs alone on the empty cluster
+	// (Floors): no schedule gets it below that; 0 until set.
+	SharedIdeal, SharedRho, Floor float64
 }
 
 // appResults groups the jobs into apps and computes their finish-time

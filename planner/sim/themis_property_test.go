@@ -130,7 +130,10 @@ func TestPropertyThemisRandomApps(t *testing.T) {
 					i += k
 				}
 				cl := randomCluster(t, rng)
-				k, err := core.ParseKnobs([]string{"themis.lease=" + []string{"10m", "2m", "30s"}[trial%3]})
+				// Themis with and without early revocation; the baselines
+				// with instant reallocation and on leases.
+				k, err := core.ParseKnobs([]string{"themis.lease=" + []string{"10m", "2m", "30s"}[trial%3],
+					"themis.revoke=" + []string{"off", "on"}[trial%2], core.KnobRealloc + "=" + []string{"instant", "instant", "2m", "2m"}[trial%4]})
 				if err != nil {
 					t.Fatal(err)
 				}

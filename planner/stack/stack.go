@@ -102,6 +102,15 @@ func Build(name string, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	// sim.realloc: a preemptive ranking policy on leases, as the Themis
+	// paper ran its baselines (core.Leased).
+	realloc, err := core.ReallocFromKnobs(o.Knobs)
+	if err != nil {
+		return nil, err
+	}
+	if p, err = core.WithRealloc(p, realloc); err != nil {
+		return nil, err
+	}
 	victims, tie, err := core.VictimsFromKnobs(o.Knobs)
 	if err != nil {
 		return nil, err
@@ -197,6 +206,8 @@ func (s *Stack) Live() error {
 	case s.Caps.NeedsRemaining:
 		return fmt.Errorf("policy %q ranks by remaining time, which live jobs do not report; live policies: %s",
 			s.Name, strings.Join(LiveNames(), ", "))
+	case isLeased(s.Policy):
+		return fmt.Errorf("policy %q with sim.realloc (reallocation on leases) is a simulator baseline of the Themis paper; the live planner reallocates at every event", s.Name)
 	case s.Placement == PlaceQuota || s.Placement == PlaceQuotaYARN || s.Placement == PlaceQuotaGandiva:
 		return fmt.Errorf("virtual-cluster placement %s is a simulator baseline; the live planner places virtual clusters with hived", s.Placement)
 	case s.Placement == PlaceHivedOverflow:
@@ -235,4 +246,9 @@ func withPlacer() []string {
 		}
 	}
 	return out
+}
+
+func isLeased(p core.Policy) bool {
+	_, ok := p.(*core.Leased)
+	return ok
 }

@@ -57,6 +57,14 @@ func (a *App) CurrentRho(env Env) float64 {
 	})
 }
 
+// CurrentRhoAfter is CurrentRho with a wait of the given seconds instead of
+// one lease before the app runs on its fair share: what the app reaches if
+// it waits that long (ρ at the ideal placement, free of what it reports).
+func (a *App) CurrentRhoAfter(env Env, wait float64) float64 {
+	env.Lease = max(wait, 0)
+	return a.CurrentRho(env)
+}
+
 // demandNow is the most GPUs the app's current jobs can use at once: held
 // and queued.
 func (a *App) demandNow() int {

@@ -74,9 +74,15 @@
 // raises a losing app's ρ but does not say how a gang larger than any
 // offer gets its GPUs.
 //
+// # No app left behind by lease timing
+//
+// With themis.revoke=on (the default), a newcomer that would wait past
+// ρ = 1 for the next release has the best-off apps' leases ended early for
+// its gang (revoke.go).
+//
 // Knobs: themis.f (fairness knob f, default 0.8), themis.lease (default
 // 10m; a Go duration or seconds), themis.lie (APP:+X% or APP:-X%; default
-// none).
+// none), themis.revoke (on or off, default on; New leaves it off).
 package themispolicy
 
 import (
@@ -111,6 +117,9 @@ type Policy struct {
 	// Lie maps an app to the factor on its reported spread slowdowns'
 	// excess over 1 (1.2: reports 20% more slowdown).
 	Lie map[string]float64
+	// Revoke ends the best-off apps' leases early for an app left behind
+	// by lease timing (revoke.go; themis.revoke).
+	Revoke bool
 
 	leases map[core.JobKey]time.Time
 	first  map[string]float64
@@ -124,15 +133,19 @@ type Policy struct {
 	target  map[string]bool
 	rounds  uint64
 	lastErr error
+	// ran is the apps that have held GPUs (revoke.go: only the others are
+	// newcomers).
+	ran map[string]bool
 }
 
 // New returns a policy with f, lease (seconds) and the liars.
 func New(f, lease float64, lie map[string]float64) *Policy {
 	return &Policy{Fairness: f, Lease: lease, Lie: lie, leases: map[core.JobKey]time.Time{},
-		first: map[string]float64{}, marks: map[string]themis.Mark{}}
+		first: map[string]float64{}, marks: map[string]themis.Mark{}, ran: map[string]bool{}}
 }
 
-// FromKnobs builds a policy from themis.f, themis.lease and themis.lie.
+// FromKnobs builds a policy from themis.f, themis.lease, themis.lie and
+// themis.revoke.
 func FromKnobs(k core.Knobs) (*Policy, error) {
 	f, err := k.Float("themis.f", themis.DefaultFairness)
 	if err != nil {
@@ -166,7 +179,15 @@ func FromKnobs(k core.Knobs) (*Policy, error) {
 			lie[app] = 1 + x/100
 		}
 	}
-	return New(f, lease, lie), nil
+	p := New(f, lease, lie)
+	switch v := k.String("themis.revoke", "on"); v {
+	case "on":
+		p.Revoke = true
+	case "off":
+	default:
+		return nil, fmt.Errorf("themis.revoke = %q: want on or off", v)
+	}
+	return p, nil
 }
 
 func (*Policy) Name() string { return Name }
@@ -231,6 +252,7 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 		case core.Queued:
 			queued++
 		case core.Granted:
+			p.ran[a] = true
 			e, ok := p.leases[j.Key]
 			if !ok {
 				e = now.Add(lease) // granted outside this policy: a fresh lease
@@ -259,7 +281,7 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 		extra = append(extra, grantOf[j.Key])
 	}
 	offer := themis.OfferFromNodes(free.FreeNodes(extra...), nil)
-	if offer.GPUs() == 0 {
+	if offer.GPUs() == 0 && !p.Revoke {
 		return nil, nil
 	}
 	env := themis.Env{ClusterGPUs: free.Capacity(), Lease: p.Lease}
@@ -271,9 +293,32 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 			apps = append(apps, app)
 		}
 	}
+	themis.SetFairShares(apps, env.ClusterGPUs)
+	if p.Revoke {
+		// No app left behind by lease timing (revoke.go): leases revoked
+		// early join the offer as expired ones.
+		if rv := p.revokeFor(now, jobs, apps, env, offer, grantOf, isExpired, free); len(rv) > 0 {
+			again := map[string]bool{}
+			for _, j := range rv {
+				isExpired[j.Key] = true
+				expiredJobs = append(expiredJobs, j)
+				extra = append(extra, grantOf[j.Key])
+				again[appOf(j)] = true
+			}
+			offer = themis.OfferFromNodes(free.FreeNodes(extra...), nil)
+			for i := range apps {
+				if again[apps[i].ID] {
+					apps[i], _ = p.app(apps[i].ID, byApp[apps[i].ID], t, free, grantOf, isExpired, byID)
+				}
+			}
+			themis.SetFairShares(apps, env.ClusterGPUs)
+		}
+	}
+	if offer.GPUs() == 0 {
+		return nil, nil
+	}
 	// Reservation for the worst-off app (see the package doc), by the
 	// apps' current ρ with their max-min fair shares, as the round's filter.
-	themis.SetFairShares(apps, env.ClusterGPUs)
 	f := p.Fairness
 	var ended []core.JobKey // leases ended for a reservation
 	if w, need := worst(apps, env); w != "" {
