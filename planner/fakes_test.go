@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"testing"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -15,6 +16,7 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/stack"
 )
 
 // In-memory stand-ins for Nomad and Consul with the semantics the planner
@@ -358,3 +360,37 @@ func (s *fakeStore) DeleteStatus(_ context.Context, k core.JobKey) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// harness is a fake cluster with its planner, driven round by round.
+type harness struct {
+	t      *testing.T
+	clock  time.Time
+	fn     *fakeNomad
+	fs     *fakeStore
+	p      *Planner
+	config Config
+}
+
+// newHarness builds a one-node cluster of gpus GPUs planned by st.
+func newHarness(t *testing.T, gpus int, st *stack.Stack) *harness {
+	h := &harness{t: t, clock: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	h.fn, h.fs = newFakeNomad(&h.clock, gpus), newFakeStore()
+	h.config = Config{Nomad: h.fn, Store: h.fs, Stack: st, Now: func() time.Time { return h.clock }}
+	h.restart()
+	return h
+}
+
+// restart replaces the planner with a new one (a crash and restart).
+func (h *harness) restart() { h.p = New(h.config) }
+
+// round runs one reconcile, checks that no task runs without its lease,
+// lets Nomad's stopping allocations end, and moves the clock a second on.
+func (h *harness) round(when string) {
+	h.t.Helper()
+	if err := h.p.Reconcile(context.Background()); err != nil {
+		h.t.Fatalf("%s: %v", when, err)
+	}
+	checkNoTaskWithoutLease(h.t, h.fn, h.fs, when)
+	h.fn.settle()
+	h.clock = h.clock.Add(time.Second)
+}

@@ -1,9 +1,7 @@
 package planner
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/nomad"
@@ -16,19 +14,8 @@ import (
 // version is granted; no task runs without its lease meanwhile, and the
 // resubmission is not counted as a preemption.
 func TestResubmittedRunningJobStopsBeforeItsLeaseGoes(t *testing.T) {
-	ctx := context.Background()
-	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	fn, fs := newFakeNomad(&clock, 8), newFakeStore()
-	p := New(Config{Nomad: fn, Store: fs, Stack: &stack.Stack{Policy: core.FIFO{}}, Now: func() time.Time { return clock }})
-	round := func(when string) {
-		t.Helper()
-		if err := p.Reconcile(ctx); err != nil {
-			t.Fatalf("%s: %v", when, err)
-		}
-		checkNoTaskWithoutLease(t, fn, fs, when)
-		fn.settle()
-		clock = clock.Add(time.Second)
-	}
+	h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+	fn, fs, round := h.fn, h.fs, h.round
 	k := core.JobKey{Namespace: "default", ID: "train"}
 	fn.submit("train", 4, "be", "10s")
 	round("granted")

@@ -1,11 +1,9 @@
 package planner
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
@@ -33,9 +31,6 @@ vc "speech" {
 // the leases with their virtual cells, so the other team's job gets the
 // other socket.
 func TestVirtualClustersReclaimAndReplay(t *testing.T) {
-	ctx := context.Background()
-	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	fn, fs := newFakeNomad(&clock, 8), newFakeStore()
 	vcs, err := hived.ParseConfig("two-teams.hcl", []byte(twoTeams))
 	if err != nil {
 		t.Fatal(err)
@@ -44,19 +39,8 @@ func TestVirtualClustersReclaimAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newPlanner := func() *Planner {
-		return New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }})
-	}
-	p := newPlanner()
-	round := func(when string) {
-		t.Helper()
-		if err := p.Reconcile(ctx); err != nil {
-			t.Fatalf("%s: %v", when, err)
-		}
-		checkNoTaskWithoutLease(t, fn, fs, when)
-		fn.settle()
-		clock = clock.Add(time.Second)
-	}
+	h := newHarness(t, 8, st)
+	fn, fs, round := h.fn, h.fs, h.round
 	key := func(id string) core.JobKey { return core.JobKey{Namespace: "default", ID: id} }
 
 	fn.submitIn("opp", 8, "be", "10s", "speech", -1)
@@ -78,7 +62,7 @@ func TestVirtualClustersReclaimAndReplay(t *testing.T) {
 
 	// A new planner (a restart) replays vision's lease; speech's job then
 	// gets the other socket.
-	p = newPlanner()
+	h.restart()
 	fn.submitIn("speech", 4, "be", "10s", "speech", 0)
 	round("after a restart")
 	sl, ok := fs.leases[key("speech")]
