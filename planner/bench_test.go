@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -73,4 +74,76 @@ func BenchmarkRoundQueued1000(b *testing.B) {
 			b.ReportMetric(float64(running), "running")
 		})
 	}
+}
+
+const fourTeams = `
+vc "a" {
+  cells {
+    type  = "node8"
+    count = 1
+  }
+}
+vc "b" {
+  cells {
+    type  = "node8"
+    count = 1
+  }
+}
+vc "c" {
+  cells {
+    type  = "socket4"
+    count = 1
+  }
+}
+vc "d" {
+  cells {
+    type  = "socket4"
+    count = 1
+  }
+}
+`
+
+// BenchmarkRoundVCs200 is one live round with HiveD virtual clusters: 3
+// nodes of 8 GPUs, 4 VCs, 200 queued jobs across them behind the running
+// ones. Every round rebuilds the cells and replays the leases (planner/vcs.go),
+// so this is the price of keeping no bindings in memory:
+//
+//	go test ./planner -run '^$' -bench RoundVCs200
+func BenchmarkRoundVCs200(b *testing.B) {
+	ctx := context.Background()
+	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	fn, fs := newFakeCluster(&clock, 3, 8), newFakeStore()
+	vcs, err := hived.ParseConfig("four-teams.hcl", []byte(fourTeams))
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := stack.Build("fifo", stack.Options{VCs: vcs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }})
+	teams := []string{"a", "b", "c", "d"}
+	for i := range 200 {
+		fn.submitIn(fmt.Sprintf("job-%03d", i), 1+i%4, "be", "30s", teams[i%4], 0)
+	}
+	for range 3 {
+		if err := p.Reconcile(ctx); err != nil {
+			b.Fatal(err)
+		}
+		clock = clock.Add(time.Second)
+	}
+	snap, err := fn.Snapshot(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fn.cached = snap
+	b.ResetTimer()
+	for range b.N {
+		clock = clock.Add(time.Second)
+		if err := p.Reconcile(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(snap.Jobs)), "jobs")
+	b.ReportMetric(float64(len(fs.leases)), "leases")
 }
