@@ -147,37 +147,27 @@ var ErrJobChanged = errors.New("job changed since it was read")
 // the client's max_kill_timeout), and restarts (how many times the job was
 // preempted) reaches the task as THEMIS_RESTART_COUNT.
 func (c *Client) Pin(ctx context.Context, j *Job, g core.Grant, pool, leaseID string, restarts int) error {
-	job, err := c.fresh(ctx, j)
-	if err != nil {
-		return err
-	}
-	tg, task := findTask(job, j.Group, j.Task)
-	if task == nil {
-		return fmt.Errorf("pin %s: task %s/%s disappeared: %w", j.Key, j.Group, j.Task, ErrJobChanged)
-	}
-	job.NodePool = &pool
-	if job.Meta == nil {
-		job.Meta = map[string]string{}
-	}
-	job.Meta[LeaseMeta] = leaseID
-	job.Meta[RestartCountMeta] = strconv.Itoa(restarts)
-	if job.Meta[SuspendedMeta] != "" {
-		count := 1
-		if n, err := strconv.Atoi(job.Meta[CountMeta]); err == nil && n > 0 {
-			count = n
+	return c.edit(ctx, j, "pin", func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
+		job.NodePool = &pool
+		job.Meta[LeaseMeta] = leaseID
+		job.Meta[RestartCountMeta] = strconv.Itoa(restarts)
+		if job.Meta[SuspendedMeta] != "" {
+			count := 1
+			if n, err := strconv.Atoi(job.Meta[CountMeta]); err == nil && n > 0 {
+				count = n
+			}
+			tg.Count = &count
+			delete(job.Meta, SuspendedMeta)
+			delete(job.Meta, CountMeta)
 		}
-		tg.Count = &count
-		delete(job.Meta, SuspendedMeta)
-		delete(job.Meta, CountMeta)
-	}
-	grace := j.Intent.GracePeriod
-	task.KillTimeout = &grace
-	tg.Constraints = append(withoutTarget(tg.Constraints, "${node.unique.id}"),
-		&api.Constraint{LTarget: "${node.unique.id}", Operand: "=", RTarget: g.Node})
-	setThemisDevice(task, len(g.GPUs), &api.Constraint{
-		LTarget: "${device.ids}", Operand: "set_contains_any", RTarget: strings.Join(g.GPUs, ","),
+		grace := j.Intent.GracePeriod
+		task.KillTimeout = &grace
+		tg.Constraints = append(withoutTarget(tg.Constraints, "${node.unique.id}"),
+			&api.Constraint{LTarget: "${node.unique.id}", Operand: "=", RTarget: g.Node})
+		setThemisDevice(task, len(g.GPUs), &api.Constraint{
+			LTarget: "${device.ids}", Operand: "set_contains_any", RTarget: strings.Join(g.GPUs, ","),
+		})
 	})
-	return c.register(ctx, job, j)
 }
 
 // Suspend takes a pinned job's GPUs back: it re-registers the job unpinned,
@@ -192,31 +182,40 @@ func (c *Client) Pin(ctx context.Context, j *Job, g core.Grant, pool, leaseID st
 // place), and `nomad alloc stop` of a batch task that exits 0 after its
 // checkpoint completes the job for good (see docs/design.md).
 func (c *Client) Suspend(ctx context.Context, j *Job, leaseID string) error {
+	return c.edit(ctx, j, "suspend", func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
+		if job.Meta[SuspendedMeta] == "" {
+			count := 1
+			if tg.Count != nil {
+				count = *tg.Count
+			}
+			job.Meta[CountMeta] = strconv.Itoa(count)
+		}
+		job.Meta[SuspendedMeta] = leaseID
+		delete(job.Meta, LeaseMeta)
+		zero := 0
+		tg.Count = &zero
+		job.NodePool = &c.pendingPool
+		tg.Constraints = withoutTarget(tg.Constraints, "${node.unique.id}")
+		setThemisDevice(task, j.Intent.GPUs, nil)
+	})
+}
+
+// edit changes the job as the planner last read it (check-and-set on its
+// JobModifyIndex) and re-registers it: change gets the job, with meta to
+// write into, and its themis task and group.
+func (c *Client) edit(ctx context.Context, j *Job, what string, change func(job *api.Job, tg *api.TaskGroup, task *api.Task)) error {
 	job, err := c.fresh(ctx, j)
 	if err != nil {
 		return err
 	}
 	tg, task := findTask(job, j.Group, j.Task)
 	if task == nil {
-		return fmt.Errorf("suspend %s: task %s/%s disappeared: %w", j.Key, j.Group, j.Task, ErrJobChanged)
+		return fmt.Errorf("%s %s: task %s/%s disappeared: %w", what, j.Key, j.Group, j.Task, ErrJobChanged)
 	}
 	if job.Meta == nil {
 		job.Meta = map[string]string{}
 	}
-	if job.Meta[SuspendedMeta] == "" {
-		count := 1
-		if tg.Count != nil {
-			count = *tg.Count
-		}
-		job.Meta[CountMeta] = strconv.Itoa(count)
-	}
-	job.Meta[SuspendedMeta] = leaseID
-	delete(job.Meta, LeaseMeta)
-	zero := 0
-	tg.Count = &zero
-	job.NodePool = &c.pendingPool
-	tg.Constraints = withoutTarget(tg.Constraints, "${node.unique.id}")
-	setThemisDevice(task, j.Intent.GPUs, nil)
+	change(job, tg, task)
 	return c.register(ctx, job, j)
 }
 
