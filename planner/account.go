@@ -60,9 +60,10 @@ func leaseRun(l lease.JobLease, allocs []nomad.Alloc, now time.Time) (run time.D
 	return run, first
 }
 
-// account turns a job, its record and (when granted) its current lease into
-// the decision core's job, with its service counters.
-func (p *Planner) account(j *nomad.Job, phase core.Phase, rec consul.JobRecord, l *lease.JobLease, allocs []nomad.Alloc, now time.Time) core.Job {
+// account turns a job, its record and (when granted) its current lease and
+// newest checkpoint into the decision core's job, with its service counters
+// and the work it would lose if preempted now.
+func (p *Planner) account(j *nomad.Job, phase core.Phase, rec consul.JobRecord, l *lease.JobLease, allocs []nomad.Alloc, ckpt lease.CheckpointRecord, now time.Time) core.Job {
 	cj := j.CoreJob(phase)
 	cj.Submitted = rec.FirstSubmit
 	cj.Preemptions = rec.Preemptions
@@ -80,6 +81,7 @@ func (p *Planner) account(j *nomad.Job, phase core.Phase, rec consul.JobRecord, 
 			// progress (or before it started at all).
 			cj.RestoreLeft = max(0, (p.cfg.RestoreGuard - run).Seconds())
 		}
+		cj.CheckpointAge = checkpointAge(run, first, ckpt, now)
 	}
 	cj.Started, cj.FirstStart = !firstStart.IsZero(), firstStart
 	cj.Attained = attained
@@ -97,8 +99,9 @@ func (p *Planner) account(j *nomad.Job, phase core.Phase, rec consul.JobRecord, 
 // newest complete checkpoint when it completed one during this run, else
 // the whole of this run (it resumed from an older checkpoint, or from
 // scratch: then -1 when it never completed one, the core's "no checkpoint").
-func checkpointAge(l lease.JobLease, allocs []nomad.Alloc, c lease.CheckpointRecord, now time.Time) float64 {
-	run, start := leaseRun(l, allocs, now)
+// run and start are the job's run time and first start under its current
+// lease (leaseRun).
+func checkpointAge(run time.Duration, start time.Time, c lease.CheckpointRecord, now time.Time) float64 {
 	if start.IsZero() {
 		return 0 // not started yet: nothing done to lose
 	}

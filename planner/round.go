@@ -199,11 +199,9 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 	}
 	if phase == core.Granted {
 		r.status[j.Key] = consul.JobStatus{State: "granted", Node: l.NodeName, GPUs: l.GPUs, LeaseID: l.LeaseID, Preemptions: rec.Preemptions}
-		cj := p.account(j, phase, rec, &l, r.snap.Allocs[j.Key], r.now)
-		cj.CheckpointAge = checkpointAge(l, r.snap.Allocs[j.Key], r.checkpoints[j.Key], r.now)
-		return cj, true
+		return p.account(j, phase, rec, &l, r.snap.Allocs[j.Key], r.checkpoints[j.Key], r.now), true
 	}
-	return p.account(j, phase, rec, nil, nil, r.now), true
+	return p.account(j, phase, rec, nil, nil, lease.CheckpointRecord{}, r.now), true
 }
 
 // act carries out the decision's actions in order: releases, promotions,

@@ -28,7 +28,8 @@ func TestCheckpointAge(t *testing.T) {
 		{"resumed from an older checkpoint", started, lease.CheckpointRecord{Time: t0.Add(-time.Hour)}, 100},
 	}
 	for _, tc := range cases {
-		if got := checkpointAge(l, tc.allocs, tc.ckpt, now); got != tc.want {
+		run, start := leaseRun(l, tc.allocs, now)
+		if got := checkpointAge(run, start, tc.ckpt, now); got != tc.want {
 			t.Errorf("%s: checkpointAge = %g, want %g", tc.name, got, tc.want)
 		}
 	}
