@@ -35,10 +35,7 @@ import (
 func (p *Planner) preempt(ctx context.Context, r *round, g core.Grant, d core.Decision) error {
 	l, ok := r.leases[g.Job]
 	if !ok {
-		// Released earlier this round (the job finished, and HiveD's
-		// replay held its GPUs as an opportunistic job's until then):
-		// nothing is left to take back.
-		return nil
+		return fmt.Errorf("preempt %s: no lease in Consul", g.Job)
 	}
 	rv := lease.Revoke{Reason: fmt.Sprintf("preempted by %s%s", p.stack().Policy.Name(), beneficiaries(g, d))}
 	return p.revoke(ctx, r, r.jobs[g.Job], l, rv)

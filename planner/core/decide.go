@@ -137,6 +137,9 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		// A grant whose job is finished or unknown (deregistered) is released.
 		if !claimed[gi] {
 			d.Actions = append(d.Actions, ReleaseAction{Grant: g})
+			// Released: not there to preempt (a placer may still name the
+			// job as a victim).
+			delete(grantOf, g.Job)
 			continue
 		}
 		kept = append(kept, g)
