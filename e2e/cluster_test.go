@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -117,18 +116,7 @@ func (m *multiCluster) runPlanner(t *testing.T, ctx context.Context, st *stack.S
 
 func (m *multiCluster) lease(t *testing.T, id string) *lease.JobLease {
 	t.Helper()
-	p, _, err := m.consul.KV().Get(lease.JobKey("default", id), nil)
-	if err != nil {
-		t.Fatalf("read lease of %s: %v", id, err)
-	}
-	if p == nil {
-		return nil
-	}
-	var l lease.JobLease
-	if err := json.Unmarshal(p.Value, &l); err != nil {
-		t.Fatalf("decode lease of %s: %v", id, err)
-	}
-	return &l
+	return readKV[lease.JobLease](t, m.consul, lease.JobKey("default", id))
 }
 
 // running returns the job's running allocation once hello printed the GPUs

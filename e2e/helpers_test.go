@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/planner/consul"
@@ -85,34 +86,30 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 
 func jobLease(t testing.TB, id string) *lease.JobLease {
 	t.Helper()
-	p, _, err := env.consul.KV().Get(lease.JobKey("default", id), nil)
-	if err != nil {
-		t.Fatalf("read lease of %s: %v", id, err)
-	}
-	if p == nil {
-		return nil
-	}
-	var l lease.JobLease
-	if err := json.Unmarshal(p.Value, &l); err != nil {
-		t.Fatalf("decode lease of %s: %v", id, err)
-	}
-	return &l
+	return readKV[lease.JobLease](t, env.consul, lease.JobKey("default", id))
 }
 
 func gpuLease(t testing.TB, gpu string) *lease.GPULease {
 	t.Helper()
-	p, _, err := env.consul.KV().Get(lease.GPUKey(gpu), nil)
+	return readKV[lease.GPULease](t, env.consul, lease.GPUKey(gpu))
+}
+
+// readKV reads the JSON value at key from Consul c, nil when there is none;
+// a read or decode error fails the test.
+func readKV[T any](t testing.TB, c *consulapi.Client, key string) *T {
+	t.Helper()
+	p, _, err := c.KV().Get(key, nil)
 	if err != nil {
-		t.Fatalf("read lease of GPU %s: %v", gpu, err)
+		t.Fatalf("read %s: %v", key, err)
 	}
 	if p == nil {
 		return nil
 	}
-	var l lease.GPULease
-	if err := json.Unmarshal(p.Value, &l); err != nil {
-		t.Fatalf("decode lease of GPU %s: %v", gpu, err)
+	var v T
+	if err := json.Unmarshal(p.Value, &v); err != nil {
+		t.Fatalf("decode %s: %v", key, err)
 	}
-	return &l
+	return &v
 }
 
 func jobStatus(t testing.TB, id string) *consul.JobStatus {

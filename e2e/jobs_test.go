@@ -120,18 +120,7 @@ func stepOf(re *regexp.Regexp, out string) int {
 // jobRecord reads the planner's record of a job from Consul.
 func jobRecord(t testing.TB, id string) *consul.JobRecord {
 	t.Helper()
-	p, _, err := env.consul.KV().Get(consul.RecordKey(core.JobKey{Namespace: "default", ID: id}), nil)
-	if err != nil {
-		t.Fatalf("read record of %s: %v", id, err)
-	}
-	if p == nil {
-		return nil
-	}
-	var r consul.JobRecord
-	if err := json.Unmarshal(p.Value, &r); err != nil {
-		t.Fatalf("decode record of %s: %v", id, err)
-	}
-	return &r
+	return readKV[consul.JobRecord](t, env.consul, consul.RecordKey(core.JobKey{Namespace: "default", ID: id}))
 }
 
 // allocInfo reads one allocation in full.

@@ -82,17 +82,7 @@ func useStack(t testing.TB, st *stack.Stack) {
 // as `themis planner -policy` builds it) for the rest of the test.
 func usePolicy(t testing.TB, name string, settings ...string) {
 	t.Helper()
-	p := mustPolicy(t, name, settings...)
-	if err := stopPlanner(); err != nil {
-		t.Fatalf("stop planner: %v", err)
-	}
-	startPlanner(plannerSetup{policy: p, maxKillTimeout: 30 * time.Minute})
-	t.Cleanup(func() {
-		if err := stopPlanner(); err != nil {
-			t.Errorf("stop planner: %v", err)
-		}
-		startPlanner(plannerSetup{policy: core.FIFO{}})
-	})
+	useStack(t, &stack.Stack{Policy: mustPolicy(t, name, settings...)})
 }
 
 // mustPolicy builds a policy by name and knobs.
