@@ -44,4 +44,13 @@ func TestResubmittedRunningJobStopsBeforeItsLeaseGoes(t *testing.T) {
 	if r := fs.records[k]; r.Preemptions != 0 || r.Executed <= 0 {
 		t.Errorf("record %+v: want the old version's service and no preemption", r)
 	}
+	// Once it finishes, `themis status` says so, and its record goes.
+	fn.finish("train")
+	round("finished")
+	if st := fs.statuses[k]; st.State != "finished" {
+		t.Errorf("status of the finished job: %+v, want finished", st)
+	}
+	if _, ok := fs.records[k]; ok {
+		t.Error("the finished job's record is still there")
+	}
 }

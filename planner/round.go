@@ -162,6 +162,7 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 	phase := core.Queued
 	switch {
 	case j.Finished():
+		r.status[j.Key] = consul.JobStatus{State: "finished"}
 		return j.CoreJob(core.Finished), true
 	case has && j.PinnedLease() == l.LeaseID:
 		phase = core.Granted
