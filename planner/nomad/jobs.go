@@ -6,6 +6,7 @@ package nomad
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -64,6 +65,9 @@ const (
 	// preempted and resumed (the driver's THEMIS_RESTART_COUNT); the
 	// driver reads it under the same name.
 	RestartCountMeta = spec.MetaRestartCount
+	// GangMeta is the number of parts of a pinned multi-node gang: the
+	// group's count, which the pin set (the user's count stays 1).
+	GangMeta = "themis.gang"
 )
 
 // SuspendedLease is the lease whose revocation suspended the job, "" when
@@ -105,8 +109,9 @@ func ParseJob(job *api.Job) (*Job, error) {
 	tj.Group, tj.Task = found[0].group, found[0].task
 	where := fmt.Sprintf("job %q group %q task %q", tj.Key.ID, tj.Group, tj.Task)
 	suspended := job.Meta[SuspendedMeta] != "" && group.Count != nil && *group.Count == 0
-	if group.Count != nil && *group.Count != 1 && !suspended {
-		tj.Err = fmt.Errorf("%s: group count = %d; a themis job's group runs exactly one instance (count = 1)", where, *group.Count)
+	gang := group.Count != nil && job.Meta[GangMeta] == strconv.Itoa(*group.Count)
+	if group.Count != nil && *group.Count != 1 && !suspended && !gang {
+		tj.Err = fmt.Errorf("%s: group count = %d; a themis job's group runs one instance (count = 1): a gang larger than a node asks for all its GPUs in themis.gpus, and the planner runs it on several nodes itself", where, *group.Count)
 		return tj, nil
 	}
 	in, ok, err := spec.FromTaskConfig(groupTask.Config)
