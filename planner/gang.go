@@ -26,13 +26,20 @@ import (
 // every part of a gang before the planner takes the gang back.
 const DefaultGangPlaceTimeout = 2 * time.Minute
 
-// brokenGang says why a granted gang must be taken back whole, "" when it
-// is whole (or is not a gang).
-func (p *Planner) brokenGang(r *round, l lease.JobLease) string {
+// brokenRun says why a granted job must be taken back whole, "" when its
+// run is whole. Any job whose allocation was lost (its node died: Nomad
+// cannot place the replacement, which is pinned to that node) re-queues;
+// so does a multi-node gang missing a part.
+func (p *Planner) brokenRun(r *round, l lease.JobLease) string {
+	k := leaseGrant(l).Job
 	if len(l.Parts) == 0 {
+		for _, a := range r.snap.Allocs[k] {
+			if !a.Created.Before(l.GrantedAt) && a.ClientStatus == "lost" {
+				return fmt.Sprintf("its allocation on %s was lost (the node is down or gone); the job re-queues", l.NodeName)
+			}
+		}
 		return ""
 	}
-	k := leaseGrant(l).Job
 	placed, live := map[string]bool{}, 0
 	var gone []nomad.Alloc
 	for _, a := range r.snap.Allocs[k] {

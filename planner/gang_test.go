@@ -144,3 +144,38 @@ func TestGangIncompletePlacementTimesOut(t *testing.T) {
 		t.Fatalf("lease %+v, want revoked as incomplete", l)
 	}
 }
+
+// A one-node job whose allocation is lost (its node died) re-queues and
+// runs on another node; its lease is released only once Nomad reports the
+// allocation lost.
+func TestLostAllocationRequeues(t *testing.T) {
+	h := newClusterHarness(t, 2, 8, gangStack(t, "fifo"))
+	h.fn.submit("solo", 8, "be", "5s")
+	h.round("grant")
+	k := core.JobKey{Namespace: "default", ID: "solo"}
+	first := h.fs.leases[k]
+	// The node stops heartbeating: not schedulable, the allocation still
+	// "running" until Nomad marks it lost. The lease stays.
+	for i, n := range h.fn.nodes {
+		if n.ID == first.NodeID {
+			h.fn.nodes[i].Schedulable = false
+		}
+	}
+	h.round("node down")
+	if l := h.fs.leases[k]; l.LeaseID != first.LeaseID || l.Revoke != nil {
+		t.Fatalf("lease changed before the allocation was lost: %+v", l)
+	}
+	for _, a := range h.fn.allocs[k] {
+		a.ClientStatus = "lost"
+	}
+	for i := range 4 {
+		h.round("lost " + strconv.Itoa(i))
+	}
+	l, ok := h.fs.leases[k]
+	if !ok || l.LeaseID == first.LeaseID || l.NodeID == first.NodeID {
+		t.Fatalf("lease %+v (status %+v): want a new lease on the other node", l, h.fs.statuses[k])
+	}
+	if n := len(h.fn.running("solo")); n != 1 {
+		t.Fatalf("%d allocations run, want 1", n)
+	}
+}

@@ -167,7 +167,7 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 		r.status[j.Key] = consul.JobStatus{State: "finished"}
 		return j.CoreJob(core.Finished), true
 	case has && j.PinnedLease() == l.LeaseID:
-		if why := p.brokenGang(r, l); why != "" {
+		if why := p.brokenRun(r, l); why != "" {
 			r.fail(p.revoke(ctx, r, j, l, lease.Revoke{Reason: why}))
 			return core.Job{}, false
 		}
