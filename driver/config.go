@@ -117,6 +117,9 @@ func taskConfigSpec() *hclspec.Spec {
 			"priority":          hclspec.NewAttr("priority", "number", false),
 			"grace_period":      hclspec.NewAttr("grace_period", "string", false),
 			"checkpoint_signal": hclspec.NewAttr("checkpoint_signal", "string", false),
+			"app":               hclspec.NewAttr("app", "string", false),
+			"iterations":        hclspec.NewAttr("iterations", "number", false),
+			"model":             hclspec.NewAttr("model", "string", false),
 		})),
 	})
 }
@@ -181,6 +184,9 @@ type wireTaskConfig struct {
 		Priority    float64 `codec:"priority"`
 		GracePeriod string  `codec:"grace_period"`
 		Signal      string  `codec:"checkpoint_signal"`
+		App         string  `codec:"app"`
+		Iterations  float64 `codec:"iterations"`
+		Model       string  `codec:"model"`
 	} `codec:"themis"`
 }
 
@@ -192,12 +198,16 @@ func decodeTaskConfig(cfg *drivers.TaskConfig) (TaskConfig, error) {
 	}
 	tc := TaskConfig{Command: w.Command, Args: w.Args, Themis: spec.Stanza{
 		VC: w.Themis.VC, Class: w.Themis.Class, GracePeriod: w.Themis.GracePeriod, CheckpointSignal: w.Themis.Signal,
+		App: w.Themis.App, Model: w.Themis.Model,
 	}}
 	var err error
 	if tc.Themis.GPUs, err = spec.WholeNumber("gpus", w.Themis.GPUs); err != nil {
 		return TaskConfig{}, err
 	}
 	if tc.Themis.Priority, err = spec.WholeNumber("priority", w.Themis.Priority); err != nil {
+		return TaskConfig{}, err
+	}
+	if tc.Themis.Iterations, err = spec.WholeNumber("iterations", w.Themis.Iterations); err != nil {
 		return TaskConfig{}, err
 	}
 	return tc, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/models"
 	"github.com/themis-nomad/themis/planner/spec"
 )
 
@@ -128,9 +129,13 @@ func ParseJob(job *api.Job) (*Job, error) {
 
 // CoreJob converts a valid job to the decision core's model.
 func (j *Job) CoreJob(phase core.Phase) core.Job {
+	model := models.Of(j.Intent.Model)
 	return core.Job{
 		Key:       j.Key,
 		GPUs:      j.Intent.GPUs,
+		App:       j.Intent.App,
+		Skew:      model.CrossNode,
+		CrossRack: model.CrossRack,
 		VC:        j.Intent.VC,
 		Class:     string(j.Intent.Class),
 		Priority:  j.Intent.Priority,
