@@ -45,6 +45,7 @@ Options:
 
 type plannerOptions struct {
 	nomadAddr, consulAddr, policy, pendingPool, logLevel, id, vcConfig string
+	checkpointRoot, checkpointVolume                                   string
 	resync, maxKillTimeout, restoreGuard                               time.Duration
 	knobs                                                              stringList
 }
@@ -62,6 +63,11 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	fs.DurationVar(&o.restoreGuard, "restore-guard", 10*time.Second,
 		"a job resumed after a preemption runs this long before it may be preempted again")
 	fs.StringVar(&o.pendingPool, "pending-pool", nomad.DefaultPendingPool, "node pool in which themis jobs wait for a grant")
+	def := nomad.DefaultForeignCheckpoints()
+	fs.StringVar(&o.checkpointRoot, "checkpoint-root", def.Root,
+		"host directory of the checkpoint dirs of raw_exec themis tasks (the themis driver's checkpoint_root; docs/drivers.md)")
+	fs.StringVar(&o.checkpointVolume, "checkpoint-volume", def.Volume,
+		"client host volume mounted into exec and docker themis tasks for their checkpoints (docs/drivers.md)")
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "full reconcile period, on top of Nomad events")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&o.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this planner's identity in the leader lock")
@@ -154,8 +160,10 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 			continue
 		}
 		log.Info("leading", "nomad", ncfg.Address, "consul", ccfg.Address, "policy", policy.Policy.Name(), "victims", policy.Victims)
+		ncl := nomad.NewClient(nc, o.pendingPool, log.Named("nomad"))
+		ncl.SetForeignCheckpoints(nomad.ForeignCheckpoints{Root: o.checkpointRoot, Volume: o.checkpointVolume})
 		p := planner.New(planner.Config{
-			Nomad: nomad.NewClient(nc, o.pendingPool, log.Named("nomad")), Store: store,
+			Nomad: ncl, Store: store,
 			Stack: policy, Resync: o.resync, Log: log,
 			MaxKillTimeout: o.maxKillTimeout, RestoreGuard: o.restoreGuard,
 		})
