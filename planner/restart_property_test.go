@@ -118,7 +118,7 @@ func restartTrial(t *testing.T, st *stack.Stack, seed int64) {
 		case r < 4 && jobs < 12:
 			id := fmt.Sprintf("j%02d", jobs)
 			jobs++
-			gpus := []int{1, 2, 4, 8}[rng.Intn(4)]
+			gpus := []int{1, 2, 4, 8, 16}[rng.Intn(5)] // 16: a gang on both nodes
 			class := []string{"be", "be", "te"}[rng.Intn(3)]
 			grace := []string{"0s", "3s", "10s"}[rng.Intn(3)]
 			vc, prio := "default", 0
@@ -129,6 +129,22 @@ func restartTrial(t *testing.T, st *stack.Stack, seed int64) {
 				w.fn.submitIn(id, gpus, class, grace, vc, prio)
 			}
 			log = append(log, fmt.Sprintf("submit %s gpus=%d class=%s grace=%s vc=%s prio=%d", id, gpus, class, grace, vc, prio))
+		case r == 6:
+			// A node dies under a job: its allocation is lost in both.
+			var running []string
+			for k := range a.fn.allocs {
+				if len(a.fn.running(k.ID)) > 0 && a.fn.running(k.ID)[0].stopAt.IsZero() {
+					running = append(running, k.ID)
+				}
+			}
+			slices.Sort(running)
+			if len(running) > 0 {
+				id := running[rng.Intn(len(running))]
+				for _, w := range []*twin{a, b} {
+					w.fn.running(id)[0].ClientStatus = "lost"
+				}
+				log = append(log, "lose "+id)
+			}
 		case r < 6:
 			var running []string
 			for k := range a.fn.allocs {
