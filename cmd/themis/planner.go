@@ -107,7 +107,7 @@ func policyByName(name string, settings []string, vcConfig string) (*stack.Stack
 	if err != nil {
 		return nil, fmt.Errorf("-policy %s: %w", name, err)
 	}
-	if err := knobs.Unused(core.KnobNamespaces...); err != nil {
+	if err := knobs.Unused(); err != nil {
 		return nil, fmt.Errorf("-set: %w", err)
 	}
 	if err := st.Live(); err != nil {

@@ -287,7 +287,7 @@ func (c *simCommand) run(o simOptions) error {
 		}
 	}
 	for _, k := range append(derived, knobs) {
-		if err := k.Unused(core.KnobNamespaces...); err != nil {
+		if err := k.Unused(); err != nil {
 			return fmt.Errorf("--set or --sweep: %w (no policy of this run uses it)", err)
 		}
 	}
