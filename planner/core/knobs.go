@@ -20,6 +20,9 @@ type Knobs struct {
 	// matched against them (Unused's "did you mean") and no list of
 	// namespaces is kept here.
 	asked map[string]bool
+	// inherit, for Scoped knobs, is the parent's record of use, where the
+	// reads of the keys the scope does not override (own) are recorded too.
+	inherit, own map[string]bool
 }
 
 // ParseKnobs reads "key=value" settings; a later one overrides an earlier.
@@ -71,6 +74,9 @@ func (k Knobs) Has(key string) bool {
 	_, ok := k.values[key]
 	if ok {
 		k.used[key] = true
+		if k.inherit != nil && !k.own[key] {
+			k.inherit[key] = true
+		}
 	}
 	return ok
 }
@@ -138,14 +144,21 @@ func (k Knobs) Seconds(key string, def []float64) ([]float64, error) {
 }
 
 // Scoped returns knobs that override k's settings with settings (a virtual
-// cluster's own knobs over the stack's), with a record of use of their own:
-// Keys lists the overriding keys, and UnusedOf(Keys) says which of them
-// the scope's owner never read. Asked keys are shared with k, for Unused's
-// suggestions.
+// cluster's own knobs over the stack's), with a record of use of their own,
+// so that UnusedOf(the overriding keys) says which of them the scope's
+// owner never read; reads of the keys they inherit are recorded in k too.
+// Asked keys are shared with k, for Unused's suggestions.
 func (k Knobs) Scoped(settings map[string]string) Knobs {
-	out := Knobs{values: make(map[string]string, len(k.values)+len(settings)), used: map[string]bool{}, asked: k.asked}
+	out := Knobs{values: make(map[string]string, len(k.values)+len(settings)), used: map[string]bool{}, asked: k.asked,
+		inherit: k.used, own: map[string]bool{}}
 	if out.asked == nil {
 		out.asked = map[string]bool{}
+	}
+	if out.inherit == nil {
+		out.inherit = map[string]bool{}
+	}
+	for key := range settings {
+		out.own[key] = true
 	}
 	for key, v := range k.values {
 		out.values[key] = v

@@ -443,7 +443,12 @@ func TestKnobErrorsNameTheKnob(t *testing.T) {
 			}
 			_, err = NewPolicy(c.policy, k)
 			if err == nil {
-				t.Fatalf("NewPolicy(%q, %v) succeeded, want an error", c.policy, c.settings)
+				// A knob of no policy's namespace is the run's to refuse,
+				// once every owner read its own (Knobs.Unused).
+				err = k.Unused()
+			}
+			if err == nil {
+				t.Fatalf("NewPolicy(%q, %v) and the run-wide check succeeded, want an error", c.policy, c.settings)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
