@@ -1,10 +1,13 @@
 package stack
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/themis-nomad/themis/planner/cluster"
+	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/quota"
 )
@@ -52,4 +55,206 @@ func TestPlacementsBuildOneWay(t *testing.T) {
 	if _, err := Build("fifo", Options{VCs: vcs, Placement: "quota-tiresias"}); err == nil || !strings.Contains(err.Error(), "quota-yarn") {
 		t.Errorf("unknown placement: %v, want an error that lists the known ones", err)
 	}
+}
+
+// vcConfig parses a VC config for the tests, with positions in "vcs.hcl".
+func vcConfig(t *testing.T, src string) *hived.Config {
+	t.Helper()
+	cfg, err := hived.ParseConfig("vcs.hcl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestVCPolicyErrors: a VC's policy and knobs are built through the
+// registry, like the top-level policy; what cannot work is refused at
+// build time (or by Live, for the live planner), naming the VC config's
+// file:line and field.
+func TestVCPolicyErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, policy, vc, want string
+		live                   bool // refused by Live, not Build
+	}{
+		{"unknown policy", "fifo", `policy = "lottery"`, `vcs.hcl:2,12: vc "a": policy "lottery": unknown (known: fifo, `, false},
+		{"allocates", "fifo", `policy = "themis"`, `vcs.hcl:2,12: vc "a": policy "themis" allocates GPUs itself, which a virtual cluster cannot carry out`, false},
+		{"misspelt knob", "fifo", "policy = \"tiresias-las\"\n  knobs = { \"tiresias.qeueus\" = \"1h\" }",
+			`vcs.hcl:3,11: vc "a": policy "tiresias-las": unknown setting(s) tiresias.qeueus (did you mean tiresias.queues?)`, false},
+		{"another policy's knob", "fifo", "policy = \"tiresias-las\"\n  knobs = { \"fitgpp.s\" = 2 }",
+			`vcs.hcl:3,11: vc "a": knobs: unknown setting(s) fitgpp.s (policy "tiresias-las" reads no such knob)`, false},
+		{"bad knob value", "fifo", "policy = \"tiresias-las\"\n  knobs = { \"tiresias.queues\" = \"soon\" }",
+			`vcs.hcl:3,11: vc "a": tiresias.queues = "soon"`, false},
+		{"knobs of the top-level policy", "fitgpp", `knobs = { "fitgpp.s" = "x" }`, `vcs.hcl:2,11: vc "a": fitgpp.s = "x": not a number`, false},
+		{"needs remaining times, live", "fifo", `policy = "srtf"`, `vcs.hcl:2,12: vc "a": policy "srtf" ranks by remaining time`, true},
+		{"top-level allocates", "themis", ``, `policy "themis" allocates GPUs itself, which virtual clusters (placement hived) cannot carry out`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := vcConfig(t, "vc \"a\" {\n  "+tc.vc+"\n  cells {\n    type  = \"node8\"\n    count = 1\n  }\n}\n")
+			s, err := Build(tc.policy, Options{VCs: cfg})
+			if tc.live {
+				if err != nil {
+					t.Fatalf("Build: %v", err)
+				}
+				err = s.Live()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestVCPolicyKnobs: a VC's knobs override the stack's for its policy
+// only; a VC with knobs and no policy runs its own instance of the
+// top-level policy; the top-level knobs a VC's policy reads count as used.
+func TestVCPolicyKnobs(t *testing.T) {
+	cfg := vcConfig(t, `
+vc "a" {
+  knobs = { "tiresias.queues" = "1h" }
+}
+vc "b" {}
+vc "c" {
+  policy = "tiresias-gittins"
+}
+`)
+	k, err := core.ParseKnobs([]string{"tiresias.queues=100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Build("tiresias-las", Options{Knobs: k, VCs: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, ok := s.Policy.(*core.PerVC)
+	if !ok {
+		t.Fatalf("policy %T, want *core.PerVC", s.Policy)
+	}
+	thresholds := func(vc string) []float64 { return pv.Of(vc).(*core.Tiresias).Thresholds }
+	if got := thresholds("a"); !slices.Equal(got, []float64{3600}) {
+		t.Errorf("vc a: thresholds %v, want its own 1h", got)
+	}
+	if got := thresholds("b"); !slices.Equal(got, []float64{100}) {
+		t.Errorf("vc b: thresholds %v, want the stack's", got)
+	}
+	if got := thresholds("c"); !slices.Equal(got, []float64{100}) {
+		t.Errorf("vc c: thresholds %v, want the stack's", got)
+	}
+	if pv.Of("a") == pv.Of("b") || pv.Of("b") != pv.Default {
+		t.Error("vc a does not run its own instance, or vc b not the stack's")
+	}
+	if err := k.Unused(); err != nil {
+		t.Errorf("top-level knobs: %v", err)
+	}
+	if s.VCPolicies["c"].Name != "tiresias-gittins" || s.VCPolicies["c"].At != "vcs.hcl:7,12: " {
+		t.Errorf("vc c: %+v", s.VCPolicies["c"])
+	}
+}
+
+// TestVCPoliciesDecide: three VCs of the dev cluster (3 nodes x 8 GPUs),
+// one node each, with HiveD's cells: fitgpp in "trial", tiresias-las in
+// "research", the stack's fifo in "spare". In one Decide the trial VC's
+// trial-and-error job preempts one best-effort job as FitGpp says, the
+// research VC's new job preempts the job that used up its first queue as
+// Tiresias says, and the spare VC's guaranteed job evicts the opportunistic
+// job on its cells, whatever VC that job came from.
+func TestVCPoliciesDecide(t *testing.T) {
+	cl, err := cluster.Uniform("dev", 1, 3, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := vcConfig(t, `
+vc "trial" {
+  policy = "fitgpp"
+  cells {
+    type  = "node8"
+    count = 1
+  }
+}
+vc "research" {
+  policy = "tiresias-las"
+  knobs  = { "tiresias.queues" = "1h" }
+  cells {
+    type  = "node8"
+    count = 1
+  }
+}
+vc "spare" {
+  cells {
+    type  = "node8"
+    count = 1
+  }
+}
+`)
+	for _, tc := range []struct {
+		name               string
+		policy             string
+		vcs                *hived.Config
+		preempted, granted []string
+	}{
+		{"per-VC policies", "fifo", cfg, []string{"be1", "old", "opp"}, []string{"new", "sp1", "te1"}},
+		{"fifo everywhere", "fifo", stripPolicies(cfg), []string{"opp"}, []string{"sp1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Build(tc.policy, Options{VCs: tc.vcs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl, err := s.NewPlacer(cl.Nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := pl.(*hived.Placer)
+			mk := func(id, vc string, gpus, submitted, prio int, class string, phase core.Phase) core.Job {
+				return core.Job{Key: core.JobKey{Namespace: "default", ID: id}, VC: vc, GPUs: gpus, Priority: prio, Class: class,
+					Submitted: time.Unix(int64(submitted), 0), Phase: phase}
+			}
+			running := []core.Job{
+				mk("be1", "trial", 4, 1, 0, core.ClassBestEffort, core.Granted),
+				mk("be2", "trial", 4, 2, 0, core.ClassBestEffort, core.Granted),
+				mk("old", "research", 8, 3, 0, "", core.Granted),
+				mk("opp", "research", 8, 4, -1, "", core.Granted),
+			}
+			running[2].Attained, running[2].Executed = 8*7200, 7200
+			var grants []core.Grant
+			for _, j := range running {
+				a, err := h.Cluster().Allocate(hived.Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: j.Priority})
+				if err != nil {
+					t.Fatal(err)
+				}
+				grants = append(grants, a.Grant())
+			}
+			jobs := append(running,
+				mk("te1", "trial", 4, 5, 0, core.ClassTrialAndError, core.Queued),
+				mk("new", "research", 8, 6, 0, "", core.Queued),
+				mk("sp1", "spare", 8, 7, 0, "", core.Queued),
+			)
+			cp := s.Planner()
+			cp.Placer = pl
+			d := cp.Decide(core.State{Nodes: cl.Nodes, Jobs: jobs, Grants: grants}, time.Unix(10000, 0))
+			var preempted, granted []string
+			for _, a := range d.Actions {
+				switch a := a.(type) {
+				case core.PreemptAction:
+					preempted = append(preempted, a.Grant.Job.ID)
+				case core.GrantAction:
+					granted = append(granted, a.Grant.Job.ID)
+				}
+			}
+			slices.Sort(preempted)
+			slices.Sort(granted)
+			if !slices.Equal(preempted, tc.preempted) || !slices.Equal(granted, tc.granted) {
+				t.Errorf("preempted %v granted %v, want %v and %v (%v)", preempted, granted, tc.preempted, tc.granted, d.Actions)
+			}
+		})
+	}
+}
+
+// stripPolicies is cfg without the VCs' policies and knobs.
+func stripPolicies(cfg *hived.Config) *hived.Config {
+	out := &hived.Config{GPUType: cfg.GPUType}
+	for _, v := range cfg.VCs {
+		v.Policy, v.Knobs = "", nil
+		out.VCs = append(out.VCs, v)
+	}
+	return out
 }
