@@ -148,7 +148,41 @@ func Build(name string, o Options) (*Stack, error) {
 			return nil, err
 		}
 	}
+	if s.Placement.Overflows() {
+		if err := s.overflowable(); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// overflowable refuses, with opportunistic overflow, policies that preempt
+// or make room inside a VC: the core counts a guaranteed job that
+// overflowed its VC in the VC's run set and among its victims, though it
+// holds none of the VC's cells.
+func (s *Stack) overflowable() error {
+	why := func(name, at string, c Capabilities) error {
+		if !c.Preempts && !c.MakesRoom {
+			return nil
+		}
+		return fmt.Errorf("%spolicy %q %s inside its virtual clusters, which placement %s does not carry out yet (the core cannot tell a job that overflowed its VC from one in its VC's cells); use placement %s, or a policy that neither preempts nor makes room",
+			at, name, c.what(), PlaceHivedOverflow, PlaceHived)
+	}
+	for _, v := range s.VCs.VCs {
+		if _, own := s.VCPolicies[v.Name]; !own {
+			if err := why(s.Name, "", s.Caps); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	for _, vc := range slices.Sorted(maps.Keys(s.VCPolicies)) {
+		v := s.VCPolicies[vc]
+		if err := why(v.Name, v.At+fmt.Sprintf("vc %q: ", vc), v.Caps); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // buildVCPolicies builds the policy of each VC that names one, or knobs of

@@ -87,10 +87,16 @@ func TestVCPolicyErrors(t *testing.T) {
 		{"knobs of the top-level policy", "fitgpp", `knobs = { "fitgpp.s" = "x" }`, `vcs.hcl:2,11: vc "a": fitgpp.s = "x": not a number`, false},
 		{"needs remaining times, live", "fifo", `policy = "srtf"`, `vcs.hcl:2,12: vc "a": policy "srtf" ranks by remaining time`, true},
 		{"top-level allocates", "themis", ``, `policy "themis" allocates GPUs itself, which virtual clusters (placement hived) cannot carry out`, false},
+		{"makes room with overflow", "fifo", `policy = "fitgpp"`, `vcs.hcl:2,12: vc "a": policy "fitgpp" preempts to make room inside its virtual clusters, which placement hived-overflow does not carry out yet`, false},
+		{"preempts with overflow", "tiresias-las", ``, `policy "tiresias-las" preempts running jobs inside its virtual clusters, which placement hived-overflow`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := vcConfig(t, "vc \"a\" {\n  "+tc.vc+"\n  cells {\n    type  = \"node8\"\n    count = 1\n  }\n}\n")
-			s, err := Build(tc.policy, Options{VCs: cfg})
+			place := PlaceHived
+			if strings.Contains(tc.name, "overflow") {
+				place = PlaceHivedOverflow
+			}
+			s, err := Build(tc.policy, Options{VCs: cfg, Placement: place})
 			if tc.live {
 				if err != nil {
 					t.Fatalf("Build: %v", err)
