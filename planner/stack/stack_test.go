@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"fmt"
+	"math/rand"
 	"slices"
 	"strings"
 	"testing"
@@ -263,4 +265,119 @@ func stripPolicies(cfg *hived.Config) *hived.Config {
 		out.VCs = append(out.VCs, v)
 	}
 	return out
+}
+
+// TestVCPoliciesKeepToTheirVC: on random states of three VCs with random
+// policies (fifo, fitgpp, las, tiresias-las), one Decide never preempts a
+// guaranteed job of a VC whose policy neither preempts nor makes room (only
+// opportunistic jobs and a VC's own jobs, by its own policy, are victims),
+// never leaves a GPU held twice, and never gives a VC's guaranteed jobs
+// more GPUs than its cells.
+func TestVCPoliciesKeepToTheirVC(t *testing.T) {
+	cl, err := cluster.Uniform("dev", 1, 3, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies := []string{"fifo", "fitgpp", "las", "tiresias-las"}
+	names := []string{"a", "b", "c"}
+	trials := 2000
+	if testing.Short() {
+		trials = 200
+	}
+	preempted := map[string]int{} // guaranteed victims by their VC's policy
+	for seed := range trials {
+		rng := rand.New(rand.NewSource(int64(seed)))
+		cfg := &hived.Config{}
+		pol := map[string]string{}
+		for _, n := range names {
+			pol[n] = policies[rng.Intn(len(policies))]
+			cfg.VCs = append(cfg.VCs, hived.VCConfig{Name: n, Policy: pol[n], Cells: []hived.CellCount{{Type: "node8", Count: 1}}})
+		}
+		s, err := Build("fifo", Options{VCs: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := s.NewPlacer(cl.Nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := pl.(*hived.Placer)
+		var jobs []core.Job
+		var grants []core.Grant
+		for i := range 6 + rng.Intn(10) {
+			j := core.Job{Key: core.JobKey{Namespace: "default", ID: fmt.Sprintf("j%02d", i)}, VC: names[rng.Intn(3)],
+				GPUs: []int{1, 2, 4, 8}[rng.Intn(4)], Priority: []int{0, 0, -1}[rng.Intn(3)],
+				Class:     []string{core.ClassBestEffort, core.ClassTrialAndError}[rng.Intn(2)],
+				Submitted: time.Unix(int64(i), 0), Phase: core.Queued, Preemptions: rng.Intn(2)}
+			if rng.Intn(2) == 0 {
+				a, err := h.Cluster().Allocate(hived.Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: j.Priority})
+				if err == nil && len(a.Preempt) == 0 {
+					j.Phase = core.Granted
+					j.Executed = float64(rng.Intn(4000))
+					j.Attained = j.Executed * float64(j.GPUs)
+					grants = append(grants, a.Grant())
+				} else if err == nil {
+					h.Release(j.Key)
+				}
+			}
+			jobs = append(jobs, j)
+		}
+		byKey := map[core.JobKey]core.Job{}
+		for _, j := range jobs {
+			byKey[j.Key] = j
+		}
+		cp := s.Planner()
+		cp.Placer = pl
+		d := cp.Decide(core.State{Nodes: cl.Nodes, Jobs: jobs, Grants: grants}, time.Unix(5000, 0))
+		holder := map[string]core.JobKey{}
+		for _, g := range grants {
+			for _, id := range g.GPUs {
+				holder[id] = g.Job
+			}
+		}
+		used := map[string]int{}
+		for _, g := range grants {
+			if j := byKey[g.Job]; j.Priority >= 0 {
+				used[j.VC] += j.GPUs
+			}
+		}
+		for _, a := range d.Actions {
+			switch a := a.(type) {
+			case core.PreemptAction:
+				v := byKey[a.Grant.Job]
+				if v.Priority >= 0 && pol[v.VC] == "fifo" {
+					t.Fatalf("seed %d: guaranteed job %s of fifo VC %s preempted (policies %v): %v", seed, v.Key, v.VC, pol, d.Actions)
+				}
+				for _, id := range a.Grant.GPUs {
+					delete(holder, id)
+				}
+				if v.Priority >= 0 {
+					used[v.VC] -= v.GPUs
+					preempted[pol[v.VC]]++
+				}
+			case core.GrantAction:
+				for _, id := range a.Grant.GPUs {
+					if k, held := holder[id]; held {
+						t.Fatalf("seed %d: GPU %s granted to %s while %s holds it: %v", seed, id, a.Grant.Job, k, d.Actions)
+					}
+					holder[id] = a.Grant.Job
+				}
+				if j := byKey[a.Grant.Job]; j.Priority >= 0 {
+					used[j.VC] += j.GPUs
+				}
+			}
+		}
+		for vc, n := range used {
+			if n > 8 {
+				t.Fatalf("seed %d: VC %s's guaranteed jobs hold %d GPUs, its cells 8: %v", seed, vc, n, d.Actions)
+			}
+		}
+	}
+	// The policies that preempt did, somewhere.
+	for _, p := range []string{"fitgpp", "las", "tiresias-las"} {
+		if preempted[p] == 0 {
+			t.Errorf("no %s VC preempted a guaranteed job in %d trials", p, trials)
+		}
+	}
+	t.Logf("guaranteed victims by their VC's policy: %v", preempted)
 }
