@@ -188,7 +188,7 @@ func TestVCPoliciesSimAndPlanner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"fifo (research: tiresias-las, trial: fitgpp)", "| trial | 8 | 100 | 100 / 100 |"} {
+	for _, want := range []string{"fifo+research=tiresias-las+trial=fitgpp", "| trial | 8 | 100 | 100 / 100 |"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("report.md lacks %q", want)
 		}

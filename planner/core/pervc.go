@@ -50,14 +50,15 @@ func (p *PerVC) Of(vc string) Policy {
 	return p.Default
 }
 
-// Name is the default policy's, with each VC's: "fifo (a: fitgpp, b:
-// tiresias-las)".
+// Name is the default policy's, with each VC's own, in a form that names a
+// run's directory: "fifo+a=fitgpp+b=tiresias-las".
 func (p *PerVC) Name() string {
-	parts := make([]string, 0, len(p.order))
+	var b strings.Builder
+	b.WriteString(p.Default.Name())
 	for _, vc := range p.order {
-		parts = append(parts, vc+": "+p.VCs[vc].Name())
+		b.WriteString("+" + vc + "=" + p.VCs[vc].Name())
 	}
-	return p.Default.Name() + " (" + strings.Join(parts, ", ") + ")"
+	return b.String()
 }
 
 // groups splits jobs by the policy that ranks them: Default's first, then

@@ -156,7 +156,7 @@ func TestPerVCRank(t *testing.T) {
 	if got, want := jobIDs(jobs), []string{"d3", "d1", "d2", "a2", "a1", "z1", "z2"}; !slices.Equal(got, want) {
 		t.Errorf("ranked %v, want %v", got, want)
 	}
-	if p.Name() != "fifo (a: las, z: fifo)" {
+	if p.Name() != "fifo+a=las+z=fifo" {
 		t.Errorf("name %q", p.Name())
 	}
 	if NewPerVC(FIFO{}, nil) != (FIFO{}) {

@@ -372,6 +372,9 @@ func withPlacer() []string {
 }
 
 func isLeased(p core.Policy) bool {
+	if pv, ok := p.(*core.PerVC); ok {
+		p = pv.Default
+	}
 	_, ok := p.(*core.Leased)
 	return ok
 }

@@ -381,3 +381,25 @@ func TestVCPoliciesKeepToTheirVC(t *testing.T) {
 	}
 	t.Logf("guaranteed victims by their VC's policy: %v", preempted)
 }
+
+// TestVCPoliciesLiveRealloc: sim.realloc (a simulator baseline) is refused
+// live for the stack's policy and for a VC's own alike.
+func TestVCPoliciesLiveRealloc(t *testing.T) {
+	for _, tc := range []struct{ top, vc, want string }{
+		{"las", "fitgpp", `policy "las" with sim.realloc`},
+		{"fifo", "las", `vcs.hcl:6,12: vc "a": policy "las" with sim.realloc`},
+	} {
+		cfg := vcConfig(t, "vc \"a\" {\n  cells {\n    type  = \"node8\"\n    count = 1\n  }\n  policy = \""+tc.vc+"\"\n}\nvc \"b\" {}\n")
+		k, err := core.ParseKnobs([]string{"sim.realloc=10m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Build(tc.top, Options{Knobs: k, VCs: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Live(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s with vc policy %s: Live() = %v, want %q", tc.top, tc.vc, err, tc.want)
+		}
+	}
+}
