@@ -57,7 +57,7 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	fs.StringVar(&o.consulAddr, "consul-addr", "", "Consul HTTP address (default $CONSUL_HTTP_ADDR or 127.0.0.1:8500)")
 	fs.StringVar(&o.policy, "policy", "fifo", "queue policy: "+strings.Join(stack.LiveNames(), ", "))
 	fs.Var(&o.knobs, "set", "policy knob key=value, as in `themis sim --set` (repeatable), e.g. fitgpp.max_preemptions=2")
-	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters (HCL, as `themis sim --vc-config`): HiveD cells per VC; SIGHUP reloads the file")
+	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters (HCL, as `themis sim --vc-config`): HiveD cells per VC, and optionally its own policy and knobs; SIGHUP reloads the file")
 	fs.DurationVar(&o.maxKillTimeout, "max-kill-timeout", 30*time.Second,
 		"the Nomad clients' client.max_kill_timeout: jobs asking for a longer grace_period are rejected (Nomad would cut it)")
 	fs.DurationVar(&o.restoreGuard, "restore-guard", 10*time.Second,
@@ -113,7 +113,7 @@ func policyByName(name string, settings []string, vcConfig string) (*stack.Stack
 	if err != nil {
 		return nil, fmt.Errorf("-policy %s: %w", name, err)
 	}
-	if err := knobs.Unused(core.KnobNamespaces...); err != nil {
+	if err := knobs.Unused(); err != nil {
 		return nil, fmt.Errorf("-set: %w", err)
 	}
 	if err := st.Live(); err != nil {
