@@ -49,7 +49,9 @@ func ended(id string, j Ref, started, finished float64, status string, evs ...Ev
 
 func ev(typ string, s float64) Event { return Event{Type: typ, Time: at(s)} }
 
-func sigkill(s float64) Event { return Event{Type: EventTerminated, Time: at(s), Signal: 9, ExitCode: 0} }
+func sigkill(s float64) Event {
+	return Event{Type: EventTerminated, Time: at(s), Signal: 9, ExitCode: 0}
+}
 
 func revoking(l JobLease, since, grace float64) JobLease {
 	l.Revoke = &Revoke{Reason: "preempted for default/te by fitgpp", Since: at(since), Deadline: at(since + grace)}
@@ -101,21 +103,21 @@ func TestCheck(t *testing.T) {
 		{name: "two jobs leased their own GPUs",
 			s: Snapshot{Now: at(60), JobLeases: []JobLease{la, lb}, GPULeases: keys(la, lb)}},
 		{name: "two job leases list one GPU",
-			s: Snapshot{Now: at(60), JobLeases: []JobLease{la, lease(jobB, "LB", 5, "g1", "g2")}, GPULeases: keys(la)},
+			s:    Snapshot{Now: at(60), JobLeases: []JobLease{la, lease(jobB, "LB", 5, "g1", "g2")}, GPULeases: keys(la)},
 			want: []string{"double-lease default/b g1", "lease-keys default/b g2"}},
 		{name: "a GPU key whose job's lease does not list it",
 			s: Snapshot{Now: at(60), JobLeases: []JobLease{la, lb}, GPULeases: append(keys(la, lb),
 				GPULease{Key: GPULeasePath + "g4", GPU: "g4", GPUField: "g4", LeaseID: "LA", Namespace: "default", JobID: "a"})},
 			want: []string{"double-lease default/a g4"}},
 		{name: "a GPU key of a job with no lease",
-			s: Snapshot{Now: at(60), JobLeases: []JobLease{la}, GPULeases: keys(la, lb)},
+			s:    Snapshot{Now: at(60), JobLeases: []JobLease{la}, GPULeases: keys(la, lb)},
 			want: []string{"double-lease default/b g2", "double-lease default/b g3"}},
 		{name: "a GPU key names another job than the lease that lists it",
 			s: Snapshot{Now: at(60), JobLeases: []JobLease{la}, GPULeases: append(keys(la)[:1],
 				GPULease{Key: GPULeasePath + "g1", GPU: "g1", GPUField: "g1", LeaseID: "LB", Namespace: "default", JobID: "b"})},
 			want: []string{"double-lease default/a g1"}},
 		{name: "a GPU key of an older lease of the same job",
-			s: Snapshot{Now: at(60), JobLeases: []JobLease{la}, GPULeases: keys(la, lease(jobA, "LA0", -100, "g1"))[1:]},
+			s:    Snapshot{Now: at(60), JobLeases: []JobLease{la}, GPULeases: keys(la, lease(jobA, "LA0", -100, "g1"))[1:]},
 			want: []string{"lease-keys default/a g0", "lease-keys default/a g1"}},
 		{name: "a gang's lease lists the GPUs of its parts",
 			s: Snapshot{Now: at(60), JobLeases: []JobLease{gang(la, []string{"g0"}, []string{"h0"})},
