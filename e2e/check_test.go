@@ -263,3 +263,51 @@ func consulOfItsOwn(t *testing.T) (*consulapi.Client, string) {
 	}
 	return c, st.ConsulAddr()
 }
+
+// The grace check on a real kill: a workload that ignores its checkpoint
+// signal is killed at its deadline. The watcher reads the kill from
+// Nomad's task events (a SIGKILL termination after the Killing event) and
+// finds the grace period kept; had the deadline been 10 s later, the same
+// allocation would be a grace-cut violation naming Nomad's kill timeout.
+func TestCheckGraceOnARealKill(t *testing.T) {
+	usePolicy(t, "fitgpp")
+	be, te := "e2e-check-deaf-be", "e2e-check-deaf-te"
+	trainJob{gpus: 8, grace: "3s", shell: ignoresSignals}.run(t, be)
+	first := waitRunning(t, be, 60*time.Second)
+	trainJob{gpus: 2, class: "te", steps: 20}.run(t, te)
+	w := &check.Watcher{Reader: &check.Reader{Nomad: env.nomad, Consul: env.consul}, Tolerances: check.DefaultTolerances}
+	var revoked *check.SeenRevoke
+	eventually(t, 40*time.Second, te+" to be granted", func() (bool, error) {
+		vs, err := w.Pass(env.ctx)
+		if err != nil {
+			return false, err
+		}
+		if len(vs) != 0 {
+			t.Fatalf("violations: %v", vs)
+		}
+		if l := jobLease(t, be); l != nil && l.Revoke != nil && revoked == nil {
+			revoked = &check.SeenRevoke{Job: check.Ref{Namespace: "default", ID: be}, LeaseID: l.LeaseID, GrantedAt: l.GrantedAt,
+				Revoke: check.Revoke{Reason: l.Revoke.Reason, Since: l.Revoke.Since, Deadline: l.Revoke.Deadline}}
+		}
+		return jobLease(t, te) != nil, nil
+	})
+	if revoked == nil {
+		t.Fatal("the victim's lease was never seen revoking")
+	}
+	s, err := w.Reader.Snapshot(env.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Revokes = []check.SeenRevoke{*revoked}
+	if vs := check.Check(s, check.DefaultTolerances); len(vs) != 0 {
+		t.Fatalf("a victim killed at its deadline: %v", vs)
+	}
+	later := *revoked
+	later.Revoke.Deadline = later.Revoke.Deadline.Add(10 * time.Second)
+	s.Revokes = []check.SeenRevoke{later}
+	vs := check.Check(s, check.DefaultTolerances)
+	if len(vs) != 1 || vs[0].Kind != check.GraceCut || vs[0].Alloc != first.ID || !strings.Contains(vs[0].Message, "kill timeout of 3s") {
+		t.Fatalf("the same kill 10 s before a later deadline: %v; want one grace-cut of allocation %s with Nomad's 3s kill timeout", vs, first.ID)
+	}
+	t.Logf("reported: %v", vs[0])
+}
