@@ -37,7 +37,8 @@ Usage: themis check [options]
   job neither queued, running nor finished.
 
   It watches until interrupted, printing each violation once, as it
-  appears; with -once it checks once and exits 1 if it found any.
+  appears; with -once it checks once and exits 1 if it found any (2 if it
+  could not read Nomad or Consul).
 
 Options:
 ` + flagHelp(checkFlags(&checkOptions{})))
@@ -99,7 +100,7 @@ func (c *checkCommand) Run(args []string) int {
 		s, err := r.Snapshot(ctx)
 		if err != nil {
 			c.ui.Error("themis check: " + err.Error())
-			return 1
+			return 2
 		}
 		vs := check.Check(s, o.tol)
 		for _, v := range vs {

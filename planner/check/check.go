@@ -383,9 +383,12 @@ func checkLost(s Snapshot, tol Tolerances) []Violation {
 		if !s.Now.After(since.Add(tol.Lost)) {
 			continue
 		}
-		state := "no status record"
+		state := "no status key"
 		if hasStatus {
 			state = fmt.Sprintf("status %q", st.State)
+		}
+		if !s.Records[j.Ref] {
+			state += " (and no job record)"
 		}
 		out = append(out, Violation{Kind: LostJob, Job: j.Ref.String(), Since: since,
 			Message: fmt.Sprintf("job is %s in node pool %q with no pending or running allocation and %s, for %s (over the %s tolerance): neither queued, running nor finished",

@@ -323,3 +323,19 @@ func TestWatcherRemembersRevokesAndReportsOnce(t *testing.T) {
 		t.Fatalf("a revoke not seen for 90s is still remembered with Remember = 1m: %v", got)
 	}
 }
+
+// A violation that ends and comes back is reported again; one that lasts
+// is reported once.
+func TestWatcherReportsEachViolationOnce(t *testing.T) {
+	var got []string
+	w := &Watcher{Report: func(v Violation) { got = append(got, v.ID()) }}
+	la, lb := lease(jobA, "LA", 0, "g0"), lease(jobB, "LB", 5, "g0")
+	bad := Snapshot{Now: at(10), JobLeases: []JobLease{la, lb}, GPULeases: keys(la)}
+	good := Snapshot{Now: at(11), JobLeases: []JobLease{la}, GPULeases: keys(la)}
+	for _, s := range []Snapshot{bad, bad, good, bad} {
+		w.report(Check(w.remember(s), DefaultTolerances))
+	}
+	if len(got) != 2 || got[0] != got[1] {
+		t.Fatalf("reported %q, want the double lease twice (before and after it ended)", got)
+	}
+}

@@ -58,18 +58,23 @@ func (w *Watcher) Pass(ctx context.Context) ([]Violation, error) {
 		return nil, err
 	}
 	vs := Check(w.remember(s), w.Tolerances)
-	if w.reported == nil {
-		w.reported = map[string]bool{}
-	}
-	for _, v := range vs {
-		if id := v.ID(); !w.reported[id] {
-			w.reported[id] = true
-			if w.Report != nil {
-				w.Report(v)
-			}
-		}
-	}
+	w.report(vs)
 	return vs, nil
+}
+
+// report reports the violations not reported in the previous pass.
+func (w *Watcher) report(vs []Violation) {
+	// Only what this pass found stays reported: a violation that ends and
+	// comes back is reported again.
+	reported := map[string]bool{}
+	for _, v := range vs {
+		id := v.ID()
+		if !w.reported[id] && w.Report != nil {
+			w.Report(v)
+		}
+		reported[id] = true
+	}
+	w.reported = reported
 }
 
 // remember adds the revokes seen before to the snapshot's, and forgets
