@@ -29,6 +29,7 @@ import (
 type suiteWatcher struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	w      *check.Watcher
 	mu     sync.Mutex
 	seen   []check.Violation
 	passes int
@@ -50,6 +51,7 @@ func startSuiteWatcher() *suiteWatcher {
 			sw.mu.Unlock()
 		},
 	}
+	sw.w = w
 	go func() {
 		defer close(sw.done)
 		t := time.NewTicker(w.Interval)
@@ -76,12 +78,22 @@ func startSuiteWatcher() *suiteWatcher {
 	return sw
 }
 
-// stop ends the watcher and returns what it saw.
+// stop ends the watcher after a last pass over what the run left, and
+// returns what it saw.
 func (sw *suiteWatcher) stop() (vs []check.Violation, passes, errs int) {
 	sw.cancel()
 	<-sw.done
+	ctx, cancel := context.WithTimeout(env.ctx, 15*time.Second)
+	defer cancel()
+	_, err := sw.w.Pass(ctx)
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
+	if err != nil {
+		sw.errs++
+		fmt.Fprintln(os.Stderr, "e2e: invariant watcher: last pass:", err)
+	} else {
+		sw.passes++
+	}
 	return sw.seen, sw.passes, sw.errs
 }
 
