@@ -18,6 +18,7 @@ import (
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
+	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/planner/check"
@@ -182,7 +183,8 @@ func sameSet(a, b []string) bool {
 // second job lease and GPU key for a GPU another lease holds is reported
 // as a double lease, and `themis check -once` exits 1. With the same Consul,
 // a themis task the suite's planner runs (leased in the suite's Consul, not
-// in this one) is reported as running on GPUs it holds no lease for.
+// in this one) is reported as running on GPUs it holds no lease for, and a
+// job pinned under a lease that Nomad cannot place is reported lost.
 func TestCheckReportsViolations(t *testing.T) {
 	c, consulAddr := consulOfItsOwn(t)
 	granted := time.Now().UTC().Add(-time.Minute).Format(time.RFC3339Nano)
@@ -195,9 +197,10 @@ func TestCheckReportsViolations(t *testing.T) {
 	put("themis/leases/jobs/default/e2e-fake-a", `{"lease_id":"LA","namespace":"default","job_id":"e2e-fake-a","node_id":"n","node_name":"dev-node","gpus":["SIM-dev-node-0","SIM-dev-node-1"],"granted_at":"`+granted+`"}`)
 	put("themis/leases/gpus/SIM-dev-node-0", `{"lease_id":"LA","namespace":"default","job_id":"e2e-fake-a","node_id":"n","node_name":"dev-node","gpu":"SIM-dev-node-0","granted_at":"`+granted+`"}`)
 	put("themis/leases/gpus/SIM-dev-node-1", `{"lease_id":"LA","namespace":"default","job_id":"e2e-fake-a","node_id":"n","node_name":"dev-node","gpu":"SIM-dev-node-1","granted_at":"`+granted+`"}`)
-	run := func() ([]check.Violation, int) {
+	run := func(flags ...string) ([]check.Violation, int) {
 		t.Helper()
-		cmd := exec.Command(env.themis, "check", "-once", "-json", "-nomad-addr", env.stack.NomadAddr(), "-consul-addr", consulAddr)
+		args := append([]string{"check", "-once", "-json", "-nomad-addr", env.stack.NomadAddr(), "-consul-addr", consulAddr}, flags...)
+		cmd := exec.Command(env.themis, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -250,6 +253,29 @@ func TestCheckReportsViolations(t *testing.T) {
 		t.Fatalf("a task whose GPUs this Consul does not lease: exit %d, violations %+v; want unleased-gpu for %v", code, vs, leased)
 	}
 	t.Logf("reported: %v", vs)
+
+	// A job pinned under a lease (its meta says so) that Nomad can never
+	// place: neither queued, running nor finished. (Its task is not of
+	// the themis driver, so the suite's planner leaves it alone.)
+	const lost = "e2e-check-lost"
+	job := nomadapi.NewBatchJob(lost, lost, "global", 50)
+	pool := "default"
+	job.NodePool = &pool
+	job.Meta = map[string]string{"themis.lease": "e2e-fake-lease"}
+	job.Constrain(nomadapi.NewConstraint("${node.unique.name}", "=", "no-such-node"))
+	task := nomadapi.NewTask("t", "raw_exec").SetConfig("command", "/bin/true")
+	job.AddTaskGroup(nomadapi.NewTaskGroup("g", 1).AddTask(task))
+	register(t, job)
+	time.Sleep(1500 * time.Millisecond)
+	vs, code = run("-lost-tolerance", "1s")
+	if code != 1 || !slices.ContainsFunc(vs, func(v check.Violation) bool { return v.Kind == check.LostJob && v.Job == "default/"+lost }) {
+		t.Fatalf("a pinned job Nomad cannot place, with -lost-tolerance 1s: exit %d, violations %+v; want lost-job of %s", code, vs, lost)
+	}
+	for _, v := range vs {
+		if v.Kind == check.LostJob {
+			t.Logf("reported: %v", v)
+		}
+	}
 }
 
 // consulOfItsOwn is privateConsul with its address, for the themis binary.
