@@ -184,7 +184,9 @@ func sameSet(a, b []string) bool {
 // as a double lease, and `themis check -once` exits 1. With the same Consul,
 // a themis task the suite's planner runs (leased in the suite's Consul, not
 // in this one) is reported as running on GPUs it holds no lease for, and a
-// job pinned under a lease that Nomad cannot place is reported lost.
+// job pinned under a lease that Nomad cannot place is reported lost; as one
+// part of a two-node gang lease written here, the task is a gang partly
+// running.
 func TestCheckReportsViolations(t *testing.T) {
 	c, consulAddr := consulOfItsOwn(t)
 	granted := time.Now().UTC().Add(-time.Minute).Format(time.RFC3339Nano)
@@ -253,6 +255,26 @@ func TestCheckReportsViolations(t *testing.T) {
 		t.Fatalf("a task whose GPUs this Consul does not lease: exit %d, violations %+v; want unleased-gpu for %v", code, vs, leased)
 	}
 	t.Logf("reported: %v", vs)
+
+	// The same task as one part of a two-node gang lease in this Consul:
+	// its one allocation runs without the other part's.
+	a := onlyRunningOrDone(t, id)
+	granted = time.Now().UTC().Format(time.RFC3339Nano)
+	gpus, _ := json.Marshal(append(slices.Clone(leased), "SIM-node-x-0", "SIM-node-x-1"))
+	part0, _ := json.Marshal(leased)
+	put("themis/leases/jobs/default/"+id, `{"lease_id":"LG","namespace":"default","job_id":"`+id+`","node_id":"`+a.NodeID+`","node_name":"dev-node","gpus":`+string(gpus)+
+		`,"granted_at":"`+granted+`","parts":[{"node_id":"`+a.NodeID+`","node_name":"dev-node","gpus":`+string(part0)+
+		`},{"node_id":"x","node_name":"node-x","gpus":["SIM-node-x-0","SIM-node-x-1"]}]}`)
+	time.Sleep(1100 * time.Millisecond)
+	vs, code = run("-gang-tolerance", "1s")
+	if code != 1 || !slices.ContainsFunc(vs, func(v check.Violation) bool { return v.Kind == check.PartialGang && v.Job == "default/"+id }) {
+		t.Fatalf("one part of a two-part gang running, with -gang-tolerance 1s: exit %d, violations %+v; want partial-gang of %s", code, vs, id)
+	}
+	for _, v := range vs {
+		if v.Kind == check.PartialGang {
+			t.Logf("reported: %v", v)
+		}
+	}
 
 	// A job pinned under a lease (its meta says so) that Nomad can never
 	// place: neither queued, running nor finished. (Its task is not of

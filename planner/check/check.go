@@ -284,13 +284,9 @@ func checkGangs(s Snapshot, tol Tolerances) []Violation {
 		if !s.Now.After(allowed) {
 			continue
 		}
-		what := "of"
-		if running > n {
-			what = "for"
-		}
 		out = append(out, Violation{Kind: PartialGang, Job: l.Ref().String(), Since: since,
-			Message: fmt.Sprintf("gang lease %s has %d parts but %d allocations %s them running (%d ended since the grant) for %s, over the %s tolerance",
-				l.LeaseID, n, running, what, ended, s.Now.Sub(since).Round(time.Second), tol.Gang)})
+			Message: fmt.Sprintf("gang lease %s has %d parts but %d of the job's allocations are running (%d ended since the grant), for %s, over the %s tolerance",
+				l.LeaseID, n, running, ended, s.Now.Sub(since).Round(time.Second), tol.Gang)})
 	}
 	return out
 }
