@@ -127,10 +127,12 @@ func TestCheckSeesNoViolationWhileJobsRunAndArePreempted(t *testing.T) {
 	r := &check.Reader{Nomad: env.nomad, Consul: env.consul}
 	be, te := "e2e-check-be", "e2e-check-te"
 	first := revokingScene(t, be, te)
+	took := time.Now()
 	s, err := r.Snapshot(env.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("one snapshot (%d jobs, %d allocations, %d job leases): %s", len(s.Jobs), len(s.Allocs), len(s.JobLeases), time.Since(took).Round(time.Microsecond))
 	if !slices.ContainsFunc(s.Revokes, func(rv check.SeenRevoke) bool { return rv.Job.ID == be }) {
 		t.Fatalf("the watcher's snapshot has no revoke of %s: %+v", be, s.Revokes)
 	}

@@ -115,6 +115,7 @@ func (c *checkCommand) Run(args []string) int {
 		}
 		return 0
 	}
+	fmt.Fprintf(os.Stderr, "themis check: watching Nomad %s and Consul %s every %s; violations go to stdout\n", ncfg.Address, ccfg.Address, o.interval)
 	w := &check.Watcher{Reader: r, Interval: o.interval, Tolerances: o.tol, Report: print,
 		Error: func(err error) { c.ui.Error("themis check: " + err.Error()) }}
 	if err := w.Run(ctx); err != nil {
