@@ -7,16 +7,20 @@
 //
 // # Pipeline
 //
-//	App, Job            an ML app and its jobs (section 2.1)         rho.go
-//	  | Bid / BidCache    the agent's valuation table (section 4.3)  agent.go
+//	App, Job              an ML app and its jobs (section 2.1)         app.go
+//	Class, Sensitivity    placement classes, slowdowns (4.3.1)         placement.go
+//	T_id, T_sh, ρ         finish times and fairness (3.2, 4.3)         rho.go
+//	  phase times         exact side by side, or LPT list schedule     schedule.go
+//	N_avg                 contention since the app arrived             contention.go
+//	  | Bid / BidCache    the agent's valuation table (section 4.3)    agent.go, bidtable.go
 //	  v
-//	Valuation           ρ_old and ρ(k GPUs, class)
-//	  | Round             filter the 1-f worst-ρ apps (section 3.3.2) round.go
+//	Valuation             ρ_old and ρ(k GPUs, class)
+//	  | Round             filter the 1-f worst-ρ apps (section 3.3.2)  round.go, filter.go
 //	  v
-//	Auction             PA over counts and classes + placement       auction.go
-//	  | PartialAllocation exact DP, leave-one-out, c_i (Pseudocode 1) pa.go
+//	Auction               PA over counts and classes + placement       auction.go, offer.go
+//	  | PartialAllocation exact DP, leave-one-out, c_i (Pseudocode 1)  pa.go
 //	  v
-//	Award               concrete GPUs per job, lease c_i x L; leftovers
+//	Award                 concrete GPUs per job, lease c_i x L; leftovers
 //
 // OfferFromNodes and JobApp (core.go) build an Offer and single-job Apps
 // from the planner's core.Node and core.Job.
