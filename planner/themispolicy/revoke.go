@@ -43,6 +43,30 @@ import (
 // four times the load had five times the preemptions and 5% more GPU
 // time).
 
+// revokeEarly is Allocate's early-revocation step (themis.revoke): the
+// leases revokeFor ends join the offer as expired ones, and their apps'
+// models and every fair share are made anew.
+func (p *Policy) revokeEarly(r *round) {
+	rv := p.revokeFor(r.now, r.jobs, r.apps, r.env, r.offer, r.grantOf, r.isExpired, r.free)
+	if len(rv) == 0 {
+		return
+	}
+	again := map[string]bool{}
+	for _, j := range rv {
+		r.isExpired[j.Key] = true
+		r.expiredJobs = append(r.expiredJobs, j)
+		r.extra = append(r.extra, r.grantOf[j.Key])
+		again[appOf(j)] = true
+	}
+	r.offer = themis.OfferFromNodes(r.free.FreeNodes(r.extra...), nil)
+	for i := range r.apps {
+		if again[r.apps[i].ID] {
+			r.apps[i], _ = p.app(r.apps[i].ID, r.byApp[r.apps[i].ID], r.t, r.free, r.grantOf, r.isExpired, r.byID)
+		}
+	}
+	themis.SetFairShares(r.apps, r.env.ClusterGPUs)
+}
+
 // leftBehind is the newcomer (not in ran) that has a queued gang (need
 // GPUs) the offer cannot hold and, waiting for releases, would reach ρ > 1
 // after more than the bound; the worst such by ρ. "" when none.
