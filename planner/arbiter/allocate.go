@@ -52,25 +52,25 @@ type round struct {
 func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, held []core.Grant) ([]core.Grant, []core.JobKey) {
 	r := p.observe(now, jobs, free, held)
 	if r.queued == 0 && len(r.expiredJobs) == 0 {
-		return nil, nil
+		return nil, nil // nothing waits and no lease is over
 	}
 	p.openOffer(r)
 	if r.offer.GPUs() == 0 && !p.Revoke {
-		return nil, nil
+		return nil, nil // nothing to offer, and no lease may end early
 	}
 	p.modelApps(r)
 	if p.Revoke {
 		p.revokeEarly(r)
 	}
 	if r.offer.GPUs() == 0 {
-		return nil, nil
+		return nil, nil // nothing to offer
 	}
 	if !p.reserve(r) {
-		return nil, r.ended
+		return nil, r.ended // no round: GPUs gathered for a reservation
 	}
 	res, ok := p.runRound(r)
 	if !ok {
-		return nil, r.ended
+		return nil, r.ended // the round could not run (Err)
 	}
 	grants, kept := p.grantAwards(r, res)
 	grants, idle := stay(grants, res.Idle, r.isExpired, kept, r.grantOf, r.free)

@@ -9,8 +9,10 @@ import (
 // Leases: a running job holds its GPUs until its lease ends (Policy.leases);
 // then its GPUs are offered again. The steps of Allocate that read and
 // write the leases are observe (which leases are over), grantAwards (new
-// leases), endLeases (the expired jobs that lost or moved) and, for the
-// reservation and early revocation, reserve and revokeFor.
+// leases), endLeases (the expired jobs that lost or moved), the
+// reservation's gatherOnCluster and gatherOnTarget (leases ended or
+// renewed), revokeFor (leases ended early) and runRound (leases renewed
+// when a round cannot run).
 
 // NextChange is the earliest lease expiry of a running job after now.
 func (p *Policy) NextChange(now time.Time, jobs []*core.Job) time.Time {
