@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/gittins"
-	"github.com/themis-nomad/themis/planner/themispolicy"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -79,7 +79,7 @@ var registry = map[string]entry{
 	"app-las":          {12, Capabilities{Preempts: true, NeedsApps: true}, fromCore("app-las")},
 	"app-srtf":         {13, Capabilities{Preempts: true, NeedsApps: true, NeedsRemaining: true}, fromCore("app-srtf")},
 	"app-srsf":         {14, Capabilities{Preempts: true, NeedsApps: true, NeedsRemaining: true}, fromCore("app-srsf")},
-	themispolicy.Name:  {15, Capabilities{Allocates: true, Rechecks: true, NeedsApps: true}, themisPolicy},
+	arbiter.Name:       {15, Capabilities{Allocates: true, Rechecks: true, NeedsApps: true}, themisPolicy},
 }
 
 // The registry's capabilities, checked against the policies' types.
@@ -90,8 +90,8 @@ var (
 	_ core.Promoter     = (*core.Tiresias)(nil)
 	_ core.Learner      = (*core.Tiresias)(nil)
 	_ core.RecheckAfter = (*core.Tiresias)(nil)
-	_ core.Allocator    = (*themispolicy.Policy)(nil)
-	_ core.RecheckAfter = (*themispolicy.Policy)(nil)
+	_ core.Allocator    = (*arbiter.Policy)(nil)
+	_ core.RecheckAfter = (*arbiter.Policy)(nil)
 )
 
 // tiresias builds Tiresias and gives 2D-Gittins its job-size distribution:
@@ -129,12 +129,12 @@ type learned struct{ *gittins.Online }
 func (l learned) Observe(size float64) { _ = l.Online.Observe(size) }
 
 func themisPolicy(k core.Knobs) (core.Policy, error) {
-	p, err := themispolicy.FromKnobs(k)
+	p, err := arbiter.FromKnobs(k)
 	if err != nil {
-		return nil, fmt.Errorf("policy %q: %w", themispolicy.Name, err)
+		return nil, fmt.Errorf("policy %q: %w", arbiter.Name, err)
 	}
 	if err := k.UnusedIn("themis"); err != nil {
-		return nil, fmt.Errorf("policy %q: %w", themispolicy.Name, err)
+		return nil, fmt.Errorf("policy %q: %w", arbiter.Name, err)
 	}
 	return p, nil
 }

@@ -1,0 +1,89 @@
+package arbiter
+
+import (
+	"sort"
+
+	"github.com/themis-nomad/themis/planner/auction"
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// The agents' model: each app's visible core jobs as a auction.App, which
+// its agent values offers with (see the package doc, "Apps and jobs").
+
+// modelApps is Allocate's third step: the round's environment and every
+// app with work left as its agent models it, with its max-min fair share of
+// the cluster (the filter's and the reservation's current ρ).
+func (p *Policy) modelApps(r *round) {
+	r.env = auction.Env{ClusterGPUs: r.free.Capacity(), Lease: p.Lease}
+	r.byID = map[string]*core.Job{}
+	r.apps = make([]auction.App, 0, len(r.order))
+	for _, a := range r.order {
+		app, ok := p.app(a, r.byApp[a], r.t, r.free, r.grantOf, r.isExpired, r.byID)
+		if ok {
+			r.apps = append(r.apps, app)
+		}
+	}
+	auction.SetFairShares(r.apps, r.env.ClusterGPUs)
+}
+
+// app builds the auction.App of one app's visible jobs; ok is false when it
+// has no work left to model.
+func (p *Policy) app(id string, js []*core.Job, t float64, free *core.FreeGPUs, grantOf map[core.JobKey]core.Grant,
+	isExpired map[core.JobKey]bool, byID map[string]*core.Job) (auction.App, bool) {
+	a := auction.App{ID: id, Elapsed: max(0, t-p.first[id]), NAvg: p.cont.Average(p.marks[id], t)}
+	sk, cr := 1.0, 1.0
+	later, lastDemand := 0, 0
+	var med []float64
+	for _, j := range js {
+		g := float64(j.GPUs)
+		if j.GPUs < 1 || j.Remaining < 0 || j.GPUs > free.Capacity() {
+			continue // unknown work, or a gang the cluster can never hold
+		}
+		sk, cr = max(sk, j.Skew), max(cr, j.CrossRack, j.Skew)
+		// The job's total work: known, or else what it has left plus what it
+		// has run (which overstates the total of a job that ran spread).
+		tot := j.Work
+		if !(tot >= j.Remaining) {
+			tot = j.Remaining + max(0, j.Attained)/g
+		}
+		// A job with no work left (a zero-length job, or one finishing
+		// now) still needs its gang to start and end: a millisecond.
+		left := max(j.Remaining, 1e-3)
+		tot = max(tot, left)
+		jb := auction.Job{ID: j.Key.String(), IterTime: g, ItersLeft: left, ItersTotal: tot, Demand: j.GPUs, Gang: j.GPUs}
+		switch {
+		case j.Phase == core.Granted && !isExpired[j.Key]:
+			jb.Held, jb.HeldClass = j.GPUs, classOf(free, grantOf[j.Key].GPUs)
+		case isExpired[j.Key]:
+			jb.Own = grantOf[j.Key].GPUs
+		}
+		byID[jb.ID] = j
+		a.Jobs = append(a.Jobs, jb)
+		if j.LaterPhases > later {
+			later, lastDemand = j.LaterPhases, j.GPUs<<j.LaterPhases
+		}
+		med = append(med, tot)
+	}
+	if len(a.Jobs) == 0 {
+		return a, false
+	}
+	sens := auction.Sensitivity{1, sk, cr}
+	if x, ok := p.Lie[id]; ok {
+		sens[1] = max(1, 1+(sens[1]-1)*x)
+		sens[2] = max(sens[1], 1+(sens[2]-1)*x)
+	}
+	a.Sens = sens
+	if later > 0 {
+		// Later phases: each job runs as long as the current ones (their
+		// median total) on twice the GPUs; in units of the median current
+		// iteration time (the current gang), 2^q x that duration.
+		sort.Float64s(med)
+		d := med[len(med)/2]
+		h := &auction.Halving{Demand: lastDemand}
+		for q := 1; q <= later; q++ {
+			h.Iters = append(h.Iters, d*float64(int(1)<<q))
+		}
+		a.Halving = h
+	}
+	return a, true
+}

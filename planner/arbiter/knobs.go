@@ -1,0 +1,58 @@
+package arbiter
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/auction"
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// FromKnobs builds a policy from themis.f, themis.lease, themis.lie and
+// themis.revoke.
+func FromKnobs(k core.Knobs) (*Policy, error) {
+	f, err := k.Float("themis.f", auction.DefaultFairness)
+	if err != nil {
+		return nil, err
+	}
+	if !(f >= 0 && f <= 1) {
+		return nil, fmt.Errorf("themis.f = %v: want a number in [0, 1]", f)
+	}
+	lease := auction.DefaultLease
+	if k.Has("themis.lease") {
+		v := k.String("themis.lease", "")
+		if d, err := time.ParseDuration(v); err == nil {
+			lease = d.Seconds()
+		} else if s, err := strconv.ParseFloat(v, 64); err == nil {
+			lease = s
+		} else {
+			return nil, fmt.Errorf("themis.lease = %q: want a duration (10m) or seconds", v)
+		}
+		if !(lease > 0) || math.IsInf(lease, 0) {
+			return nil, fmt.Errorf("themis.lease = %q: want a positive duration", v)
+		}
+	}
+	lie := map[string]float64{}
+	if k.Has("themis.lie") {
+		for _, part := range strings.Split(k.String("themis.lie", ""), ",") {
+			app, pct, ok := strings.Cut(strings.TrimSpace(part), ":")
+			x, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(pct), "+"), "%"), 64)
+			if !ok || app == "" || err != nil || !(x > -100) || math.IsInf(x, 0) {
+				return nil, fmt.Errorf("themis.lie = %q: want APP:+X%% or APP:-X%% (a finite X, below 100 when negative)", part)
+			}
+			lie[app] = 1 + x/100
+		}
+	}
+	p := New(f, lease, lie)
+	switch v := k.String("themis.revoke", "on"); v {
+	case "on":
+		p.Revoke = true
+	case "off":
+	default:
+		return nil, fmt.Errorf("themis.revoke = %q: want on or off", v)
+	}
+	return p, nil
+}

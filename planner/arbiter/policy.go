@@ -1,0 +1,74 @@
+package arbiter
+
+import (
+	"time"
+
+	"github.com/themis-nomad/themis/planner/auction"
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// Name is the policy's name.
+const Name = "themis"
+
+// MinLeaseFraction is the shortest lease, as a fraction of the lease: an
+// auction winner holds its GPUs for max(c_i, MinLeaseFraction) of the lease.
+// c_i can be tiny (an app whose presence costs the others much), and a
+// lease of milliseconds would only buy a checkpoint and a restore (30 s by
+// default in the simulator) and make the next round come at once, again
+// and again. 1/20 is 30 s of the default 10-minute lease.
+const MinLeaseFraction = 1.0 / 20
+
+// Policy is the Themis arbiter. It keeps state between rounds (leases, app
+// arrivals, contention), so one Policy serves one simulation.
+type Policy struct {
+	// Fairness is f; Lease the lease in seconds.
+	Fairness, Lease float64
+	// Lie maps an app to the factor on its reported spread slowdowns'
+	// excess over 1 (1.2: reports 20% more slowdown).
+	Lie map[string]float64
+	// Revoke ends the best-off apps' leases early for an app left behind
+	// by lease timing (revoke.go; themis.revoke).
+	Revoke bool
+
+	leases map[core.JobKey]time.Time
+	first  map[string]float64
+	marks  map[string]auction.Mark
+	cont   auction.Contention
+	seed   uint64
+	// reserving is the app the free GPUs are held for (see the package
+	// doc), "" when none.
+	reserving string
+	// target is the machines the reservation gathers GPUs on (nil: all).
+	target  map[string]bool
+	rounds  uint64
+	lastErr error
+	// ran is the apps that have held GPUs (revoke.go: only the others are
+	// newcomers).
+	ran map[string]bool
+}
+
+// New returns a policy with f, lease (seconds) and the liars.
+func New(f, lease float64, lie map[string]float64) *Policy {
+	return &Policy{Fairness: f, Lease: lease, Lie: lie, leases: map[core.JobKey]time.Time{},
+		first: map[string]float64{}, marks: map[string]auction.Mark{}, ran: map[string]bool{}}
+}
+
+func (*Policy) Name() string { return Name }
+
+// Rank orders the jobs FIFO; the auction, not the ranking, allocates.
+func (*Policy) Rank(_ time.Time, jobs []*core.Job) { core.SortFIFO(jobs) }
+
+// Preemptive: leases end and their GPUs are auctioned again. The simulator
+// decides at every event for a preemptive policy.
+func (*Policy) Preemptive() bool           { return true }
+func (*Policy) Blocking() bool             { return false }
+func (*Policy) Consolidate(*core.Job) bool { return false }
+func (p *Policy) Seed(s int64)             { p.seed = uint64(s) }
+func (p *Policy) Err() error               { return p.lastErr }
+func secs(t time.Time) float64             { return float64(t.UnixNano()) / 1e9 }
+func appOf(j *core.Job) string {
+	if j.App != "" {
+		return j.App
+	}
+	return j.Key.String()
+}
