@@ -245,6 +245,7 @@ type fakeStore struct {
 	statuses map[core.JobKey]consul.JobStatus
 	ckpts    map[core.JobKey]lease.CheckpointRecord
 	progress map[core.JobKey]lease.ProgressRecord
+	policy   map[string][]byte
 }
 
 func newFakeStore() *fakeStore {
@@ -355,6 +356,32 @@ func (s *fakeStore) Checkpoints(context.Context) (map[core.JobKey]lease.Checkpoi
 
 func (s *fakeStore) Progress(context.Context) (map[core.JobKey]lease.ProgressRecord, error) {
 	return maps.Clone(s.progress), nil
+}
+
+func (s *fakeStore) PolicyState(_ context.Context, name string) ([]byte, error) {
+	return s.policy[name], nil
+}
+
+func (s *fakeStore) PutPolicyState(_ context.Context, name string, state []byte) error {
+	if err := s.crash.spend(); err != nil {
+		return err
+	}
+	if s.policy == nil {
+		s.policy = map[string][]byte{}
+	}
+	s.policy[name] = slices.Clone(state)
+	return nil
+}
+
+func (s *fakeStore) SetLeaseEnd(_ context.Context, l lease.JobLease) error {
+	if err := s.crash.spend(); err != nil {
+		return err
+	}
+	if cur, ok := s.leases[core.JobKey{Namespace: l.Namespace, ID: l.JobID}]; ok && cur.LeaseID == l.LeaseID && cur.Revoke == nil {
+		cur.Ends = l.Ends
+		s.leases[core.JobKey{Namespace: l.Namespace, ID: l.JobID}] = cur
+	}
+	return nil
 }
 
 func (s *fakeStore) Statuses(context.Context) ([]consul.JobStatus, error) {

@@ -31,6 +31,11 @@ func (p *Planner) grant(ctx context.Context, r *round, g core.Grant) (consul.Job
 	if len(parts) > 1 {
 		l.Parts = parts
 	}
+	if le, ok := p.stack().Policy.(core.LeaseEnder); ok {
+		if e, ok := le.LeaseEnd(g.Job); ok {
+			l.Ends = e.UTC()
+		}
+	}
 	if r.cells != nil {
 		l.Cells = r.cells(g.Job)
 	}

@@ -56,6 +56,9 @@ type Store interface {
 	DeleteRecord(ctx context.Context, k core.JobKey) error
 	Checkpoints(ctx context.Context) (map[core.JobKey]lease.CheckpointRecord, error)
 	Progress(ctx context.Context) (map[core.JobKey]lease.ProgressRecord, error)
+	PolicyState(ctx context.Context, name string) ([]byte, error)
+	PutPolicyState(ctx context.Context, name string, state []byte) error
+	SetLeaseEnd(ctx context.Context, l lease.JobLease) error
 	Statuses(ctx context.Context) ([]consul.JobStatus, error)
 	PutStatus(ctx context.Context, st consul.JobStatus) error
 	DeleteStatus(ctx context.Context, k core.JobKey) error
@@ -98,6 +101,10 @@ type Planner struct {
 	recheck time.Time
 	// st is the stack in force (Config.Stack, or the last SetStack).
 	st atomic.Pointer[stack.Stack]
+	// stateOf is the stack whose policy's recorded state was imported
+	// (core.Stateful; policystate.go), and saved the state last written.
+	stateOf *stack.Stack
+	saved   []byte
 }
 
 // stack is the decision stack in force.

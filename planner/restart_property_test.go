@@ -24,11 +24,13 @@ type twin struct {
 	fn    *fakeNomad
 	fs    *fakeStore
 	p     *Planner
-	st    *stack.Stack
+	// build makes the twin's stack: a stateful policy (themis) is one
+	// per planner, built anew at every restart, as a new process would.
+	build func() *stack.Stack
 }
 
-func newTwin(st *stack.Stack, start time.Time) *twin {
-	w := &twin{clock: start, st: st}
+func newTwin(build func() *stack.Stack, start time.Time) *twin {
+	w := &twin{clock: start, build: build}
 	w.fn, w.fs = newFakeCluster(&w.clock, 2, 8), newFakeStore()
 	w.restart()
 	return w
@@ -37,7 +39,7 @@ func newTwin(st *stack.Stack, start time.Time) *twin {
 // restart replaces the planner with a new one: everything it kept in
 // memory is gone, as after a crash.
 func (w *twin) restart() {
-	w.p = New(Config{Nomad: w.fn, Store: w.fs, Stack: w.st, Now: func() time.Time { return w.clock }, MaxKillTimeout: time.Hour, RestoreGuard: 5 * time.Second})
+	w.p = New(Config{Nomad: w.fn, Store: w.fs, Stack: w.build(), Now: func() time.Time { return w.clock }, MaxKillTimeout: time.Hour, RestoreGuard: 5 * time.Second})
 }
 
 // state is what must agree between the twins: who holds which GPUs, which
@@ -47,7 +49,7 @@ func (w *twin) state() string {
 	var b strings.Builder
 	for _, k := range slices.SortedFunc(maps.Keys(w.fs.leases), compareKeys) {
 		l := w.fs.leases[k]
-		fmt.Fprintf(&b, "lease %s %v cells=%v revoking=%v\n", k, l.GPUs, l.Cells, l.Revoke != nil)
+		fmt.Fprintf(&b, "lease %s %v cells=%v revoking=%v ends=%d\n", k, l.GPUs, l.Cells, l.Revoke != nil, l.Ends.Unix())
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(w.fn.allocs), compareKeys) {
 		for _, a := range w.fn.allocs[k] {
@@ -95,6 +97,9 @@ func TestRestartEquivalence(t *testing.T) {
 	tiresias := mustKnobs(t, "tiresias.queues=60s", "tiresias.promote_knob=4")
 	stacks := map[string]stack.Options{
 		"fifo": {}, "fitgpp": {}, "las": {}, "tiresias-las": {Knobs: tiresias},
+		// Themis keeps state between rounds (lease ends, arrivals,
+		// contention, its auction's rounds): recorded in Consul.
+		"themis": {Knobs: mustKnobs(t, "themis.lease=30s")},
 		"fifo+hived": {VCs: vcs}, "tiresias-las+hived": {Knobs: tiresias, VCs: vcs},
 		// Per-VC policies: vision runs fitgpp, speech tiresias-las.
 		"fifo+vc-policies": {VCs: policies},
@@ -107,9 +112,19 @@ func TestRestartEquivalence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			build := func() *stack.Stack { return st }
+			if _, stateful := st.Policy.(core.Stateful); stateful {
+				build = func() *stack.Stack {
+					st, err := stack.Build(policy, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return st
+				}
+			}
 			revoked := 0
 			for trial := range trials {
-				if restartTrial(t, st, int64(trial)) {
+				if restartTrial(t, build, int64(trial)) {
 					revoked++
 				}
 			}
@@ -125,11 +140,12 @@ func TestRestartEquivalence(t *testing.T) {
 
 // restartTrial runs one random sequence; revoked says whether some
 // guaranteed job's lease was being taken back after some round.
-func restartTrial(t *testing.T, st *stack.Stack, seed int64) (revoked bool) {
+func restartTrial(t *testing.T, build func() *stack.Stack, seed int64) (revoked bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewSource(seed))
 	start := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	a, b := newTwin(st, start), newTwin(st, start)
+	a, b := newTwin(build, start), newTwin(build, start)
+	st := a.p.stack()
 	var log []string
 	vcs := []string{"vision", "speech"}
 	jobs := 0

@@ -56,6 +56,9 @@ func (p *Planner) Reconcile(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := p.importState(ctx); err != nil {
+		return err
+	}
 	r, state, err := p.observe(ctx)
 	if err != nil {
 		return err
@@ -72,13 +75,13 @@ func (p *Planner) Reconcile(ctx context.Context) error {
 	d := cp.Decide(state, r.now)
 	p.recheck = time.Time{}
 	if rc, ok := p.stack().Policy.(core.RecheckAfter); ok {
-		jobs := make([]*core.Job, len(state.Jobs))
-		for i := range state.Jobs {
-			jobs[i] = &state.Jobs[i]
-		}
-		p.recheck = rc.NextChange(r.now, jobs)
+		p.recheck = rc.NextChange(r.now, afterDecision(state.Jobs, d))
+	}
+	if err := p.saveState(ctx); err != nil {
+		return err // act on nothing the record does not know of
 	}
 	p.act(ctx, r, d)
+	p.renewLeases(ctx, r)
 	for k, st := range r.status {
 		if j := r.jobs[k]; j != nil && j.Foreign() {
 			st.Driver = j.Driver
@@ -242,6 +245,13 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 		case core.PreemptAction:
 			r.fail(p.preempt(ctx, r, a.Grant, d))
 		case core.GrantAction:
+			if _, ok := r.leases[a.Grant.Job]; ok {
+				// Moved (preempted and granted elsewhere in one round):
+				// it checkpoints first; the round after its release
+				// grants it again.
+				r.status[a.Grant.Job] = consul.JobStatus{State: "queued", Reason: "moving: checkpointing before it resumes elsewhere", Preemptions: r.records[a.Grant.Job].Preemptions}
+				continue
+			}
 			if victim, ok := p.heldBy(r, a.Grant); ok {
 				r.status[a.Grant.Job] = consul.JobStatus{State: "queued", Reason: waitingFor(victim, r.nodeNames(a.Grant), a.Grant)}
 				continue
@@ -279,6 +289,29 @@ func waitingFor(victim lease.JobLease, node string, g core.Grant) string {
 		why += fmt.Sprintf(" (checkpointing, grace period until %s)", victim.Revoke.Deadline.Local().Format(time.TimeOnly))
 	}
 	return why
+}
+
+// afterDecision is the jobs as the decision leaves them: granted jobs run,
+// preempted ones wait (what the policy's next change is computed from).
+func afterDecision(jobs []core.Job, d core.Decision) []*core.Job {
+	phase := map[core.JobKey]core.Phase{}
+	for _, a := range d.Actions {
+		switch a := a.(type) {
+		case core.GrantAction:
+			phase[a.Grant.Job] = core.Granted
+		case core.PreemptAction:
+			phase[a.Grant.Job] = core.Queued
+		}
+	}
+	out := make([]*core.Job, len(jobs))
+	for i := range jobs {
+		j := jobs[i]
+		if ph, ok := phase[j.Key]; ok {
+			j.Phase = ph
+		}
+		out[i] = &j
+	}
+	return out
 }
 
 // leaseGrant is a lease in force as the decision core's grant.

@@ -34,10 +34,17 @@ func (p *Policy) app(id string, js []*core.Job, t float64, free *core.FreeGPUs, 
 	sk, cr := 1.0, 1.0
 	later, lastDemand := 0, 0
 	var med []float64
-	for _, j := range js {
+	for _, orig := range js {
+		j := orig
 		g := float64(j.GPUs)
-		if j.GPUs < 1 || j.Remaining < 0 || j.GPUs > free.Capacity() {
-			continue // unknown work, or a gang the cluster can never hold
+		if j.GPUs < 1 || j.GPUs > free.Capacity() {
+			continue // a gang the cluster can never hold
+		}
+		if j.Remaining < 0 {
+			// Live, a job that reports no progress: the agent estimates.
+			c := *j
+			c.Remaining = p.unknownRemaining(j)
+			j = &c
 		}
 		sk, cr = max(sk, j.Skew), max(cr, j.CrossRack, j.Skew)
 		// The job's total work: known, or else what it has left plus what it
@@ -57,7 +64,7 @@ func (p *Policy) app(id string, js []*core.Job, t float64, free *core.FreeGPUs, 
 		case isExpired[j.Key]:
 			jb.Own = grantOf[j.Key].GPUs
 		}
-		byID[jb.ID] = j
+		byID[jb.ID] = orig
 		a.Jobs = append(a.Jobs, jb)
 		if j.LaterPhases > later {
 			later, lastDemand = j.LaterPhases, j.GPUs<<j.LaterPhases
@@ -86,4 +93,15 @@ func (p *Policy) app(id string, js []*core.Job, t float64, free *core.FreeGPUs, 
 		a.Halving = h
 	}
 	return a, true
+}
+
+// unknownRemaining is what an agent assumes is left of a job whose
+// remaining time nobody knows (live, a job that reports no progress, or
+// whose total is unknown): as long again as it has run, and at least one
+// lease. The estimate grows as the job runs, as the attained-service
+// schedulers' does (a job that has run long is likely to run long), and a
+// fresh job bids for a lease's worth of work. The simulator's jobs always
+// know their remaining time, so its results do not depend on this.
+func (p *Policy) unknownRemaining(j *core.Job) float64 {
+	return max(j.Executed, p.Lease)
 }

@@ -40,3 +40,22 @@ func (c *Contention) Average(m Mark, t float64) float64 {
 	}
 	return (c.Area(t) - m.Area) / (t - m.T)
 }
+
+// ContentionState is a Contention as data, for a policy that records its
+// state between rounds (arbiter.Policy.ExportState).
+type ContentionState struct {
+	T       float64 `json:"t"`
+	Area    float64 `json:"area"`
+	N       int     `json:"n"`
+	Started bool    `json:"started"`
+}
+
+// State returns c as data.
+func (c *Contention) State() ContentionState {
+	return ContentionState{T: c.t, Area: c.area, N: c.n, Started: c.started}
+}
+
+// ContentionFrom rebuilds a Contention from its State.
+func ContentionFrom(s ContentionState) Contention {
+	return Contention{t: s.T, area: s.Area, n: s.N, started: s.Started}
+}

@@ -14,6 +14,16 @@ type JobKey struct {
 
 func (k JobKey) String() string { return k.Namespace + "/" + k.ID }
 
+// ParseJobKey is the inverse of String: the namespace is what comes before
+// the first "/" (Nomad namespaces hold no "/"; job IDs may).
+func ParseJobKey(s string) (JobKey, error) {
+	ns, id, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || id == "" {
+		return JobKey{}, fmt.Errorf("job key %q: want <namespace>/<job>", s)
+	}
+	return JobKey{Namespace: ns, ID: id}, nil
+}
+
 // GPU is one leaf cell of the topology.
 type GPU struct {
 	ID    string

@@ -141,3 +141,26 @@ func (f *FreeGPUs) fewestFree(cands []int, n, per int) ([]int, int) {
 	}
 	return c[:n], left
 }
+
+// pinnable reports whether a grant has the live shape of its gang: one node
+// for a gang a node can hold, else Shape's equal parts.
+func (f *FreeGPUs) pinnable(g Grant) bool {
+	per := map[int]int{}
+	for _, id := range g.GPUs {
+		p, ok := f.x.gpus[id]
+		if !ok {
+			return false
+		}
+		per[p.node]++
+	}
+	n, each, ok := f.x.Shape(len(g.GPUs))
+	if !ok || len(per) != n {
+		return false
+	}
+	for _, k := range per {
+		if k != each {
+			return false
+		}
+	}
+	return true
+}

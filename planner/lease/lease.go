@@ -96,6 +96,11 @@ type JobLease struct {
 	// parallel to GPUs): what the planner replays to rebuild the virtual
 	// clusters' cell bindings exactly after a restart. Empty otherwise.
 	Cells []string `json:"cells,omitempty"`
+	// Ends is when the lease ends, for a policy that leases GPUs for a
+	// time (Themis): the next auction round takes the GPUs back unless the
+	// job wins them again (the lease is then renewed in place). Zero for
+	// a lease held until the job ends or is preempted.
+	Ends time.Time `json:"ends,omitzero"`
 	// Parts, for a gang that spans nodes, are its nodes in rank order, each
 	// with its GPUs (equal counts); NodeID and NodeName are then rank 0's,
 	// and GPUs all of them, part after part. Empty for a one-node lease.

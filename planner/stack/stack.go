@@ -323,9 +323,6 @@ func (s *Stack) live() error {
 	switch {
 	case s.Caps.SimulatorOnly:
 		return fmt.Errorf("policy %q under sim.semantics=%s is the Tiresias simulator's discipline, for the simulator only", s.Name, SemanticsTiresias)
-	case s.Caps.NeedsApps:
-		return fmt.Errorf("policy %q needs apps (hyper-parameter sweeps), which live jobs do not declare yet; live policies: %s",
-			s.Name, strings.Join(LiveNames(), ", "))
 	case s.Caps.NeedsRemaining:
 		return fmt.Errorf("policy %q ranks by remaining time, which live jobs do not report; live policies: %s",
 			s.Name, strings.Join(LiveNames(), ", "))
@@ -353,7 +350,7 @@ func Names() []string {
 func LiveNames() []string {
 	var out []string
 	for _, n := range Names() {
-		if c := registry[n].caps; !c.NeedsApps && !c.NeedsRemaining {
+		if c := registry[n].caps; !c.NeedsRemaining {
 			out = append(out, n)
 		}
 	}

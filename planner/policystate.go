@@ -1,0 +1,85 @@
+package planner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// A stateful policy's memory (core.Stateful: Themis's lease ends, app
+// arrivals, contention, auction rounds) lives in Consul under
+// themis/policy/<name>: a planner imports it into its stack's policy before
+// the stack's first decision (at start, after a restart or an election,
+// and after SIGHUP builds a new stack) and records it after every decision
+// that changed it, so that a new planner decides as the old one would have.
+
+// importState loads the recorded state into the stack's policy once.
+func (p *Planner) importState(ctx context.Context) error {
+	st := p.stack()
+	if p.stateOf == st {
+		return nil
+	}
+	sp, ok := st.Policy.(core.Stateful)
+	if !ok {
+		p.stateOf = st
+		return nil
+	}
+	b, err := p.cfg.Store.PolicyState(ctx, st.Policy.Name())
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		if err := sp.ImportState(b); err != nil {
+			return fmt.Errorf("policy %s: recorded state: %w", st.Policy.Name(), err)
+		}
+	}
+	p.stateOf, p.saved = st, b
+	return nil
+}
+
+// saveState records the policy's state when the decision changed it.
+func (p *Planner) saveState(ctx context.Context) error {
+	sp, ok := p.stack().Policy.(core.Stateful)
+	if !ok {
+		return nil
+	}
+	b, err := sp.ExportState()
+	if err != nil {
+		return fmt.Errorf("policy %s: export state: %w", p.stack().Policy.Name(), err)
+	}
+	if bytes.Equal(b, p.saved) {
+		return nil
+	}
+	if err := p.cfg.Store.PutPolicyState(ctx, p.stack().Policy.Name(), b); err != nil {
+		return err
+	}
+	p.saved = b
+	return nil
+}
+
+// renewLeases writes into each lease in force the end its policy now gives
+// it (a Themis winner that keeps its GPUs: the lease is renewed in place),
+// so the lease key shows it.
+func (p *Planner) renewLeases(ctx context.Context, r *round) {
+	le, ok := p.stack().Policy.(core.LeaseEnder)
+	if !ok {
+		return
+	}
+	for k, l := range r.leases {
+		if l.Revoke != nil {
+			continue
+		}
+		e, ok := le.LeaseEnd(k)
+		if !ok || e.Equal(l.Ends) {
+			continue
+		}
+		l.Ends = e.UTC()
+		if err := p.cfg.Store.SetLeaseEnd(ctx, l); err != nil {
+			r.fail(err)
+			continue
+		}
+		r.leases[k] = l
+	}
+}

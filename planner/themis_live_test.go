@@ -1,0 +1,127 @@
+package planner
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/stack"
+)
+
+// submitApp registers a themis job of an app (the stanza's app field).
+func (f *fakeNomad) submitApp(id string, gpus int, app string) {
+	f.submit(id, gpus, "be", "5s")
+	j := f.jobs[core.JobKey{Namespace: "default", ID: id}]
+	cfg := j.TaskGroups[0].Tasks[0].Config["themis"].([]any)[0].(map[string]any)
+	cfg["app"] = app
+}
+
+// Themis live, round by round: three apps (one a 4-job sweep) on two
+// 8-GPU nodes with a 60 s lease. Every lease key shows its end; the
+// planner's next wake-up is the first lease end; at a lease end the round
+// either renews a winner's lease in place (same lease, same allocation: no
+// restart) or takes the GPUs back through the revoke path; the policy's
+// memory survives a planner restart (TestRestartEquivalence/themis checks
+// that in general).
+func TestThemisLiveRounds(t *testing.T) {
+	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease=60s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Live(); err != nil {
+		t.Fatalf("themis refused live: %v", err)
+	}
+	h := newClusterHarness(t, 2, 8, st)
+	for i := range 4 {
+		h.fn.submitApp("sweep-"+strconv.Itoa(i), 2, "sweep")
+	}
+	h.fn.submitApp("big", 8, "big")
+	h.fn.submitApp("mid", 4, "mid")
+	start := h.clock
+	h.round("first auction")
+	if len(h.fs.leases) == 0 {
+		t.Fatalf("nothing granted: %+v", h.fs.statuses)
+	}
+	first := map[core.JobKey]string{}
+	for k, l := range h.fs.leases {
+		if l.Ends.IsZero() || !l.Ends.After(start) || l.Ends.After(start.Add(60*time.Second)) {
+			t.Fatalf("%s: lease ends %v, want within the 60 s lease after %v", k, l.Ends, start)
+		}
+		first[k] = l.LeaseID
+	}
+	if h.p.recheck.IsZero() || h.p.recheck.After(start.Add(60*time.Second)) {
+		t.Fatalf("next round at %v, want the first lease end", h.p.recheck)
+	}
+	if len(h.fs.policy["themis"]) == 0 {
+		t.Fatal("the policy's state was not recorded")
+	}
+	// The planner restarts; rounds go on to past every first lease end.
+	h.restart()
+	allocs := map[core.JobKey]int{}
+	for k := range first {
+		allocs[k] = len(h.fn.allocs[k])
+	}
+	for h.clock.Before(start.Add(80 * time.Second)) {
+		h.round("lease ends")
+		h.clock = h.clock.Add(4 * time.Second)
+	}
+	renewed, revoked, renewedLater := 0, 0, 0
+	for k, id := range first {
+		l, ok := h.fs.leases[k]
+		switch {
+		case ok && l.LeaseID == id && l.Revoke == nil:
+			renewed++
+			// The key shows the policy's end: renewed, or (the auction's
+			// reservation gathering GPUs for a gang) still over, its GPUs
+			// held until the reservation completes, as in the simulator.
+			if e, _ := h.p.stack().Policy.(core.LeaseEnder).LeaseEnd(k); !e.Equal(l.Ends) {
+				t.Errorf("%s: lease key ends %v, the policy says %v", k, l.Ends, e)
+			}
+			if l.Ends.After(start.Add(60 * time.Second)) {
+				renewedLater++
+			}
+			if n := len(h.fn.allocs[k]); n != allocs[k] {
+				t.Errorf("%s kept its lease but was restarted (%d allocations, had %d)", k, n, allocs[k])
+			}
+		default:
+			revoked++
+			j := h.fn.jobs[k]
+			if h.fs.records[k].Preemptions == 0 && j.Meta[nomad.SuspendedMeta] == "" && len(h.fn.running(k.ID)) > 0 && h.fs.leases[k].Revoke == nil {
+				t.Errorf("%s lost lease %s but runs on unrevoked: %+v", k, id, h.fs.statuses[k])
+			}
+		}
+	}
+	t.Logf("after the first leases ended: %d kept in place (%d with a new end), %d taken back", renewed, renewedLater, revoked)
+	if renewedLater == 0 && revoked == 0 {
+		t.Fatal("no lease was renewed or taken back at its end")
+	}
+	if renewed+revoked != len(first) {
+		t.Fatal("lost track of a lease")
+	}
+}
+
+// The job that waited the first lease out (mid) runs once the leases that
+// lost the round are released.
+func TestThemisLiveWaiterRunsAtLeaseEnd(t *testing.T) {
+	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease=60s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newClusterHarness(t, 2, 8, st)
+	for i := range 4 {
+		h.fn.submitApp("sweep-"+strconv.Itoa(i), 2, "sweep")
+	}
+	h.fn.submitApp("big", 8, "big")
+	h.fn.submitApp("mid", 4, "mid")
+	start := h.clock
+	for h.clock.Before(start.Add(90 * time.Second)) {
+		h.round("rounds")
+		h.clock = h.clock.Add(4 * time.Second)
+	}
+	mid := core.JobKey{Namespace: "default", ID: "mid"}
+	if l, ok := h.fs.leases[mid]; !ok || l.Revoke != nil || len(h.fn.running("mid")) != 1 {
+		t.Fatalf("mid does not run after the first leases ended: %+v", h.fs.statuses[mid])
+	}
+}
