@@ -10,6 +10,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
 )
@@ -37,6 +38,8 @@ type round struct {
 	// cells, with virtual clusters, returns a granted job's virtual GPUs,
 	// which its lease records for the replay.
 	cells func(core.JobKey) []string
+	// vcs is the round's virtual clusters (nil without), for the View.
+	vcs *hived.Cluster
 }
 
 func (r *round) fail(err error) {
@@ -46,7 +49,9 @@ func (r *round) fail(err error) {
 }
 
 // Reconcile runs one round: observe, decide, act.
-func (p *Planner) Reconcile(ctx context.Context) error {
+func (p *Planner) Reconcile(ctx context.Context) (err error) {
+	var end roundEnd
+	defer p.publish(time.Now(), &end, &err)
 	if p.statuses == nil {
 		if err := p.loadStatuses(ctx); err != nil {
 			return err
@@ -75,6 +80,7 @@ func (p *Planner) Reconcile(ctx context.Context) error {
 		p.recheck = rc.NextChange(r.now, jobs)
 	}
 	p.act(ctx, r, d)
+	end = roundEnd{r: r, d: d}
 	r.fail(p.writeStatuses(ctx, r.status, r.now))
 	r.fail(p.forget(ctx, r))
 	return errors.Join(r.errs...)
