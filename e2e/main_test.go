@@ -8,8 +8,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
