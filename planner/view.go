@@ -72,8 +72,8 @@ type JobView struct {
 type Queued struct {
 	Job core.JobKey
 	VC  string
-	// Position counts from 1 in the job's virtual cluster ("" without
-	// virtual clusters: one queue).
+	// Position counts from 1 in the job's virtual cluster's queue. VC is
+	// "" without virtual clusters: then there is one queue.
 	Position int
 	GPUs     int
 	// State is "queued" or "suspended" (preempted, waiting to resume).
@@ -286,7 +286,10 @@ func queue(r *round, d core.Decision) []Queued {
 		seen[k] = true
 		q := Queued{Job: k, State: st.State, Reason: st.Reason}
 		if j := r.jobs[k]; j != nil {
-			q.VC, q.GPUs = j.Intent.VC, j.Intent.GPUs
+			q.GPUs = j.Intent.GPUs
+			if r.vcs != nil {
+				q.VC = j.Intent.VC
+			}
 		}
 		out = append(out, q)
 	}

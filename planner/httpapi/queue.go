@@ -7,8 +7,8 @@ import (
 )
 
 // QueueResponse is /v1/queue: each virtual cluster's waiting jobs in the
-// order the policy ranks them (one queue, vc "", without virtual clusters'
-// placement: jobs then carry the VC their stanza names).
+// order the policy ranks them (without virtual clusters, one queue with vc
+// "").
 type QueueResponse struct {
 	Policy string    `json:"policy"`
 	VCs    []VCQueue `json:"vcs"`
