@@ -42,7 +42,7 @@ func TestBlockingQuery(t *testing.T) {
 		oldIndex bool // ask with the index before the current one
 	}{
 		{"a job queued wakes it", func(v planner.View) *planner.View {
-			v.Queue = append(v.Queue, planner.Queued{Job: key("e"), VC: "default", Position: 3, GPUs: 1, State: "queued", Reason: "waiting"})
+			v.Queue = append(v.Queue, planner.Queued{Job: key("e"), Position: 3, GPUs: 1, State: "queued", Reason: "waiting"})
 			return &v
 		}, "&wait=5s", true, 40 * time.Millisecond, 3 * time.Second, false},
 		{"a round that changes nothing does not", func(v planner.View) *planner.View {

@@ -64,7 +64,7 @@ func TestEndpointShapes(t *testing.T) {
 		}},
 		{"queue", "/v1/queue", fixture, 200, []want{
 			{[]any{"policy"}, "fitgpp"},
-			{[]any{"vcs", 0, "vc"}, "default"},
+			{[]any{"vcs", 0, "vc"}, ""},
 			{[]any{"vcs", 0, "jobs", 0, "position"}, 1.0},
 			{[]any{"vcs", 0, "jobs", 0, "job"}, "default/c"},
 			{[]any{"vcs", 0, "jobs", 0, "namespace"}, "default"},

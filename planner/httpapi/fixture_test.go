@@ -48,8 +48,8 @@ func fixture() planner.View {
 			{Key: key("bad"), Status: consul.JobStatus{Namespace: "default", JobID: "bad", State: "rejected", Reason: "themis.gpus: must be a whole number", Since: t0}},
 		},
 		Queue: []planner.Queued{
-			{Job: key("c"), VC: "default", Position: 1, GPUs: 1, State: "queued", Reason: "granted 1 GPUs on dev-node; waiting for default/b to stop"},
-			{Job: key("d"), VC: "default", Position: 2, GPUs: 4, State: "suspended", Reason: "waiting for 4 free GPUs (0 free)"},
+			{Job: key("c"), Position: 1, GPUs: 1, State: "queued", Reason: "granted 1 GPUs on dev-node; waiting for default/b to stop"},
+			{Job: key("d"), Position: 2, GPUs: 4, State: "suspended", Reason: "waiting for 4 free GPUs (0 free)"},
 		},
 		Events: []planner.Event{
 			{Time: t0, Kind: planner.EventPreempt, Job: key("b"), Node: "dev-node", GPUs: []string{"gpu-2"}, LeaseID: "L-b", Reason: "preempted by fitgpp for default/c"},

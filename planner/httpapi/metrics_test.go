@@ -51,7 +51,7 @@ func TestMetricsAfterRounds(t *testing.T) {
 		}
 	}
 	// The last view replaced the gauges of the first: no stale series.
-	for _, gone := range []string{`themis_gpus{node="spare-node"`, `themis_queue_length{vc="default"}`} {
+	for _, gone := range []string{`themis_gpus{node="spare-node"`, `themis_queue_length{vc=""}`} {
 		if strings.Contains(scrape, gone) {
 			t.Errorf("scrape still has %s", gone)
 		}
@@ -62,7 +62,7 @@ func TestMetricsAfterRounds(t *testing.T) {
 	_, _, body = get(t, ts, "/metrics")
 	scrape = body.(string)
 	for _, want := range []string{
-		`themis_queue_length{vc="default"} 2`,
+		`themis_queue_length{vc=""} 2`,
 		`themis_gpus{node="dev-node",state="leased",vc="default"} 2`,
 		`themis_gpus{node="dev-node",state="revoking",vc="default"} 1`,
 		`themis_gpus{node="dev-node",state="unhealthy",vc=""} 1`,
