@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -128,4 +130,25 @@ func TestAPI(t *testing.T) {
 	if len(ds.Decisions) == 0 || ds.Decisions[0].Kind != "grant" || ds.Decisions[0].LeaseID != l.LeaseID {
 		t.Errorf("decisions for %s: %+v, want its grant", big, ds.Decisions)
 	}
+}
+
+type httpAnswer struct {
+	code   int
+	header http.Header
+	body   string
+}
+
+// httpGet is a plain GET, for answers httpapi.Client interprets.
+func httpGet(ctx context.Context, url string) (httpAnswer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return httpAnswer{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return httpAnswer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return httpAnswer{code: resp.StatusCode, header: resp.Header, body: string(b)}, err
 }
