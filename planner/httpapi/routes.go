@@ -16,6 +16,9 @@ func (s *Server) routes() {
 	m.Handle("GET /v1/jobs", s.leaderOnly(s.jobs))
 	m.Handle("GET /v1/jobs/", s.leaderOnly(s.job))
 	m.HandleFunc("GET /v1/planner", s.planner)
+	m.Handle("GET /ui/", uiHandler())
+	m.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusFound))
+	m.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+" (see docs/api.md)")
