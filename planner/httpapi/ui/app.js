@@ -15,9 +15,10 @@ function el(tag, attrs, ...children) {
 
 // colour gives each job a stable colour from its name.
 function colour(job) {
-  let h = 0;
-  for (const ch of job) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
-  return `hsl(${h % 360}, 65%, 68%)`;
+  let h = 2166136261;
+  for (let i = 0; i < job.length; i++) h = Math.imul(h ^ job.charCodeAt(i), 16777619);
+  h ^= h >>> 13; h = Math.imul(h, 0x5bd1e995); h ^= h >>> 15;
+  return `hsl(${(h >>> 0) % 360}, 65%, 68%)`;
 }
 
 async function get(path) {
@@ -111,12 +112,15 @@ async function refresh() {
   return nodes.index;
 }
 
-// loop redraws, then waits on a blocking query for the next change.
+// loop redraws, then waits on a blocking query for the next change. With
+// #once in the URL it draws once and stops (a static page: headless tests,
+// printing).
 async function loop() {
   let index = 0;
   for (;;) {
     try {
       index = await refresh();
+      if (location.hash === "#once") return;
       if (index === 0) { await new Promise((r) => setTimeout(r, 3000)); continue; }
       await get(`/v1/nodes?index=${index}&wait=60s`);
     } catch (e) {
