@@ -16,7 +16,7 @@ import (
 // /v1/leases and holds its GPUs in /v1/nodes; a blocking query on
 // /v1/queue returns when a job queues behind it (before its wait passes),
 // with the job's position and reason; /v1/jobs and /v1/decisions say the
-// same.
+// same, and so does the metrics scrape.
 func TestAPI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(env.ctx, 2*time.Minute)
 	defer cancel()
@@ -123,6 +123,14 @@ func TestAPI(t *testing.T) {
 	if job.State != "queued" || job.Queue == nil || job.Queue.Position != 1 || job.Request == nil || job.Request.GPUs != 2 || job.Lease != nil {
 		t.Errorf("job %+v", job)
 	}
+	// The scrape agrees: 8 GPUs leased on dev-node, one job waiting.
+	eventually(t, 20*time.Second, "the metrics", func() (bool, error) {
+		m, err := httpGet(ctx, env.apiURL+"/metrics")
+		return err == nil && strings.Contains(m.body, `themis_gpus{node="dev-node",state="leased",vc="default"} 8`) &&
+			strings.Contains(m.body, `themis_queue_length{vc=""} 1`) && strings.Contains(m.body, "themis_leader 1") &&
+			!strings.Contains(m.body, `themis_decisions_total{kind="grant"} 0`), err
+	})
+
 	var ds httpapi.DecisionsResponse
 	if _, err := c.Get(ctx, "/v1/decisions?job=default/"+big, 0, 0, &ds); err != nil {
 		t.Fatal(err)
