@@ -71,7 +71,7 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "full reconcile period, on top of Nomad events")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&o.httpAddr, "http-addr", httpapi.DefaultAddr,
-		"address of the planner's HTTP API (JSON under /v1/, Prometheus metrics at /metrics; docs/api.md); empty: none")
+		"address of the planner's HTTP API (JSON under /v1/, dashboard at /ui/, Prometheus metrics at /metrics; docs/api.md); empty: none")
 	fs.StringVar(&o.httpAdvertise, "http-advertise", "",
 		"the API's URL as other planners and clients reach it, recorded in the leader lock (default http://<-http-addr>)")
 	fs.StringVar(&o.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this planner's identity in the leader lock")
