@@ -2,10 +2,12 @@ package driver
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/nomad/plugins/drivers"
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
@@ -45,6 +47,22 @@ type Config struct {
 	// AllowRootJobs lists the jobs ("<namespace>/<job>", or "*" for all)
 	// whose tasks may run as root.
 	AllowRootJobs []string `codec:"allow_root_jobs"`
+	// AdvertiseAddress is the address the other parts of a multi-node gang
+	// reach this node's part at (the gang's MASTER_ADDR when it is rank 0);
+	// by default the source address of this host's default route.
+	AdvertiseAddress string `codec:"advertise_address"`
+	// GangTimeout is how long a part of a multi-node gang waits for the
+	// others before its task fails (a Go duration; DefaultGangTimeout).
+	GangTimeout string `codec:"gang_timeout"`
+}
+
+// gangTimeout is GangTimeout parsed (validate checked it).
+func (c Config) gangTimeout() time.Duration {
+	d, err := time.ParseDuration(c.GangTimeout)
+	if err != nil || d <= 0 {
+		return DefaultGangTimeout
+	}
+	return d
 }
 
 // TaskConfig is the driver config of one task in a jobspec.
@@ -76,7 +94,12 @@ func configSpec() *hclspec.Spec {
 			hclspec.NewAttr("default_user", "string", false),
 			hclspec.NewLiteral(strconv.Quote(DefaultTaskUser)),
 		),
-		"allow_root_jobs": hclspec.NewAttr("allow_root_jobs", "list(string)", false),
+		"allow_root_jobs":   hclspec.NewAttr("allow_root_jobs", "list(string)", false),
+		"advertise_address": hclspec.NewAttr("advertise_address", "string", false),
+		"gang_timeout": hclspec.NewDefault(
+			hclspec.NewAttr("gang_timeout", "string", false),
+			hclspec.NewLiteral(strconv.Quote(DefaultGangTimeout.String())),
+		),
 	})
 }
 
@@ -94,6 +117,9 @@ func taskConfigSpec() *hclspec.Spec {
 			"priority":          hclspec.NewAttr("priority", "number", false),
 			"grace_period":      hclspec.NewAttr("grace_period", "string", false),
 			"checkpoint_signal": hclspec.NewAttr("checkpoint_signal", "string", false),
+			"app":               hclspec.NewAttr("app", "string", false),
+			"iterations":        hclspec.NewAttr("iterations", "number", false),
+			"model":             hclspec.NewAttr("model", "string", false),
 		})),
 	})
 }
@@ -114,6 +140,12 @@ func (c Config) withDefaults() Config {
 	if c.DefaultUser == "" {
 		c.DefaultUser = DefaultTaskUser
 	}
+	if c.AdvertiseAddress == "" {
+		c.AdvertiseAddress = defaultAdvertise()
+	}
+	if c.GangTimeout == "" {
+		c.GangTimeout = DefaultGangTimeout.String()
+	}
 	return c
 }
 
@@ -124,6 +156,12 @@ func (c Config) validate() error {
 	}
 	if c.KeepCheckpoints < 1 {
 		return fmt.Errorf("keep_checkpoints: must be at least 1, got %d", c.KeepCheckpoints)
+	}
+	if d, err := time.ParseDuration(c.GangTimeout); c.GangTimeout != "" && (err != nil || d <= 0) {
+		return fmt.Errorf("gang_timeout: want a positive duration such as \"5m\", got %q", c.GangTimeout)
+	}
+	if c.AdvertiseAddress != "" && net.ParseIP(c.AdvertiseAddress) == nil {
+		return fmt.Errorf("advertise_address: want an IP address, got %q", c.AdvertiseAddress)
 	}
 	for _, j := range c.AllowRootJobs {
 		if j != AllowRootAll && !strings.Contains(j, "/") {
@@ -146,6 +184,9 @@ type wireTaskConfig struct {
 		Priority    float64 `codec:"priority"`
 		GracePeriod string  `codec:"grace_period"`
 		Signal      string  `codec:"checkpoint_signal"`
+		App         string  `codec:"app"`
+		Iterations  float64 `codec:"iterations"`
+		Model       string  `codec:"model"`
 	} `codec:"themis"`
 }
 
@@ -157,12 +198,16 @@ func decodeTaskConfig(cfg *drivers.TaskConfig) (TaskConfig, error) {
 	}
 	tc := TaskConfig{Command: w.Command, Args: w.Args, Themis: spec.Stanza{
 		VC: w.Themis.VC, Class: w.Themis.Class, GracePeriod: w.Themis.GracePeriod, CheckpointSignal: w.Themis.Signal,
+		App: w.Themis.App, Model: w.Themis.Model,
 	}}
 	var err error
 	if tc.Themis.GPUs, err = spec.WholeNumber("gpus", w.Themis.GPUs); err != nil {
 		return TaskConfig{}, err
 	}
 	if tc.Themis.Priority, err = spec.WholeNumber("priority", w.Themis.Priority); err != nil {
+		return TaskConfig{}, err
+	}
+	if tc.Themis.Iterations, err = spec.WholeNumber("iterations", w.Themis.Iterations); err != nil {
 		return TaskConfig{}, err
 	}
 	return tc, nil

@@ -15,6 +15,8 @@
 //	    keep_checkpoints = 3     # complete checkpoints kept per task (>= 1)
 //	    default_user    = "nobody"  # tasks that name no `user` run as this user
 //	    allow_root_jobs = []        # "<namespace>/<job>" (or "*") allowed to run as root
+//	    advertise_address = "10.0.0.5"  # where a gang's other parts reach this node (default: the default route's source)
+//	    gang_timeout    = "5m"      # how long a gang's part waits for the others (docs/gangs.md)
 //	  }
 //	}
 //

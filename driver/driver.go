@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,6 +62,8 @@ const (
 	attrLimits        = "driver.themis.resource_limits"
 	attrUsers         = "driver.themis.user_isolation"
 	eventLeaseChecked = "GPU leases verified"
+	eventGangWaiting  = "Waiting for the gang's other parts"
+	eventGangGathered = "Gang gathered"
 )
 
 var (
@@ -276,6 +279,27 @@ func (d *Driver) task(id string) (*taskHandle, error) {
 	return h, nil
 }
 
+// gather runs a gang part's rendezvous (gang.go) and returns its gang
+// environment.
+func (d *Driver) gather(logger hclog.Logger, cfg *drivers.TaskConfig, pcfg Config, leases LeaseReader, part gangPart) (map[string]string, error) {
+	g, ok := leases.(GangRendezvous)
+	if !ok {
+		return nil, errNoRendezvous
+	}
+	logger.Info("waiting for the gang's other parts", "rank", part.rank, "size", part.size(), "lease", part.lease.LeaseID)
+	d.emit(cfg, eventGangWaiting, map[string]string{"rank": strconv.Itoa(part.rank), "size": strconv.Itoa(part.size())})
+	start := time.Now()
+	members, err := rendezvous(d.ctx, leases, g, cfg, part, pcfg.AdvertiseAddress, pcfg.gangTimeout())
+	if err != nil {
+		logger.Error("gang did not gather", "rank", part.rank, "error", err)
+		return nil, err
+	}
+	env := gangEnv(part, members)
+	logger.Info("gang gathered", "rank", part.rank, "size", part.size(), "waited", time.Since(start), "master", env[EnvMasterAddr]+":"+env[EnvMasterPort])
+	d.emit(cfg, eventGangGathered, map[string]string{"rank": strconv.Itoa(part.rank), "peers": env[EnvGangPeers]})
+	return env, nil
+}
+
 // StartTask implements drivers.DriverPlugin.
 func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drivers.DriverNetwork, error) {
 	if _, err := d.task(cfg.ID); err == nil {
@@ -294,18 +318,26 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 
 	pcfg, leases := d.current()
 	gpuIDs := allocatedGPUs(cfg)
+	gangVars := soloEnv(intent)
 	if pcfg.LeaseCheck {
 		if leases == nil {
 			return nil, nil, errors.New("lease check: no lease reader configured")
 		}
 		ctx, cancel := context.WithTimeout(d.ctx, leaseCheckTimeout)
-		err := checkLeases(ctx, leases, cfg, intent)
+		part, gang, err := checkLeases(ctx, leases, cfg, intent)
 		cancel()
 		if err != nil {
 			logger.Error("refusing task", "gpus", gpuIDs, "error", err)
 			return nil, nil, err
 		}
 		d.emit(cfg, eventLeaseChecked, map[string]string{"gpus": strings.Join(gpuIDs, ",")})
+		if gang {
+			ge, err := d.gather(logger, cfg, pcfg, leases, part)
+			if err != nil {
+				return nil, nil, err
+			}
+			maps.Copy(gangVars, ge)
+		}
 	}
 
 	taskDir := cfg.TaskDir().Dir
@@ -333,7 +365,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err != nil {
 		logger.Warn("ignoring a bad restart count; the task sees 0", "error", err)
 	}
-	env := taskEnv(cfg, intent, gpuIDs, checkpointEnv{dir: ckpt, resumeFrom: resume, notice: proto.noticeFile, restarts: restarts})
+	env := taskEnv(cfg, intent, gpuIDs, checkpointEnv{dir: ckpt, resumeFrom: resume, notice: proto.noticeFile, restarts: restarts}, gangVars)
 
 	h, err := d.launch(logger, cfg, launchSpec{path: path, dir: taskDir, args: tc.Args, env: env, user: who})
 	if err != nil {

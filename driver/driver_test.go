@@ -536,7 +536,7 @@ config {
 	var pc *Config
 	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config {}`, &pc)
 	must.Eq(t, &Config{ConsulAddress: DefaultConsulAddress, LeaseCheck: true, CheckpointRoot: DefaultCheckpointRoot(),
-		KeepCheckpoints: DefaultKeepCheckpoints, DefaultUser: DefaultTaskUser}, pc)
+		KeepCheckpoints: DefaultKeepCheckpoints, DefaultUser: DefaultTaskUser, GangTimeout: DefaultGangTimeout.String()}, pc)
 	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config { keep_checkpoints = 5 }`, &pc)
 	must.Eq(t, 5, pc.KeepCheckpoints)
 }

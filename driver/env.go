@@ -66,7 +66,7 @@ type checkpointEnv struct {
 	restarts   int
 }
 
-func taskEnv(cfg *drivers.TaskConfig, in spec.Intent, gpuIDs []string, ck checkpointEnv) []string {
+func taskEnv(cfg *drivers.TaskConfig, in spec.Intent, gpuIDs []string, ck checkpointEnv, gang map[string]string) []string {
 	env := maps.Clone(cfg.DeviceEnv)
 	if env == nil {
 		env = map[string]string{}
@@ -85,6 +85,7 @@ func taskEnv(cfg *drivers.TaskConfig, in spec.Intent, gpuIDs []string, ck checkp
 		EnvNoticeFile:    ck.notice,
 		EnvRestartCount:  strconv.Itoa(ck.restarts),
 	})
+	maps.Copy(env, gang)
 	out := make([]string, 0, len(env))
 	for k, v := range env {
 		out = append(out, k+"="+v)

@@ -151,23 +151,33 @@ func allocatedGPUs(cfg *drivers.TaskConfig) []string {
 }
 
 // checkLeases enforces invariant 1 for one task: it runs only on GPUs leased
-// to its job, and on as many as its stanza asks for.
-func checkLeases(ctx context.Context, r LeaseReader, cfg *drivers.TaskConfig, in spec.Intent) error {
+// to its job, and on as many as its stanza asks for, or, for one part of a
+// multi-node gang, on exactly its part's GPUs. It returns the task's part
+// of a gang (ok false for a one-node job).
+func checkLeases(ctx context.Context, r LeaseReader, cfg *drivers.TaskConfig, in spec.Intent) (part gangPart, gang bool, err error) {
 	ids := allocatedGPUs(cfg)
 	if len(ids) != in.GPUs {
-		return fmt.Errorf("task %q of job %q: stanza asks for %d GPUs but Nomad allocated %d themis GPUs %v: %w",
-			cfg.Name, cfg.JobID, in.GPUs, len(ids), ids, ErrNoGrant)
+		part, gang, err = findPart(ctx, r, cfg, ids)
+		switch {
+		case err != nil && errors.Is(err, ErrNoGrant):
+			return gangPart{}, false, fmt.Errorf("lease check: %w", err)
+		case err != nil:
+			return gangPart{}, false, structs.NewRecoverableError(fmt.Errorf("lease check: %w", err), true)
+		case !gang:
+			return gangPart{}, false, fmt.Errorf("task %q of job %q: stanza asks for %d GPUs but Nomad allocated %d themis GPUs %v: %w",
+				cfg.Name, cfg.JobID, in.GPUs, len(ids), ids, ErrNoGrant)
+		}
 	}
 	leases, err := r.GPULeases(ctx, ids)
 	if err != nil {
 		// Transient (Consul down or slow): let Nomad's restart policy retry,
 		// unlike a missing or foreign lease, which no retry can fix.
-		return structs.NewRecoverableError(fmt.Errorf("lease check: %w", err), true)
+		return gangPart{}, false, structs.NewRecoverableError(fmt.Errorf("lease check: %w", err), true)
 	}
 	if err := lease.Verify(cfg.Namespace, cfg.JobID, ids, leases); err != nil {
-		return fmt.Errorf("lease check: %w", err)
+		return gangPart{}, false, fmt.Errorf("lease check: %w", err)
 	}
-	return nil
+	return part, gang, nil
 }
 
 // CheckpointReporter publishes a task's newest complete checkpoint, so the

@@ -37,7 +37,7 @@ type multiCluster struct {
 
 var clusterRacks = map[string]string{"node-0": "rack0", "node-1": "rack0", "node-2": "rack1"}
 
-func startMultiCluster(t *testing.T, ctx context.Context) *multiCluster {
+func startMultiCluster(t testing.TB, ctx context.Context) *multiCluster {
 	t.Helper()
 	agents, err := agentsDir(env.root)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // The README's walk-through jobspecs parse with the nomad CLI (as `nomad job
 // run` parses them) and their stanzas are valid to the planner.
 func TestWalkthroughJobspecsAreValid(t *testing.T) {
-	for file, class := range map[string]string{"train-be.nomad.hcl": "be", "try-te.nomad.hcl": "te", "hello.nomad.hcl": "be"} {
+	for file, class := range map[string]string{"train-be.nomad.hcl": "be", "try-te.nomad.hcl": "te", "hello.nomad.hcl": "be", "gang-16.nomad.hcl": "be"} {
 		out, err := exec.Command(env.nomadBin, "job", "run", "-output", "-var", "hello_bin="+env.helloBin,
 			filepath.Join(env.root, "examples", "jobs", file)).Output()
 		if err != nil {

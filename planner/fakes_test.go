@@ -177,7 +177,7 @@ func (f *fakeNomad) current(j *nomad.Job) (*api.Job, error) {
 	return cur, nil
 }
 
-func (f *fakeNomad) Pin(_ context.Context, j *nomad.Job, g core.Grant, pool, leaseID string, restarts int) error {
+func (f *fakeNomad) Pin(_ context.Context, j *nomad.Job, l lease.JobLease, pool string, restarts int) error {
 	if err := f.crash.spend(); err != nil {
 		return err
 	}
@@ -187,11 +187,18 @@ func (f *fakeNomad) Pin(_ context.Context, j *nomad.Job, g core.Grant, pool, lea
 	}
 	f.index++
 	cur.JobModifyIndex, cur.NodePool, cur.Status = ptr(f.index), ptr(pool), ptr("running")
-	cur.Meta[nomad.LeaseMeta], cur.Meta[nomad.RestartCountMeta] = leaseID, strconv.Itoa(restarts)
+	cur.Meta[nomad.LeaseMeta], cur.Meta[nomad.RestartCountMeta] = l.LeaseID, strconv.Itoa(restarts)
 	delete(cur.Meta, nomad.SuspendedMeta)
-	cur.TaskGroups[0].Count = ptr(1)
-	f.allocs[j.Key] = append(f.allocs[j.Key], &fakeAlloc{Alloc: nomad.Alloc{
-		ID: fmt.Sprintf("alloc-%d", f.index), NodeID: g.Node, ClientStatus: "running", Created: *f.clock, Started: *f.clock}})
+	parts := l.Nodes()
+	cur.TaskGroups[0].Count = ptr(len(parts))
+	delete(cur.Meta, nomad.GangMeta)
+	if len(parts) > 1 {
+		cur.Meta[nomad.GangMeta] = strconv.Itoa(len(parts))
+	}
+	for i, p := range parts {
+		f.allocs[j.Key] = append(f.allocs[j.Key], &fakeAlloc{Alloc: nomad.Alloc{
+			ID: fmt.Sprintf("alloc-%d-%d", f.index, i), NodeID: p.NodeID, ClientStatus: "running", Created: *f.clock, Started: *f.clock}})
+	}
 	return nil
 }
 
@@ -376,6 +383,15 @@ func newHarness(t *testing.T, gpus int, st *stack.Stack) *harness {
 	h := &harness{t: t, clock: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
 	h.fn, h.fs = newFakeNomad(&h.clock, gpus), newFakeStore()
 	h.config = Config{Nomad: h.fn, Store: h.fs, Stack: st, Now: func() time.Time { return h.clock }}
+	h.restart()
+	return h
+}
+
+// newClusterHarness is newHarness on a cluster of nodes nodes.
+func newClusterHarness(t *testing.T, nodes, gpus int, st *stack.Stack) *harness {
+	h := newHarness(t, gpus, st)
+	h.fn = newFakeCluster(&h.clock, nodes, gpus)
+	h.config.Nomad = h.fn
 	h.restart()
 	return h
 }

@@ -20,10 +20,16 @@ func (p *Planner) grant(ctx context.Context, r *round, g core.Grant) (consul.Job
 	if err != nil {
 		return consul.JobStatus{}, err
 	}
-	node := r.nodes[g.Node]
+	parts, err := r.parts(g)
+	if err != nil {
+		return consul.JobStatus{}, err
+	}
 	l := lease.JobLease{
-		LeaseID: id, Namespace: g.Job.Namespace, JobID: g.Job.ID, NodeID: g.Node, NodeName: node.Name,
+		LeaseID: id, Namespace: g.Job.Namespace, JobID: g.Job.ID, NodeID: parts[0].NodeID, NodeName: parts[0].NodeName,
 		GPUs: g.GPUs, VC: j.Intent.VC, GrantedAt: r.now.UTC(), SubmitIndex: j.ModifyIndex(),
+	}
+	if len(parts) > 1 {
+		l.Parts = parts
 	}
 	if r.cells != nil {
 		l.Cells = r.cells(g.Job)
@@ -45,14 +51,64 @@ func (p *Planner) grant(ctx context.Context, r *round, g core.Grant) (consul.Job
 		return consul.JobStatus{}, err
 	}
 	rec := r.records[g.Job]
-	p.log.Info("granted", "job", g.Job, "node", node.Name, "gpus", g.GPUs, "lease", id, "restarts", rec.Preemptions)
-	return consul.JobStatus{State: "granted", Node: node.Name, GPUs: g.GPUs, LeaseID: id, Preemptions: rec.Preemptions}, nil
+	p.log.Info("granted", "job", g.Job, "node", l.NodeNames(), "gpus", g.GPUs, "lease", id, "restarts", rec.Preemptions)
+	return consul.JobStatus{State: "granted", Node: l.NodeNames(), GPUs: g.GPUs, LeaseID: id, Preemptions: rec.Preemptions}, nil
+}
+
+// parts splits a grant's GPUs by node, in the grant's order (a multi-node
+// gang's ranks); every part must hold as many GPUs as the first, since
+// Nomad runs the parts as allocations of one task group.
+func (r *round) parts(g core.Grant) ([]lease.Part, error) {
+	if r.gpuNode == nil {
+		r.gpuNode = map[string]string{}
+		for _, n := range r.snap.Nodes {
+			for _, gpu := range n.GPUs {
+				r.gpuNode[gpu.ID] = n.ID
+			}
+		}
+	}
+	var parts []lease.Part
+	for _, id := range g.GPUs {
+		node, ok := r.gpuNode[id]
+		if !ok {
+			return nil, fmt.Errorf("grant %s: GPU %s is on no node Nomad reports", g.Job, id)
+		}
+		if n := len(parts); n == 0 || parts[n-1].NodeID != node {
+			for _, p := range parts {
+				if p.NodeID == node {
+					return nil, fmt.Errorf("grant %s: GPUs of node %s are not together in %v", g.Job, p.NodeName, g.GPUs)
+				}
+			}
+			parts = append(parts, lease.Part{NodeID: node, NodeName: r.nodes[node].Name})
+		}
+		parts[len(parts)-1].GPUs = append(parts[len(parts)-1].GPUs, id)
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("grant %s: no GPUs", g.Job)
+	}
+	if g.Node != "" && (len(parts) > 1 || parts[0].NodeID != g.Node) {
+		return nil, fmt.Errorf("grant %s: names node %s but its GPUs %v are elsewhere", g.Job, g.Node, g.GPUs)
+	}
+	for _, p := range parts[1:] {
+		if len(p.GPUs) != len(parts[0].GPUs) {
+			return nil, fmt.Errorf("grant %s: unequal parts (%d GPUs on %s, %d on %s): a multi-node gang runs as one task group, the same GPUs on every node",
+				g.Job, len(parts[0].GPUs), parts[0].NodeName, len(p.GPUs), p.NodeName)
+		}
+	}
+	return parts, nil
 }
 
 func (p *Planner) pin(ctx context.Context, r *round, j *nomad.Job, l lease.JobLease) error {
-	pool, ok := r.snap.Pools[l.NodeID]
-	if !ok {
-		return fmt.Errorf("pin %s: node %s (%s) of lease %s is not in Nomad", j.Key, l.NodeName, l.NodeID, l.LeaseID)
+	var pool string
+	for i, part := range l.Nodes() {
+		pp, ok := r.snap.Pools[part.NodeID]
+		if !ok {
+			return fmt.Errorf("pin %s: node %s (%s) of lease %s is not in Nomad", j.Key, part.NodeName, part.NodeID, l.LeaseID)
+		}
+		if i > 0 && pp != pool {
+			return fmt.Errorf("pin %s: lease %s spans node pools %s and %s; a Nomad job runs in one pool", j.Key, l.LeaseID, pool, pp)
+		}
+		pool = pp
 	}
-	return p.cfg.Nomad.Pin(ctx, j, core.Grant{Job: j.Key, Node: l.NodeID, GPUs: l.GPUs}, pool, l.LeaseID, r.records[j.Key].Preemptions)
+	return p.cfg.Nomad.Pin(ctx, j, l, pool, r.records[j.Key].Preemptions)
 }

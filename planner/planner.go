@@ -40,7 +40,7 @@ type Cluster interface {
 	PendingPool() string
 	Snapshot(ctx context.Context) (*nomad.Snapshot, error)
 	Watch(ctx context.Context, index uint64, poke func()) (uint64, error)
-	Pin(ctx context.Context, j *nomad.Job, g core.Grant, pool, leaseID string, restarts int) error
+	Pin(ctx context.Context, j *nomad.Job, l lease.JobLease, pool string, restarts int) error
 	Suspend(ctx context.Context, j *nomad.Job, leaseID string) error
 	Adopt(ctx context.Context, j *nomad.Job) error
 }
@@ -78,7 +78,11 @@ type Config struct {
 	// before it may be preempted again (the live counterpart of the
 	// simulator's restore time): every resume makes progress.
 	RestoreGuard time.Duration
-	Log          hclog.Logger
+	// GangPlaceTimeout is how long Nomad may take to place every part of
+	// a multi-node gang after its grant before the planner takes the gang
+	// back (DefaultGangPlaceTimeout when 0; gang.go).
+	GangPlaceTimeout time.Duration
+	Log              hclog.Logger
 	// Now is the clock; the decision core itself never reads one.
 	Now func() time.Time
 	// OnRound, when set, is called at the end of every round with what

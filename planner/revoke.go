@@ -94,7 +94,7 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 	}
 	if p.stillRunning(r, k, l) {
 		p.hold(r, l)
-		r.status[k] = consul.JobStatus{State: "revoking", Reason: l.Revoke.Reason, Node: l.NodeName, GPUs: l.GPUs,
+		r.status[k] = consul.JobStatus{State: "revoking", Reason: l.Revoke.Reason, Node: l.NodeNames(), GPUs: l.GPUs,
 			LeaseID: l.LeaseID, Deadline: l.Revoke.Deadline, Preemptions: r.records[k].Preemptions}
 		return
 	}
@@ -133,7 +133,7 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 // terminal on the lease's node (the GPUs may still be in use).
 func (p *Planner) stillRunning(r *round, k core.JobKey, l lease.JobLease) bool {
 	for _, a := range r.snap.Allocs[k] {
-		if !a.Terminal() && (a.NodeID == l.NodeID || a.NodeID == "") {
+		if !a.Terminal() && (a.NodeID == "" || l.OnNode(a.NodeID)) {
 			return true
 		}
 	}

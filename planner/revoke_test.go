@@ -19,8 +19,12 @@ func checkNoTaskWithoutLease(t *testing.T, fn *fakeNomad, fs *fakeStore, when st
 	for k, as := range fn.allocs {
 		for _, a := range as {
 			if !a.Terminal() {
-				if _, ok := fs.leases[k]; !ok {
+				l, ok := fs.leases[k]
+				if !ok {
 					t.Fatalf("%s: %s has allocation %s %s but no lease", when, k, a.ID, a.ClientStatus)
+				}
+				if !l.OnNode(a.NodeID) {
+					t.Fatalf("%s: %s has allocation %s on node %s, which its lease (%s) does not hold", when, k, a.ID, a.NodeID, l.NodeNames())
 				}
 			}
 		}

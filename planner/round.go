@@ -38,6 +38,8 @@ type round struct {
 	// cells, with virtual clusters, returns a granted job's virtual GPUs,
 	// which its lease records for the replay.
 	cells func(core.JobKey) []string
+	// gpuNode maps each GPU to its node, built when a grant needs it.
+	gpuNode map[string]string
 	// vcs is the round's virtual clusters (nil without), for the View.
 	vcs *hived.Cluster
 }
@@ -62,7 +64,7 @@ func (p *Planner) Reconcile(ctx context.Context) (err error) {
 		return err
 	}
 	cp := p.stack().Planner()
-	cp.ExplainWaits, cp.SingleNode = true, true
+	cp.ExplainWaits, cp.EqualParts = true, true
 	placer, err := p.placer(r)
 	if err != nil {
 		return err
@@ -135,7 +137,7 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 		if l.Revoke != nil {
 			continue // held: not the core's to release or keep
 		}
-		state.Grants = append(state.Grants, core.Grant{Job: core.JobKey{Namespace: l.Namespace, ID: l.JobID}, Node: l.NodeID, GPUs: l.GPUs})
+		state.Grants = append(state.Grants, leaseGrant(l))
 	}
 	slices.SortFunc(state.Grants, func(a, b core.Grant) int { return compareKeys(a.Job, b.Job) })
 	return r, state, nil
@@ -171,6 +173,10 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 		r.status[j.Key] = consul.JobStatus{State: "finished"}
 		return j.CoreJob(core.Finished), true
 	case has && j.PinnedLease() == l.LeaseID:
+		if why := p.brokenRun(r, l); why != "" {
+			r.fail(p.revoke(ctx, r, j, l, lease.Revoke{Reason: why}))
+			return core.Job{}, false
+		}
 		phase = core.Granted
 	case has && j.ModifyIndex() == l.SubmitIndex:
 		// Granted but never pinned: the planner stopped in between.
@@ -205,7 +211,7 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 		return core.Job{}, false
 	}
 	if phase == core.Granted {
-		r.status[j.Key] = consul.JobStatus{State: "granted", Node: l.NodeName, GPUs: l.GPUs, LeaseID: l.LeaseID, Preemptions: rec.Preemptions}
+		r.status[j.Key] = consul.JobStatus{State: "granted", Node: l.NodeNames(), GPUs: l.GPUs, LeaseID: l.LeaseID, Preemptions: rec.Preemptions}
 		return p.account(j, phase, rec, &l, r.snap.Allocs[j.Key], r.checkpoints[j.Key], r.now), true
 	}
 	return p.account(j, phase, rec, nil, nil, lease.CheckpointRecord{}, r.now), true
@@ -231,7 +237,7 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 			r.fail(p.preempt(ctx, r, a.Grant, d))
 		case core.GrantAction:
 			if victim, ok := p.heldBy(r, a.Grant); ok {
-				r.status[a.Grant.Job] = consul.JobStatus{State: "queued", Reason: waitingFor(victim, r.nodes[a.Grant.Node].Name, a.Grant)}
+				r.status[a.Grant.Job] = consul.JobStatus{State: "queued", Reason: waitingFor(victim, r.nodeNames(a.Grant), a.Grant)}
 				continue
 			}
 			st, err := p.grant(ctx, r, a.Grant)
@@ -252,6 +258,14 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 	}
 }
 
+// nodeNames names the nodes of a grant's GPUs, comma-separated.
+func (r *round) nodeNames(g core.Grant) string {
+	if parts, err := r.parts(g); err == nil {
+		return lease.JobLease{Parts: parts}.NodeNames()
+	}
+	return r.nodes[g.Node].Name
+}
+
 // waitingFor explains a grant that waits for a stopping job's GPUs.
 func waitingFor(victim lease.JobLease, node string, g core.Grant) string {
 	why := fmt.Sprintf("granted %d GPUs on %s; waiting for %s/%s to stop", len(g.GPUs), node, victim.Namespace, victim.JobID)
@@ -259,6 +273,15 @@ func waitingFor(victim lease.JobLease, node string, g core.Grant) string {
 		why += fmt.Sprintf(" (checkpointing, grace period until %s)", victim.Revoke.Deadline.Local().Format(time.TimeOnly))
 	}
 	return why
+}
+
+// leaseGrant is a lease in force as the decision core's grant.
+func leaseGrant(l lease.JobLease) core.Grant {
+	g := core.Grant{Job: core.JobKey{Namespace: l.Namespace, ID: l.JobID}, Node: l.NodeID, GPUs: l.GPUs}
+	if len(l.Parts) > 0 {
+		g.Node = "" // a multi-node gang, as the core's grants spell one
+	}
+	return g
 }
 
 func compareKeys(a, b core.JobKey) int {

@@ -36,7 +36,7 @@ func (p *Planner) placer(r *round) (core.Placer, error) {
 	if !ok {
 		return nil, fmt.Errorf("virtual clusters: placement %s does not run live", p.stack().Placement)
 	}
-	h.SetSingleNode(true)
+	h.SetEqualParts(true)
 	ls := make([]lease.JobLease, 0, len(r.leases))
 	for _, l := range r.leases {
 		ls = append(ls, l)

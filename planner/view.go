@@ -120,11 +120,11 @@ type recorder struct {
 func (s recorder) Grant(ctx context.Context, l lease.JobLease) error {
 	err := s.Store.Grant(ctx, l)
 	if err == nil {
-		why := fmt.Sprintf("granted %d GPUs on %s by %s", len(l.GPUs), l.NodeName, s.p.stack().Policy.Name())
+		why := fmt.Sprintf("granted %d GPUs on %s by %s", len(l.GPUs), l.NodeNames(), s.p.stack().Policy.Name())
 		if l.VC != "" {
 			why += " in virtual cluster " + l.VC
 		}
-		s.p.note(Event{Time: l.GrantedAt, Kind: EventGrant, Job: leaseJob(l), Node: l.NodeName,
+		s.p.note(Event{Time: l.GrantedAt, Kind: EventGrant, Job: leaseJob(l), Node: l.NodeNames(),
 			GPUs: slices.Clone(l.GPUs), LeaseID: l.LeaseID, Reason: why})
 	}
 	return err
@@ -137,7 +137,7 @@ func (s recorder) Revoke(ctx context.Context, l lease.JobLease, rv lease.Revoke)
 		if marked.Revoke.Resubmitted {
 			kind = EventRevoke
 		}
-		s.p.note(Event{Time: marked.Revoke.Since, Kind: kind, Job: leaseJob(l), Node: l.NodeName,
+		s.p.note(Event{Time: marked.Revoke.Since, Kind: kind, Job: leaseJob(l), Node: l.NodeNames(),
 			GPUs: slices.Clone(l.GPUs), LeaseID: l.LeaseID, Reason: marked.Revoke.Reason})
 	}
 	return marked, err
@@ -150,7 +150,7 @@ func (s recorder) Release(ctx context.Context, l lease.JobLease, rec *consul.Job
 		if l.Revoke != nil {
 			why = "revoked (" + l.Revoke.Reason + "): the job's allocation stopped"
 		}
-		s.p.note(Event{Time: s.p.cfg.Now().UTC(), Kind: EventRelease, Job: leaseJob(l), Node: l.NodeName,
+		s.p.note(Event{Time: s.p.cfg.Now().UTC(), Kind: EventRelease, Job: leaseJob(l), Node: l.NodeNames(),
 			GPUs: slices.Clone(l.GPUs), LeaseID: l.LeaseID, Reason: why})
 	}
 	return err

@@ -91,6 +91,14 @@ func run(args []string) error {
 	if store.dir == "" {
 		fmt.Println("hello: THEMIS_CHECKPOINT_DIR is not set; running without checkpoints")
 	}
+	// A part of a multi-node gang: as in torch.distributed, rank 0 writes
+	// the gang's checkpoints; every rank resumes from them.
+	if size, _ := strconv.Atoi(os.Getenv("THEMIS_GANG_SIZE")); size > 1 {
+		rank, _ := strconv.Atoi(os.Getenv("THEMIS_GANG_RANK"))
+		fmt.Printf("hello: gang rank %d of %d, peers %s, master %s:%s, %s GPUs per node\n", rank, size,
+			os.Getenv("THEMIS_GANG_PEERS"), os.Getenv("MASTER_ADDR"), os.Getenv("MASTER_PORT"), os.Getenv("THEMIS_GPUS_PER_NODE"))
+		store.readOnly = rank != 0
+	}
 	from, hasFrom := os.LookupEnv("THEMIS_RESUME_FROM")
 	done, resumed, err := store.resume(from, hasFrom)
 	if err != nil {

@@ -26,6 +26,9 @@ type store struct {
 	dir   string
 	cost  time.Duration // how long writing one checkpoint takes
 	saved int           // the step of the newest checkpoint, -1 for none
+	// readOnly resumes from checkpoints but writes none (a gang's rank
+	// other than 0, whose rank 0 writes the gang's checkpoints).
+	readOnly bool
 }
 
 func newStore(dir string, cost time.Duration) *store {
@@ -66,7 +69,7 @@ func (s *store) resume(from string, hasFrom bool) (step int, ok bool, err error)
 // save writes a complete checkpoint of step, unless the newest one already
 // holds it.
 func (s *store) save(step, steps int) error {
-	if s.dir == "" || step == s.saved {
+	if s.dir == "" || step == s.saved || s.readOnly {
 		return nil
 	}
 	name := fmt.Sprintf("step-%09d", step)
@@ -97,9 +100,12 @@ func (s *store) exit(step, steps int) error {
 	if err := s.save(step, steps); err != nil {
 		return err
 	}
-	if s.dir == "" {
+	switch {
+	case s.dir == "":
 		fmt.Printf("hello: stopped at step %d without a checkpoint, exiting\n", step)
-	} else {
+	case s.readOnly:
+		fmt.Printf("hello: stopped at step %d (rank 0 checkpoints the gang), exiting\n", step)
+	default:
 		fmt.Printf("hello: checkpointed at step %d, exiting\n", step)
 	}
 	return nil

@@ -90,6 +90,9 @@ func (s *Store) Release(ctx context.Context, l lease.JobLease, rec *JobRecord) e
 	if len(ops) == 0 {
 		return nil
 	}
+	if len(l.Parts) > 0 {
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDeleteTree, Key: lease.GangPrefix(l.Namespace, l.JobID, l.LeaseID)}})
+	}
 	if rec != nil {
 		op, err := recordOp(*rec)
 		if err != nil {

@@ -14,9 +14,12 @@ type Planner struct {
 	// ExplainWaits fills Decision.Waits with a reason per waiting job (the
 	// live planner shows them; the simulator does not need them).
 	ExplainWaits bool
-	// SingleNode keeps every gang on one node (the live planner pins a job
-	// to one node).
+	// SingleNode keeps every gang on one node.
 	SingleNode bool
+	// EqualParts places every gang as the live planner can pin it: on one
+	// node, or, when larger than any node, in equal parts on whole nodes
+	// (parts.go).
+	EqualParts bool
 	// Placer, when set, places every job in place of the free set's own
 	// placement: virtual clusters' cells (HiveD) or GPU quotas. A queue then
 	// blocks per virtual cluster: one VC's blocked head holds up only its
@@ -174,6 +177,9 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	if p.SingleNode {
 		free.SingleNode()
 	}
+	if p.EqualParts {
+		free.EqualParts()
+	}
 	if free.cpu != nil {
 		for _, j := range active {
 			if j.Phase == Granted {
@@ -211,13 +217,8 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grant
 			continue
 		}
 		switch {
-		case j.GPUs > free.Capacity():
-			p.wait(d, j, func() string {
-				if p.SingleNode {
-					return fmt.Sprintf("needs %d GPUs on one node; the largest schedulable node has %d healthy GPUs", j.GPUs, free.Capacity())
-				}
-				return fmt.Sprintf("needs %d GPUs; the cluster has %d healthy schedulable GPUs", j.GPUs, free.Capacity())
-			})
+		case !free.Holds(j.GPUs):
+			p.wait(d, j, func() string { return free.neverHolds(j.GPUs) })
 		case !free.everFits(j):
 			p.wait(d, j, func() string {
 				return fmt.Sprintf("needs %g CPU and %g memory on one node; no schedulable node has that much", j.CPU, j.Memory)
@@ -309,6 +310,9 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf 
 				continue
 			}
 		}
+		if j.Phase == Queued && !free.Holds(j.GPUs) {
+			continue // can never run here: it takes no one's GPUs
+		}
 		if j.GPUs <= budget {
 			(*run)[i] = true
 			budget -= j.GPUs
@@ -339,6 +343,10 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf 
 			}
 		}
 		if j.Phase != Queued {
+			continue
+		}
+		if !free.Holds(j.GPUs) {
+			p.wait(d, j, func() string { return free.neverHolds(j.GPUs) })
 			continue
 		}
 		if i >= stop || !(*run)[i] {
@@ -482,7 +490,7 @@ func (p Planner) retryRoom(d *Decision, ranked []*Job, pre Preemptor, room *Room
 	for changed := true; changed; {
 		changed = false
 		for _, j := range ranked {
-			if j.Phase != Queued || granted[j.Key] || !pre.MakesRoom(j) || j.GPUs > free.Capacity() || !free.everFits(j) {
+			if j.Phase != Queued || granted[j.Key] || !pre.MakesRoom(j) || !free.Holds(j.GPUs) || !free.everFits(j) {
 				continue
 			}
 			g, ok := free.PlaceJob(j, p.Policy.Consolidate(j))

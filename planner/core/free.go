@@ -103,6 +103,7 @@ type FreeGPUs struct {
 	count      []int  // free GPUs per indexed node
 	free       int
 	singleNode bool
+	equalParts bool
 	// cpu and mem are each indexed node's free CPU and memory (+Inf where
 	// not accounted); nil when no node accounts them.
 	cpu, mem []float64
@@ -145,15 +146,20 @@ func capacityOf(c float64) float64 {
 func (f *FreeGPUs) demands(j *Job) bool { return f.cpu != nil && (j.CPU > 0 || j.Memory > 0) }
 
 // hold takes (sign 1) or returns (sign -1) the CPU and memory of a job
-// granted g. Only single-node grants carry them.
+// granted g, on each of its nodes (every part of an equal-parts gang runs
+// the same task). Only single-node and equal-parts grants carry them.
 func (f *FreeGPUs) hold(g Grant, j *Job, sign float64) {
 	if !f.demands(j) {
 		return
 	}
-	if g.at != nil && g.at.x == f.x && g.Node != "" && len(g.at.nodes) > 0 {
-		i := g.at.nodes[0]
-		f.cpu[i] -= sign * j.CPU
-		f.mem[i] -= sign * j.Memory
+	if g.at != nil && g.at.x == f.x && len(g.at.nodes) > 0 && (g.Node != "" || f.equalParts) {
+		for n, i := range g.at.nodes {
+			if n > 0 && g.at.nodes[n-1] == i {
+				continue
+			}
+			f.cpu[i] -= sign * j.CPU
+			f.mem[i] -= sign * j.Memory
+		}
 		return
 	}
 	if i, ok := f.x.byID[g.Node]; ok {
@@ -170,6 +176,17 @@ func (f *FreeGPUs) everFits(j *Job) bool {
 // fitsOn reports whether node i has j's CPU and memory free.
 func (f *FreeGPUs) fitsOn(i int, j *Job) bool {
 	return !f.demands(j) || (j.CPU <= f.cpu[i]+1e-9 && j.Memory <= f.mem[i]+1e-9)
+}
+
+// clone is a copy of the free set that placements can take from without
+// changing f.
+func (f *FreeGPUs) clone() *FreeGPUs {
+	c := *f
+	c.avail, c.count = append([]bool(nil), f.avail...), append([]int(nil), f.count...)
+	if f.cpu != nil {
+		c.cpu, c.mem = append([]float64(nil), f.cpu...), append([]float64(nil), f.mem...)
+	}
+	return &c
 }
 
 // SingleNode restricts placements to one node each (the live planner pins a

@@ -37,6 +37,12 @@ func (f *FreeGPUs) PlaceJob(j *Job, consolidate bool) (g Grant, ok bool) {
 		f.remember(&g)
 		return g, true
 	}
+	if f.equalParts {
+		if n, per, ok := f.x.Shape(k); ok && n > 1 {
+			return f.placeParts(j, n, per)
+		}
+		return Grant{}, false
+	}
 	if f.singleNode || f.demands(j) {
 		return Grant{}, false
 	}

@@ -86,8 +86,20 @@ func (r *Room) node(v *Job) int {
 
 // FitsWith reports whether j would fit on running job v's node once v's
 // GPUs, CPU and memory are free again (FitGpp's D_TE <= D_j + N).
+//
+// Live (equal parts), with multi-node gangs (a gang v spanning nodes, or a
+// job j larger than v's node), it reports whether j could be placed once
+// v's GPUs are free. (The simulator's FitGpp keeps the paper's one-node
+// rule: a victim spanning nodes never makes room.)
 func (r *Room) FitsWith(j, v *Job) bool {
 	i := r.node(v)
+	if r.free.equalParts && (i < 0 || j.GPUs > len(r.free.x.nodes[i].gpus)) {
+		c := r.free.clone()
+		c.give(r.grant[v])
+		c.hold(r.grant[v], v, -1)
+		_, ok := c.PlaceJob(j, true)
+		return ok
+	}
 	if i < 0 {
 		return false
 	}

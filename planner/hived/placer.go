@@ -13,9 +13,12 @@ import (
 type Placer struct {
 	c    *Cluster
 	gpus map[string]int // each VC's GPUs
-	// singleNode keeps every gang on one node (the live planner pins a
-	// job to one node).
+	// singleNode keeps every gang on one node.
 	singleNode bool
+	// equalParts keeps a gang that a node can hold on one node, and takes
+	// a larger one only in equal parts on whole nodes (the live planner
+	// runs such a gang as one task group: core.FreeGPUs.Shape).
+	equalParts bool
 }
 
 var _ core.Placer = (*Placer)(nil)
@@ -32,6 +35,38 @@ func NewPlacer(c *Cluster) *Placer {
 // SetSingleNode keeps every gang on one node.
 func (h *Placer) SetSingleNode(on bool) { h.singleNode = on }
 
+// SetEqualParts places gangs as the live planner can run them: on one node
+// when a node can hold the gang, else in equal parts, one per node.
+func (h *Placer) SetEqualParts(on bool) { h.equalParts = on }
+
+// oneNode is whether j's gang must stay on one node.
+func (h *Placer) oneNode(j *core.Job, free *core.FreeGPUs) bool {
+	return h.singleNode || (h.equalParts && j.GPUs <= free.Largest())
+}
+
+// badShape says why a (multi-node) allocation cannot run live under equal
+// parts, "" when it can.
+func (h *Placer) badShape(a Allocation, free *core.FreeGPUs) string {
+	if !h.equalParts || len(a.Grants) <= 1 {
+		return ""
+	}
+	n, per, ok := free.Shape(len(a.Grant().GPUs))
+	if ok && n == len(a.Grants) {
+		equal := true
+		for _, g := range a.Grants {
+			equal = equal && len(g.GPUs) == per
+		}
+		if equal {
+			return ""
+		}
+	}
+	sizes := make([]int, len(a.Grants))
+	for i, g := range a.Grants {
+		sizes[i] = len(g.GPUs)
+	}
+	return fmt.Sprintf("hived's free cells would split the gang %v across nodes; a multi-node gang runs in equal parts, one per node (waiting for whole cells)", sizes)
+}
+
 // Cluster is the cells the placer allocates from.
 func (h *Placer) Cluster() *Cluster { return h.c }
 
@@ -39,9 +74,15 @@ func (h *Placer) Cluster() *Cluster { return h.c }
 // evicts for them (opportunistic jobs, or lower-priority jobs of the VC)
 // are passed to preempt.
 func (h *Placer) Place(j *core.Job, free *core.FreeGPUs, preempt func(core.JobKey)) (core.Grant, bool, string) {
-	a, err := h.c.Allocate(Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: j.Priority, SingleNode: h.singleNode})
+	a, err := h.c.Allocate(Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: j.Priority, SingleNode: h.oneNode(j, free)})
 	if err != nil {
 		return core.Grant{}, false, err.Error()
+	}
+	if why := h.badShape(a, free); why != "" {
+		// Its victims were released in the cells for this round only (the
+		// live planner rebuilds the cells every round); none is preempted.
+		h.c.Release(j.Key)
+		return core.Grant{}, false, why
 	}
 	for _, v := range a.Preempt { // already released in the cells
 		preempt(v)
@@ -60,9 +101,13 @@ func (h *Placer) Place(j *core.Job, free *core.FreeGPUs, preempt func(core.JobKe
 // preempts nothing itself. The job keeps its priority in the core; HiveD
 // holds it as opportunistic until it stops.
 func (h *Placer) Overflow(j *core.Job, free *core.FreeGPUs) (core.Grant, bool, string) {
-	a, err := h.c.Allocate(Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: Opportunistic, SingleNode: h.singleNode})
+	a, err := h.c.Allocate(Request{Job: j.Key, VC: j.VC, GPUs: j.GPUs, Priority: Opportunistic, SingleNode: h.oneNode(j, free)})
 	if err != nil {
 		return core.Grant{}, false, err.Error()
+	}
+	if why := h.badShape(a, free); why != "" {
+		h.c.Release(j.Key)
+		return core.Grant{}, false, why
 	}
 	g := a.Grant()
 	if !free.Take(g) {

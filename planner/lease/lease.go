@@ -96,6 +96,10 @@ type JobLease struct {
 	// parallel to GPUs): what the planner replays to rebuild the virtual
 	// clusters' cell bindings exactly after a restart. Empty otherwise.
 	Cells []string `json:"cells,omitempty"`
+	// Parts, for a gang that spans nodes, are its nodes in rank order, each
+	// with its GPUs (equal counts); NodeID and NodeName are then rank 0's,
+	// and GPUs all of them, part after part. Empty for a one-node lease.
+	Parts []Part `json:"parts,omitempty"`
 	// Revoke is set while the planner takes the GPUs back (preemption): the
 	// job's allocation is being stopped gracefully and the GPU keys stay
 	// until Nomad reports it terminal. Nil for a lease in force.
@@ -118,12 +122,50 @@ type Revoke struct {
 	Resubmitted bool `json:"resubmitted,omitempty"`
 }
 
+// Part is one node's share of a gang's lease: one allocation of the job
+// runs there, on these GPUs, as the gang's rank of the part's position.
+type Part struct {
+	NodeID   string   `json:"node_id"`
+	NodeName string   `json:"node_name"`
+	GPUs     []string `json:"gpus"`
+}
+
+// Nodes is the lease's parts: Parts for a multi-node gang, otherwise one
+// part of its node and GPUs.
+func (j JobLease) Nodes() []Part {
+	if len(j.Parts) > 0 {
+		return j.Parts
+	}
+	return []Part{{NodeID: j.NodeID, NodeName: j.NodeName, GPUs: j.GPUs}}
+}
+
+// OnNode reports whether the lease holds GPUs on the node.
+func (j JobLease) OnNode(nodeID string) bool {
+	for _, p := range j.Nodes() {
+		if p.NodeID == nodeID {
+			return true
+		}
+	}
+	return false
+}
+
+// NodeNames is the lease's node names, comma-separated in rank order.
+func (j JobLease) NodeNames() string {
+	names := make([]string, 0, len(j.Parts))
+	for _, p := range j.Nodes() {
+		names = append(names, p.NodeName)
+	}
+	return strings.Join(names, ",")
+}
+
 // GPULeases expands a job lease into its per-GPU leases.
 func (j JobLease) GPULeases() []GPULease {
-	out := make([]GPULease, len(j.GPUs))
-	for i, g := range j.GPUs {
-		out[i] = GPULease{LeaseID: j.LeaseID, Namespace: j.Namespace, JobID: j.JobID,
-			NodeID: j.NodeID, NodeName: j.NodeName, GPU: g, VC: j.VC, GrantedAt: j.GrantedAt}
+	out := make([]GPULease, 0, len(j.GPUs))
+	for _, p := range j.Nodes() {
+		for _, g := range p.GPUs {
+			out = append(out, GPULease{LeaseID: j.LeaseID, Namespace: j.Namespace, JobID: j.JobID,
+				NodeID: p.NodeID, NodeName: p.NodeName, GPU: g, VC: j.VC, GrantedAt: j.GrantedAt})
+		}
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/themis-nomad/themis/device/topology"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 // DefaultPendingPool is the node pool in which themis jobs wait for a grant.
@@ -140,16 +141,23 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 // next round sees the new version.
 var ErrJobChanged = errors.New("job changed since it was read")
 
-// Pin moves a granted job to its node's pool and constrains it to the node
-// and the leased GPUs, check-and-set on the JobModifyIndex the planner saw.
-// A suspended job gets its group count back, so Nomad places it again. The
-// task's kill_timeout becomes the stanza's grace period (Nomad caps it at
-// the client's max_kill_timeout), and restarts (how many times the job was
-// preempted) reaches the task as THEMIS_RESTART_COUNT.
-func (c *Client) Pin(ctx context.Context, j *Job, g core.Grant, pool, leaseID string, restarts int) error {
+// Pin moves a granted job to its nodes' pool and constrains it to the
+// nodes and the leased GPUs, check-and-set on the JobModifyIndex the planner
+// saw. A one-node lease pins the group to its node; a multi-node gang's
+// lease (one part per node, equal GPUs) runs the group with count = parts,
+// one allocation per node (distinct_hosts), each node's allocation taking
+// that node's leased GPUs (device IDs are unique across nodes, so one
+// set_contains_any constraint over all of them selects exactly the part's
+// GPUs on each node). A suspended job gets its group count back, so Nomad
+// places it again. The task's kill_timeout becomes the stanza's grace
+// period (Nomad caps it at the client's max_kill_timeout), and restarts
+// (how many times the job was preempted) reaches the task as
+// THEMIS_RESTART_COUNT.
+func (c *Client) Pin(ctx context.Context, j *Job, l lease.JobLease, pool string, restarts int) error {
+	parts := l.Nodes()
 	return c.edit(ctx, j, "pin", func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
 		job.NodePool = &pool
-		job.Meta[LeaseMeta] = leaseID
+		job.Meta[LeaseMeta] = l.LeaseID
 		job.Meta[RestartCountMeta] = strconv.Itoa(restarts)
 		if job.Meta[SuspendedMeta] != "" {
 			count := 1
@@ -162,10 +170,25 @@ func (c *Client) Pin(ctx context.Context, j *Job, g core.Grant, pool, leaseID st
 		}
 		grace := j.Intent.GracePeriod
 		task.KillTimeout = &grace
-		tg.Constraints = append(withoutTarget(tg.Constraints, "${node.unique.id}"),
-			&api.Constraint{LTarget: "${node.unique.id}", Operand: "=", RTarget: g.Node})
-		setThemisDevice(task, len(g.GPUs), &api.Constraint{
-			LTarget: "${device.ids}", Operand: "set_contains_any", RTarget: strings.Join(g.GPUs, ","),
+		tg.Constraints = withoutTarget(tg.Constraints, "${node.unique.id}")
+		tg.Constraints = withoutOperand(tg.Constraints, api.ConstraintDistinctHosts)
+		if len(parts) == 1 {
+			delete(job.Meta, GangMeta)
+			tg.Constraints = append(tg.Constraints, &api.Constraint{LTarget: "${node.unique.id}", Operand: "=", RTarget: parts[0].NodeID})
+		} else {
+			nodes := make([]string, len(parts))
+			for i, p := range parts {
+				nodes[i] = p.NodeID
+			}
+			n := len(parts)
+			tg.Count = &n
+			job.Meta[GangMeta] = strconv.Itoa(n)
+			tg.Constraints = append(tg.Constraints,
+				&api.Constraint{LTarget: "${node.unique.id}", Operand: api.ConstraintSetContainsAny, RTarget: strings.Join(nodes, ",")},
+				&api.Constraint{Operand: api.ConstraintDistinctHosts, RTarget: "true"})
+		}
+		setThemisDevice(task, len(parts[0].GPUs), &api.Constraint{
+			LTarget: "${device.ids}", Operand: "set_contains_any", RTarget: strings.Join(l.GPUs, ","),
 		})
 	})
 }
@@ -185,11 +208,12 @@ func (c *Client) Suspend(ctx context.Context, j *Job, leaseID string) error {
 	return c.edit(ctx, j, "suspend", func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
 		if job.Meta[SuspendedMeta] == "" {
 			count := 1
-			if tg.Count != nil {
+			if tg.Count != nil && job.Meta[GangMeta] == "" {
 				count = *tg.Count
 			}
 			job.Meta[CountMeta] = strconv.Itoa(count)
 		}
+		delete(job.Meta, GangMeta)
 		job.Meta[SuspendedMeta] = leaseID
 		delete(job.Meta, LeaseMeta)
 		zero := 0
@@ -294,6 +318,16 @@ func withoutTarget(cs []*api.Constraint, ltarget string) []*api.Constraint {
 	var out []*api.Constraint
 	for _, c := range cs {
 		if c.LTarget != ltarget {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func withoutOperand(cs []*api.Constraint, operand string) []*api.Constraint {
+	var out []*api.Constraint
+	for _, c := range cs {
+		if c.Operand != operand {
 			out = append(out, c)
 		}
 	}

@@ -6,10 +6,12 @@ package nomad
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/models"
 	"github.com/themis-nomad/themis/planner/spec"
 )
 
@@ -64,6 +66,9 @@ const (
 	// preempted and resumed (the driver's THEMIS_RESTART_COUNT); the
 	// driver reads it under the same name.
 	RestartCountMeta = spec.MetaRestartCount
+	// GangMeta is the number of parts of a pinned multi-node gang: the
+	// group's count, which the pin set (the user's count stays 1).
+	GangMeta = "themis.gang"
 )
 
 // SuspendedLease is the lease whose revocation suspended the job, "" when
@@ -105,8 +110,9 @@ func ParseJob(job *api.Job) (*Job, error) {
 	tj.Group, tj.Task = found[0].group, found[0].task
 	where := fmt.Sprintf("job %q group %q task %q", tj.Key.ID, tj.Group, tj.Task)
 	suspended := job.Meta[SuspendedMeta] != "" && group.Count != nil && *group.Count == 0
-	if group.Count != nil && *group.Count != 1 && !suspended {
-		tj.Err = fmt.Errorf("%s: group count = %d; a themis job's group runs exactly one instance (count = 1)", where, *group.Count)
+	gang := group.Count != nil && job.Meta[GangMeta] == strconv.Itoa(*group.Count)
+	if group.Count != nil && *group.Count != 1 && !suspended && !gang {
+		tj.Err = fmt.Errorf("%s: group count = %d; a themis job's group runs one instance (count = 1): a gang larger than a node asks for all its GPUs in themis.gpus, and the planner runs it on several nodes itself", where, *group.Count)
 		return tj, nil
 	}
 	in, ok, err := spec.FromTaskConfig(groupTask.Config)
@@ -123,9 +129,13 @@ func ParseJob(job *api.Job) (*Job, error) {
 
 // CoreJob converts a valid job to the decision core's model.
 func (j *Job) CoreJob(phase core.Phase) core.Job {
+	model := models.Of(j.Intent.Model)
 	return core.Job{
 		Key:       j.Key,
 		GPUs:      j.Intent.GPUs,
+		App:       j.Intent.App,
+		Skew:      model.CrossNode,
+		CrossRack: model.CrossRack,
 		VC:        j.Intent.VC,
 		Class:     string(j.Intent.Class),
 		Priority:  j.Intent.Priority,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/models"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -85,7 +86,7 @@ type job struct {
 	// period) and could start again; preemptedAt when it was preempted.
 	readyAt, preemptedAt float64
 	finished             bool
-	class                modelClass
+	class                models.Class
 	// released is when the job became visible to the policy: its Submit,
 	// or for a later successive-halving phase when its app's previous
 	// phase finished (see gate).
@@ -142,7 +143,7 @@ func Run(cfg Config) (*Result, error) {
 			model = assignModel(modelRNG(cfg.Seed, tj.ID))
 		}
 		tj.Model = model
-		cls := classOf(model)
+		cls := models.Of(model)
 		class := tj.Class
 		if class == "" {
 			class = core.ClassBestEffort
@@ -151,8 +152,8 @@ func Run(cfg Config) (*Result, error) {
 			tj: tj, remaining: tj.Duration, class: cls, start: -1, released: tj.Submit,
 			c: &core.Job{
 				Key: core.JobKey{Namespace: "sim", ID: tj.ID}, GPUs: tj.GPUs, VC: tj.VC, Class: class,
-				Submitted: at(tj.Submit), Seq: uint64(i), Phase: core.Queued, Remaining: tj.Duration, Work: tj.Duration, Skew: cls.crossNode,
-				CrossRack: cls.crossRack, CPU: tj.CPUs, Memory: tj.MemoryGB, GracePeriod: tj.GracePeriod,
+				Submitted: at(tj.Submit), Seq: uint64(i), Phase: core.Queued, Remaining: tj.Duration, Work: tj.Duration, Skew: cls.CrossNode,
+				CrossRack: cls.CrossRack, CPU: tj.CPUs, Memory: tj.MemoryGB, GracePeriod: tj.GracePeriod,
 				App: tj.App,
 			},
 		}
@@ -614,9 +615,9 @@ func (s *state) slowdown(j *job) float64 {
 	case sameNode:
 		return 1
 	case sameRack:
-		return j.class.crossNode
+		return j.class.CrossNode
 	default:
-		return j.class.crossRack
+		return j.class.CrossRack
 	}
 }
 

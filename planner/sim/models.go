@@ -3,52 +3,12 @@ package sim
 import (
 	"hash/fnv"
 	"math/rand/v2"
-	"strings"
+
+	"github.com/themis-nomad/themis/planner/models"
 )
 
-// Placement sensitivity. The Themis paper (NSDI'20, section 6) models a
-// job's slowdown by where its GPUs are: 1.0 on one machine, 1.1 across
-// machines, 1.3 across racks. Tiresias (NSDI'19, section 3.3) shows that
-// sensitivity depends on the model's skew: VGG and AlexNet (large dense
-// layers) slow down far more when spread than ResNet or Inception. We scale
-// the Themis penalties per model class:
-//
-//	class   examples                     across machines  across racks
-//	cv-high vgg*, alexnet                1.2              1.6
-//	cv      resnet*, inception*, other   1.1              1.3
-//	nlp     lstm, transformer, bert, ... 1.1              1.3
-//	speech  deepspeech, ...              1.05             1.15
-//
-// The numbers for cv-high and speech are our assumption (twice and half the
-// Themis penalty), not measurements.
-type modelClass struct {
-	name       string
-	crossNode  float64
-	crossRack  float64
-	examples   []string
-	traceNames []string // substrings of trace model names in this class
-}
-
-var classes = []modelClass{
-	{name: "cv-high", crossNode: 1.2, crossRack: 1.6, examples: []string{"vgg16", "vgg19", "alexnet"}, traceNames: []string{"vgg", "alexnet"}},
-	{name: "cv", crossNode: 1.1, crossRack: 1.3, examples: []string{"resnet50", "inception3"}, traceNames: []string{"resnet", "inception", "googlenet"}},
-	{name: "nlp", crossNode: 1.1, crossRack: 1.3, examples: []string{"lstm", "transformer"}, traceNames: []string{"lstm", "transformer", "bert", "gnmt", "nlp"}},
-	{name: "speech", crossNode: 1.05, crossRack: 1.15, examples: []string{"deepspeech"}, traceNames: []string{"speech", "deepspeech"}},
-}
-
-// classOf finds the class of a model name from a trace; unknown names are
-// treated as "cv" (the Themis default penalties).
-func classOf(model string) modelClass {
-	m := strings.ToLower(model)
-	for _, c := range classes {
-		for _, n := range c.traceNames {
-			if strings.Contains(m, n) {
-				return c
-			}
-		}
-	}
-	return classes[1]
-}
+// A trace job's model class (placement sensitivity) comes from
+// planner/models, which the live planner shares.
 
 // modelRNG is a job's own random stream for its model: a function of the
 // run's seed and the job's ID alone, so that a job gets the same model
@@ -66,14 +26,14 @@ func assignModel(rng *rand.Rand) string {
 	x := rng.Float64()
 	switch {
 	case x < 0.1:
-		c := classes[1]
+		c := models.Classes[1]
 		if rng.IntN(3) == 0 {
-			c = classes[0]
+			c = models.Classes[0]
 		}
-		return c.examples[rng.IntN(len(c.examples))]
+		return c.Examples[rng.IntN(len(c.Examples))]
 	case x < 0.7:
-		return classes[2].examples[rng.IntN(len(classes[2].examples))]
+		return models.Classes[2].Examples[rng.IntN(len(models.Classes[2].Examples))]
 	default:
-		return classes[3].examples[0]
+		return models.Classes[3].Examples[0]
 	}
 }

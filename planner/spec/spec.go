@@ -55,7 +55,7 @@ const (
 )
 
 // Fields lists the stanza's attributes, in the order the docs present them.
-var Fields = []string{"gpus", "vc", "class", "priority", "grace_period", "checkpoint_signal"}
+var Fields = []string{"gpus", "vc", "class", "priority", "grace_period", "checkpoint_signal", "app", "iterations", "model"}
 
 // CheckpointSignals are the signals checkpoint_signal may name: those a
 // workload can trap (not SIGKILL or SIGSTOP) and that mean "stop" by
@@ -70,6 +70,15 @@ const MetaRestartCount = "themis.restart_count"
 
 var vcName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
+// appName and modelName are what app and model may hold.
+var (
+	appName   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$`)
+)
+
+// MaxIterations bounds the iterations a job may plan.
+const MaxIterations = 1 << 31
+
 // Intent is the validated scheduling intent of one task.
 type Intent struct {
 	GPUs        int
@@ -80,6 +89,17 @@ type Intent struct {
 	// CheckpointSignal is the canonical name ("SIGTERM") of the signal that
 	// asks the workload to checkpoint and exit.
 	CheckpointSignal string
+	// App names the job's app in the Themis sense: the jobs of one
+	// hyper-parameter sweep share it; "" means the job is an app of its
+	// own (the planner uses the job ID).
+	App string
+	// Iterations is the work the job plans to do (0: not said); with the
+	// progress it reports, the planner estimates its remaining time.
+	Iterations int
+	// Model names what the job trains ("resnet50", "bert", or a class of
+	// planner/models: "cv-high", "cv", "nlp", "speech"); it selects the
+	// job's placement sensitivity. "" means the default class.
+	Model string
 }
 
 // Stanza is the stanza as decoded by the driver's HCL schema; its zero values
@@ -93,6 +113,9 @@ type Stanza struct {
 	// CheckpointSignal is a name from CheckpointSignals, with or without
 	// "SIG", in any case.
 	CheckpointSignal string `codec:"checkpoint_signal"`
+	App              string `codec:"app"`
+	Iterations       int    `codec:"iterations"`
+	Model            string `codec:"model"`
 }
 
 // FieldError is a user error in the stanza; it names the field and the value.
@@ -123,7 +146,7 @@ func show(v any) string {
 // Intent validates the decoded stanza and applies defaults.
 func (s Stanza) Intent() (Intent, error) {
 	in := Intent{GPUs: s.GPUs, VC: s.VC, Class: Class(s.Class), Priority: s.Priority, GracePeriod: DefaultGracePeriod,
-		CheckpointSignal: DefaultCheckpointSignal}
+		CheckpointSignal: DefaultCheckpointSignal, App: s.App, Iterations: s.Iterations, Model: s.Model}
 	if in.VC == "" {
 		in.VC = DefaultVC
 	}
@@ -161,6 +184,12 @@ func (in Intent) Validate() error {
 		return &FieldError{"grace_period", in.GracePeriod.String(), fmt.Sprintf("must be between 0s and %s", MaxGracePeriod)}
 	case !isCheckpointSignal(in.CheckpointSignal):
 		return &FieldError{"checkpoint_signal", in.CheckpointSignal, checkpointSignalRule()}
+	case in.App != "" && !appName.MatchString(in.App):
+		return &FieldError{"app", in.App, "must be an app name: letters, digits, '.', '-' and '_', at most 128 characters"}
+	case in.Iterations < 0 || in.Iterations > MaxIterations:
+		return &FieldError{"iterations", in.Iterations, fmt.Sprintf("must be a whole number from 0 (not said) to %d", MaxIterations)}
+	case in.Model != "" && !modelName.MatchString(in.Model):
+		return &FieldError{"model", in.Model, "must be a model name such as \"resnet50\": letters, digits, '.', '/', '-' and '_', at most 64 characters"}
 	}
 	return nil
 }
@@ -225,10 +254,16 @@ func fromMap(m map[string]any) (Intent, error) {
 			return Intent{}, err
 		}
 	}
+	if v, ok := m["iterations"]; ok {
+		if s.Iterations, err = WholeNumber("iterations", v); err != nil {
+			return Intent{}, err
+		}
+	}
 	for _, f := range []struct {
 		field string
 		dst   *string
-	}{{"vc", &s.VC}, {"class", &s.Class}, {"grace_period", &s.GracePeriod}, {"checkpoint_signal", &s.CheckpointSignal}} {
+	}{{"vc", &s.VC}, {"class", &s.Class}, {"grace_period", &s.GracePeriod}, {"checkpoint_signal", &s.CheckpointSignal},
+		{"app", &s.App}, {"model", &s.Model}} {
 		field, dst := f.field, f.dst
 		v, ok := m[field]
 		if !ok {

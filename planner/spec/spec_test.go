@@ -41,7 +41,14 @@ func TestFromTaskConfig(t *testing.T) {
 			`themis.checkpoint_signal: must be a signal the workload can trap: one of SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, got "SIGKILL"`},
 		{"unknown signal", block(map[string]any{"gpus": 1, "checkpoint_signal": "SIGBOGUS"}), true, Intent{}, `themis.checkpoint_signal: must be a signal the workload can trap`},
 		{"signal not a string", block(map[string]any{"gpus": 1, "checkpoint_signal": 15}), true, Intent{}, "themis.checkpoint_signal: must be a string, got 15"},
-		{"unknown field", block(map[string]any{"gpus": 1, "gpu": 2}), true, Intent{}, "themis.gpu: unknown field; the stanza accepts gpus, vc, class, priority, grace_period, checkpoint_signal"},
+		{"unknown field", block(map[string]any{"gpus": 1, "gpu": 2}), true, Intent{}, "themis.gpu: unknown field; the stanza accepts gpus, vc, class, priority, grace_period, checkpoint_signal, app, iterations, model"},
+		{"app, iterations and model", block(map[string]any{"gpus": 1, "app": "sweep-lr.v2", "iterations": 5000.0, "model": "resnet50"}), true,
+			Intent{GPUs: 1, VC: "default", Class: ClassBestEffort, GracePeriod: 30 * time.Second, CheckpointSignal: "SIGTERM", App: "sweep-lr.v2", Iterations: 5000, Model: "resnet50"}, ""},
+		{"bad app", block(map[string]any{"gpus": 1, "app": "my app"}), true, Intent{}, `themis.app: must be an app name: letters, digits, '.', '-' and '_', at most 128 characters, got "my app"`},
+		{"app not a string", block(map[string]any{"gpus": 1, "app": 7}), true, Intent{}, "themis.app: must be a string, got 7"},
+		{"iterations fractional", block(map[string]any{"gpus": 1, "iterations": 10.5}), true, Intent{}, "themis.iterations: must be a whole number, got 10.5"},
+		{"iterations negative", block(map[string]any{"gpus": 1, "iterations": -3}), true, Intent{}, "themis.iterations: must be a whole number from 0 (not said) to 2147483648, got -3"},
+		{"bad model", block(map[string]any{"gpus": 1, "model": "res net"}), true, Intent{}, `themis.model: must be a model name such as "resnet50"`},
 		{"two blocks", map[string]any{BlockName: []any{map[string]any{"gpus": 1}, map[string]any{"gpus": 1}}}, true, Intent{}, `exactly one "themis" block`},
 		{"not a block", map[string]any{BlockName: "gpus=1"}, true, Intent{}, "themis: must be a block"},
 	}
@@ -69,12 +76,12 @@ func TestFromTaskConfig(t *testing.T) {
 
 func TestStanzaIntentMatchesMap(t *testing.T) {
 	// The driver's decoded struct and the planner's map reading agree.
-	s := Stanza{GPUs: 3, Class: "te", GracePeriod: "45s", CheckpointSignal: "usr2"}
+	s := Stanza{GPUs: 3, Class: "te", GracePeriod: "45s", CheckpointSignal: "usr2", App: "sweep", Iterations: 900, Model: "bert"}
 	a, err := s.Intent()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := FromTaskConfig(map[string]any{BlockName: []any{map[string]any{"gpus": 3.0, "class": "te", "grace_period": "45s", "checkpoint_signal": "SIGUSR2"}}})
+	b, _, err := FromTaskConfig(map[string]any{BlockName: []any{map[string]any{"gpus": 3.0, "class": "te", "grace_period": "45s", "checkpoint_signal": "SIGUSR2", "app": "sweep", "iterations": 900, "model": "bert"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,71 @@
+package planner
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/nomad"
+)
+
+// Multi-node gangs. A gang larger than a node holds one lease with a part
+// per node and runs as one task group with count = parts (nomad.Client.Pin).
+// Nomad places the group's allocations one by one, so all-or-nothing is
+// kept in two places:
+//
+//   - the task driver of each part starts the workload only once every
+//     rank has joined the gang's rendezvous in Consul (driver/gang.go), so
+//     no part trains while another is missing;
+//   - the planner takes the whole gang back, through the revoke path, when
+//     a part is missing: an allocation of the run failed or was lost (its
+//     node died) while others still run, or Nomad has not placed every part
+//     GangPlaceTimeout after the grant. The job re-queues whole, and its
+//     parts resume from the gang's checkpoint.
+
+// DefaultGangPlaceTimeout is how long after a grant Nomad may take to place
+// every part of a gang before the planner takes the gang back.
+const DefaultGangPlaceTimeout = 2 * time.Minute
+
+// brokenRun says why a granted job must be taken back whole, "" when its
+// run is whole. Any job whose allocation was lost (its node died: Nomad
+// cannot place the replacement, which is pinned to that node) re-queues;
+// so does a multi-node gang missing a part.
+func (p *Planner) brokenRun(r *round, l lease.JobLease) string {
+	k := leaseGrant(l).Job
+	if len(l.Parts) == 0 {
+		for _, a := range r.snap.Allocs[k] {
+			if !a.Created.Before(l.GrantedAt) && a.ClientStatus == "lost" {
+				return fmt.Sprintf("its allocation on %s was lost (the node is down or gone); the job re-queues", l.NodeName)
+			}
+		}
+		return ""
+	}
+	placed, live := map[string]bool{}, 0
+	var gone []nomad.Alloc
+	for _, a := range r.snap.Allocs[k] {
+		if a.Created.Before(l.GrantedAt) || !l.OnNode(a.NodeID) {
+			continue // an earlier run's
+		}
+		switch {
+		case !a.Terminal():
+			live++
+			placed[a.NodeID] = true
+		case a.ClientStatus == "complete":
+			placed[a.NodeID] = true // this part finished its work
+		default:
+			gone = append(gone, a)
+		}
+	}
+	if len(gone) > 0 && live > 0 {
+		a := gone[0]
+		return fmt.Sprintf("gang broken: its part on %s is %s; the whole gang checkpoints and re-queues", r.nodes[a.NodeID].Name, a.ClientStatus)
+	}
+	timeout := p.cfg.GangPlaceTimeout
+	if timeout <= 0 {
+		timeout = DefaultGangPlaceTimeout
+	}
+	if len(placed) < len(l.Parts) && len(gone) == 0 && r.now.Sub(l.GrantedAt) > timeout {
+		return fmt.Sprintf("gang incomplete: Nomad placed %d of its %d parts within %s of the grant; the whole gang re-queues", len(placed), len(l.Parts), timeout)
+	}
+	return ""
+}

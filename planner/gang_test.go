@@ -1,0 +1,181 @@
+package planner
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/stack"
+)
+
+func gangStack(t *testing.T, policy string) *stack.Stack {
+	t.Helper()
+	st, err := stack.Build(policy, stack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// A 16-GPU job on three 8-GPU nodes gets one lease of two equal parts, and
+// Nomad runs it as one group of two allocations, one per node.
+func TestGangLeaseAndPin(t *testing.T) {
+	h := newClusterHarness(t, 3, 8, gangStack(t, "fifo"))
+	h.fn.submit("gang", 16, "be", "10s")
+	h.round("grant")
+	k := core.JobKey{Namespace: "default", ID: "gang"}
+	l, ok := h.fs.leases[k]
+	if !ok {
+		t.Fatalf("no lease; status %+v", h.fs.statuses[k])
+	}
+	if len(l.Parts) != 2 || len(l.GPUs) != 16 {
+		t.Fatalf("lease parts %+v, GPUs %v: want 2 parts of 8", l.Parts, l.GPUs)
+	}
+	for i, p := range l.Parts {
+		if len(p.GPUs) != 8 || p.NodeName == "" {
+			t.Fatalf("part %d: %+v", i, p)
+		}
+	}
+	if l.NodeID != l.Parts[0].NodeID || l.Parts[0].NodeID == l.Parts[1].NodeID {
+		t.Fatalf("lease node %s, parts on %s and %s", l.NodeID, l.Parts[0].NodeID, l.Parts[1].NodeID)
+	}
+	if got := strings.Count(h.fs.statuses[k].Node, ","); got != 1 {
+		t.Errorf("status names nodes %q, want both", h.fs.statuses[k].Node)
+	}
+	job := h.fn.jobs[k]
+	if *job.TaskGroups[0].Count != 2 || job.Meta[nomad.GangMeta] != "2" {
+		t.Fatalf("pinned count %d, gang meta %q", *job.TaskGroups[0].Count, job.Meta[nomad.GangMeta])
+	}
+	if n := len(h.fn.running("gang")); n != 2 {
+		t.Fatalf("%d allocations run, want 2", n)
+	}
+	// The pinned job (count 2) is not rejected, and the next rounds keep it.
+	h.round("steady")
+	h.round("steady")
+	if st := h.fs.statuses[k]; st.State != "granted" {
+		t.Fatalf("status %+v", st)
+	}
+	// A third job of 8 GPUs fits the remaining node; a second gang waits.
+	h.fn.submit("small", 8, "be", "10s")
+	h.fn.submit("gang2", 16, "be", "10s")
+	h.round("more")
+	if _, ok := h.fs.leases[core.JobKey{Namespace: "default", ID: "small"}]; !ok {
+		t.Fatalf("small not granted: %+v", h.fs.statuses[core.JobKey{Namespace: "default", ID: "small"}])
+	}
+	if st := h.fs.statuses[core.JobKey{Namespace: "default", ID: "gang2"}]; st.State != "queued" {
+		t.Fatalf("gang2 %+v, want queued", st)
+	}
+	// The gang finishes: its lease is released and gang2 gets two nodes.
+	h.fn.finish("gang")
+	h.round("gang done")
+	h.round("gang2 granted")
+	if l2, ok := h.fs.leases[core.JobKey{Namespace: "default", ID: "gang2"}]; !ok || len(l2.Parts) != 2 {
+		t.Fatalf("gang2 lease %+v, %v", l2, ok)
+	}
+}
+
+// A gang whose part is lost (its node died) while the other part runs is
+// taken back whole and re-queued; it runs again on two healthy nodes.
+func TestGangPartLostTakesTheGangBack(t *testing.T) {
+	h := newClusterHarness(t, 3, 8, gangStack(t, "fifo"))
+	h.fn.submit("gang", 16, "be", "5s")
+	h.round("grant")
+	k := core.JobKey{Namespace: "default", ID: "gang"}
+	first := h.fs.leases[k]
+	lostNode := first.Parts[1].NodeID
+	for _, a := range h.fn.allocs[k] {
+		if a.NodeID == lostNode {
+			a.ClientStatus = "lost"
+		}
+	}
+	for i, n := range h.fn.nodes {
+		if n.ID == lostNode {
+			h.fn.nodes[i].Schedulable = false
+		}
+	}
+	h.round("part lost")
+	l := h.fs.leases[k]
+	if l.Revoke == nil || !strings.Contains(l.Revoke.Reason, "gang broken") {
+		t.Fatalf("lease after a lost part: %+v", l)
+	}
+	for i := range 10 {
+		h.round("requeue " + strconv.Itoa(i))
+	}
+	again, ok := h.fs.leases[k]
+	if !ok || again.LeaseID == first.LeaseID || again.Revoke != nil {
+		t.Fatalf("not granted again: %+v (status %+v)", again, h.fs.statuses[k])
+	}
+	if again.OnNode(lostNode) {
+		t.Fatalf("granted again on the dead node: %s", again.NodeNames())
+	}
+	if n := len(h.fn.running("gang")); n != 2 {
+		t.Fatalf("%d parts run, want 2", n)
+	}
+	if rec := h.fs.records[k]; rec.Preemptions != 1 {
+		t.Errorf("record counts %d preemptions, want 1 (the broken run)", rec.Preemptions)
+	}
+}
+
+// A gang that Nomad does not place whole within the timeout is taken back.
+func TestGangIncompletePlacementTimesOut(t *testing.T) {
+	h := newClusterHarness(t, 2, 8, gangStack(t, "fifo"))
+	h.config.GangPlaceTimeout = 5 * time.Second
+	h.restart()
+	h.fn.submit("gang", 16, "be", "1s")
+	h.round("grant")
+	k := core.JobKey{Namespace: "default", ID: "gang"}
+	// Nomad placed only one part.
+	as := h.fn.allocs[k]
+	as[1].ClientStatus, as[1].Started = "pending", time.Time{}
+	h.fn.allocs[k] = as[:1]
+	for i := range 5 {
+		h.round(fmt.Sprint("waiting ", i))
+		if l := h.fs.leases[k]; l.Revoke != nil {
+			t.Fatalf("taken back after %d s, before the timeout", i+1)
+		}
+	}
+	h.round("timeout")
+	h.round("timeout")
+	if l := h.fs.leases[k]; l.Revoke == nil || !strings.Contains(l.Revoke.Reason, "placed 1 of its 2 parts") {
+		t.Fatalf("lease %+v, want revoked as incomplete", l)
+	}
+}
+
+// A one-node job whose allocation is lost (its node died) re-queues and
+// runs on another node; its lease is released only once Nomad reports the
+// allocation lost.
+func TestLostAllocationRequeues(t *testing.T) {
+	h := newClusterHarness(t, 2, 8, gangStack(t, "fifo"))
+	h.fn.submit("solo", 8, "be", "5s")
+	h.round("grant")
+	k := core.JobKey{Namespace: "default", ID: "solo"}
+	first := h.fs.leases[k]
+	// The node stops heartbeating: not schedulable, the allocation still
+	// "running" until Nomad marks it lost. The lease stays.
+	for i, n := range h.fn.nodes {
+		if n.ID == first.NodeID {
+			h.fn.nodes[i].Schedulable = false
+		}
+	}
+	h.round("node down")
+	if l := h.fs.leases[k]; l.LeaseID != first.LeaseID || l.Revoke != nil {
+		t.Fatalf("lease changed before the allocation was lost: %+v", l)
+	}
+	for _, a := range h.fn.allocs[k] {
+		a.ClientStatus = "lost"
+	}
+	for i := range 4 {
+		h.round("lost " + strconv.Itoa(i))
+	}
+	l, ok := h.fs.leases[k]
+	if !ok || l.LeaseID == first.LeaseID || l.NodeID == first.NodeID {
+		t.Fatalf("lease %+v (status %+v): want a new lease on the other node", l, h.fs.statuses[k])
+	}
+	if n := len(h.fn.running("solo")); n != 1 {
+		t.Fatalf("%d allocations run, want 1", n)
+	}
+}
