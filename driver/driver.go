@@ -386,6 +386,9 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	go h.run()
 	if leases != nil {
 		go h.reportCheckpoints(d.ctx, leases, d.checkpointReportPeriod)
+		if pr, ok := leases.(ProgressReporter); ok && gangVars[EnvGangRank] == "0" && proto.checkpointDir != "" {
+			go h.reportProgress(d.ctx, pr, d.checkpointReportPeriod, intent.Iterations)
+		}
 	}
 	if resume != "" {
 		d.emit(cfg, eventResuming, map[string]string{"checkpoint": resume, "restart_count": strconv.Itoa(restarts)})

@@ -41,8 +41,22 @@ type fakeLeases struct {
 	readErr error
 	jobErr  error
 
-	mu      sync.Mutex
-	reports []lease.CheckpointRecord
+	mu         sync.Mutex
+	reports    []lease.CheckpointRecord
+	progressed []lease.ProgressRecord
+}
+
+func (f *fakeLeases) ReportProgress(_ context.Context, rec lease.ProgressRecord) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.progressed = append(f.progressed, rec)
+	return nil
+}
+
+func (f *fakeLeases) progress() []lease.ProgressRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.progressed)
 }
 
 func (f *fakeLeases) JobLease(_ context.Context, namespace, jobID string) (*lease.JobLease, error) {

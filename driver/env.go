@@ -85,6 +85,9 @@ func taskEnv(cfg *drivers.TaskConfig, in spec.Intent, gpuIDs []string, ck checkp
 		EnvNoticeFile:    ck.notice,
 		EnvRestartCount:  strconv.Itoa(ck.restarts),
 	})
+	if ck.dir != "" {
+		env[EnvProgressFile] = filepath.Join(ck.dir, ProgressFileName)
+	}
 	maps.Copy(env, gang)
 	out := make([]string, 0, len(env))
 	for k, v := range env {

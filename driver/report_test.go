@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,4 +46,63 @@ func TestCheckpointsArePublished(t *testing.T) {
 	out := readEventually(t, log, ", exiting")
 	last := got[len(got)-1].Name
 	must.StrContains(t, out, "checkpointed at step "+strings.TrimLeft(strings.TrimPrefix(last, "step-"), "0")+", exiting")
+}
+
+// A running task's progress file is published with the rate the driver
+// measured; the stanza's iterations stand in for a total the workload does
+// not give.
+func TestProgressIsPublished(t *testing.T) {
+	bin := buildHello(t)
+	leases := &fakeLeases{leases: leasedTo(testJob, "GPU-0")}
+	e := newTestEnv(t, true, leases)
+	e.d.checkpointReportPeriod = 50 * time.Millisecond
+	task, tc := newTask(testJob, "", spec.Stanza{GPUs: 1, GracePeriod: "10s", Iterations: 400}, "GPU-0")
+	tc.Command, tc.Args = bin, []string{"-steps", "400", "-step-time", "5ms"}
+	_, err := e.start(t, task, tc, true)
+	must.NoError(t, err)
+	e.wait(t, task.ID, 20*time.Second)
+	time.Sleep(100 * time.Millisecond) // the report after the exit
+	got := leases.progress()
+	must.GreaterEq(t, 2, len(got), must.Sprintf("reports: %+v", got))
+	last := got[len(got)-1]
+	must.Eq(t, int64(400), last.Iteration)
+	must.Eq(t, int64(400), last.Total)
+	must.Eq(t, task.AllocID, last.AllocID)
+	must.NotNil(t, last.Loss)
+	// 5 ms steps: about 200 iterations a second (slower on a loaded machine).
+	must.Between(t, 20, last.Rate, 400)
+	must.Eq(t, 0.0, last.Remaining())
+}
+
+func TestProgressMeter(t *testing.T) {
+	it := func(n int64) *int64 { return &n }
+	m := &progressMeter{stanzaIter: 1000}
+	t0 := time.Unix(1000, 0)
+	rec, changed := m.observe(progressReport{Iteration: it(100)}, t0)
+	must.True(t, changed)
+	must.Eq(t, 0.0, rec.Rate)
+	must.Eq(t, int64(1000), rec.Total)
+	must.Eq(t, -1.0, rec.Remaining())
+	m.last = rec
+	rec, _ = m.observe(progressReport{Iteration: it(300)}, t0.Add(10*time.Second))
+	must.Eq(t, 20.0, rec.Rate)
+	must.Eq(t, 35.0, rec.Remaining())
+	m.last = rec
+	_, changed = m.observe(progressReport{Iteration: it(300)}, t0.Add(11*time.Second))
+	must.False(t, changed)
+	// The workload's own total wins; a count that went back restarts the rate.
+	rec, _ = m.observe(progressReport{Iteration: it(10), Total: 50}, t0.Add(12*time.Second))
+	must.Eq(t, int64(50), rec.Total)
+	must.Eq(t, 0.0, rec.Rate)
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, ProgressFileName)
+	_, ok, err := readProgress(path)
+	must.NoError(t, err)
+	must.False(t, ok)
+	for _, bad := range []string{`{"total": 5}`, `{"iteration": -1}`, `not json`} {
+		must.NoError(t, os.WriteFile(path, []byte(bad), 0o644))
+		_, _, err = readProgress(path)
+		must.Error(t, err, must.Sprint(bad))
+	}
 }

@@ -179,3 +179,19 @@ func (p *Planner) forget(ctx context.Context, r *round) error {
 	}
 	return nil
 }
+
+// withProgress gives a job what its progress reports tell: with a known
+// total and a measured rate, its remaining time (Remaining) and whole work
+// (Work), which perfect-knowledge policies and Themis's agents use; a job
+// that reports nothing keeps Remaining unknown (-1).
+func withProgress(cj core.Job, progress map[core.JobKey]lease.ProgressRecord) core.Job {
+	pr, ok := progress[cj.Key]
+	if !ok {
+		return cj
+	}
+	if left := pr.Remaining(); left >= 0 {
+		cj.Remaining = left
+		cj.Work = float64(pr.Total) / pr.Rate
+	}
+	return cj
+}

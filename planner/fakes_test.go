@@ -244,6 +244,7 @@ type fakeStore struct {
 	recIndex map[core.JobKey]uint64
 	statuses map[core.JobKey]consul.JobStatus
 	ckpts    map[core.JobKey]lease.CheckpointRecord
+	progress map[core.JobKey]lease.ProgressRecord
 }
 
 func newFakeStore() *fakeStore {
@@ -350,6 +351,10 @@ func (s *fakeStore) DeleteRecord(_ context.Context, k core.JobKey) error {
 
 func (s *fakeStore) Checkpoints(context.Context) (map[core.JobKey]lease.CheckpointRecord, error) {
 	return maps.Clone(s.ckpts), nil
+}
+
+func (s *fakeStore) Progress(context.Context) (map[core.JobKey]lease.ProgressRecord, error) {
+	return maps.Clone(s.progress), nil
 }
 
 func (s *fakeStore) Statuses(context.Context) ([]consul.JobStatus, error) {

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
 )
@@ -177,5 +179,31 @@ func TestLostAllocationRequeues(t *testing.T) {
 	}
 	if n := len(h.fn.running("solo")); n != 1 {
 		t.Fatalf("%d allocations run, want 1", n)
+	}
+}
+
+// A job's progress report gives it a remaining time in the core, which
+// SRTF orders by; a job that reports nothing stays unknown (-1).
+func TestProgressGivesRemainingTime(t *testing.T) {
+	h := newClusterHarness(t, 1, 8, gangStack(t, "fifo"))
+	h.fn.submit("reports", 2, "be", "5s")
+	h.fn.submit("silent", 2, "be", "5s")
+	h.fs.progress = map[core.JobKey]lease.ProgressRecord{
+		{Namespace: "default", ID: "reports"}: {Namespace: "default", JobID: "reports", Iteration: 100, Total: 1100, Rate: 10},
+	}
+	r, state, err := h.p.observe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r
+	got := map[string]core.Job{}
+	for _, j := range state.Jobs {
+		got[j.Key.ID] = j
+	}
+	if j := got["reports"]; j.Remaining != 100 || j.Work != 110 {
+		t.Errorf("reports: remaining %v, work %v; want 100 s of 110 s", j.Remaining, j.Work)
+	}
+	if j := got["silent"]; j.Remaining != -1 {
+		t.Errorf("silent: remaining %v, want -1 (unknown)", j.Remaining)
 	}
 }

@@ -55,6 +55,7 @@ type Store interface {
 	PutRecord(ctx context.Context, r consul.JobRecord) (consul.JobRecord, error)
 	DeleteRecord(ctx context.Context, k core.JobKey) error
 	Checkpoints(ctx context.Context) (map[core.JobKey]lease.CheckpointRecord, error)
+	Progress(ctx context.Context) (map[core.JobKey]lease.ProgressRecord, error)
 	Statuses(ctx context.Context) ([]consul.JobStatus, error)
 	PutStatus(ctx context.Context, st consul.JobStatus) error
 	DeleteStatus(ctx context.Context, k core.JobKey) error

@@ -26,6 +26,8 @@ type round struct {
 	// checkpoints are the jobs' newest complete checkpoints, as the task
 	// driver published them.
 	checkpoints map[core.JobKey]lease.CheckpointRecord
+	// progress is how far each job has come, as its workload reported.
+	progress map[core.JobKey]lease.ProgressRecord
 	// held maps each GPU that a lease being torn down still holds (a job
 	// checkpointing after a revoke, or a stopped job's allocation not yet
 	// terminal) to that lease. The decision core sees these GPUs as free,
@@ -105,13 +107,17 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 	if err != nil {
 		return nil, core.State{}, err
 	}
+	progress, err := p.cfg.Store.Progress(ctx)
+	if err != nil {
+		return nil, core.State{}, err
+	}
 	snap, err := p.cfg.Nomad.Snapshot(ctx)
 	if err != nil {
 		return nil, core.State{}, err
 	}
 	r := &round{
 		now: p.cfg.Now(), snap: snap, jobs: map[core.JobKey]*nomad.Job{}, nodes: map[string]core.Node{},
-		leases: leases, records: records, checkpoints: checkpoints,
+		leases: leases, records: records, checkpoints: checkpoints, progress: progress,
 		held: map[string]lease.JobLease{}, status: map[core.JobKey]consul.JobStatus{},
 	}
 	for _, n := range snap.Nodes {
@@ -212,9 +218,9 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 	}
 	if phase == core.Granted {
 		r.status[j.Key] = consul.JobStatus{State: "granted", Node: l.NodeNames(), GPUs: l.GPUs, LeaseID: l.LeaseID, Preemptions: rec.Preemptions}
-		return p.account(j, phase, rec, &l, r.snap.Allocs[j.Key], r.checkpoints[j.Key], r.now), true
+		return withProgress(p.account(j, phase, rec, &l, r.snap.Allocs[j.Key], r.checkpoints[j.Key], r.now), r.progress), true
 	}
-	return p.account(j, phase, rec, nil, nil, lease.CheckpointRecord{}, r.now), true
+	return withProgress(p.account(j, phase, rec, nil, nil, lease.CheckpointRecord{}, r.now), r.progress), true
 }
 
 // act carries out the decision's actions in order: releases, promotions,

@@ -18,7 +18,9 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 
 	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/httpapi"
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 type statusCommand struct{ ui cli.Ui }
@@ -92,16 +94,22 @@ func (c *statusCommand) Run(args []string) int {
 		printQueue(os.Stdout, queueFromStatuses(sts))
 		return 0
 	}
+	progress, err := consul.NewStore(cc).Progress(ctx)
+	if err != nil {
+		c.ui.Error("themis status: " + err.Error())
+		return 1
+	}
 	sort.Slice(sts, func(i, j int) bool { return sts[i].Since.Before(sts[j].Since) })
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "JOB\tSTATE\tSINCE\tNODE\tGPUS\tPREEMPTED\tREASON")
+	fmt.Fprintln(w, "JOB\tSTATE\tSINCE\tNODE\tGPUS\tPREEMPTED\tPROGRESS\tREASON")
 	for _, st := range sts {
 		reason := st.Reason
 		if !st.Deadline.IsZero() {
 			reason += "; checkpointing until " + st.Deadline.Local().Format(time.TimeOnly)
 		}
-		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\n", st.Namespace, st.JobID, st.State,
-			st.Since.Local().Format(time.TimeOnly), dash(st.Node), dash(strings.Join(st.GPUs, ",")), st.Preemptions, dash(reason))
+		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", st.Namespace, st.JobID, st.State,
+			st.Since.Local().Format(time.TimeOnly), dash(st.Node), dash(strings.Join(st.GPUs, ",")), st.Preemptions,
+			dash(showProgress(progress[core.JobKey{Namespace: st.Namespace, ID: st.JobID}])), dash(reason))
 	}
 	w.Flush()
 	return 0
@@ -146,4 +154,24 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// showProgress is a job's progress report in a few characters:
+// "1200/5000 it, 12.5 it/s, loss 0.53", "" when it reports none.
+func showProgress(p lease.ProgressRecord) string {
+	if p.At.IsZero() {
+		return ""
+	}
+	out := strconv.FormatInt(p.Iteration, 10)
+	if p.Total > 0 {
+		out += "/" + strconv.FormatInt(p.Total, 10)
+	}
+	out += " it"
+	if p.Rate > 0 {
+		out += fmt.Sprintf(", %.3g it/s", p.Rate)
+	}
+	if p.Loss != nil {
+		out += fmt.Sprintf(", loss %.3g", *p.Loss)
+	}
+	return out
 }

@@ -30,6 +30,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -109,6 +110,7 @@ func run(args []string) error {
 		fmt.Printf("hello: resumed from step %d\n", done)
 	}
 	notice := os.Getenv("THEMIS_NOTICE_FILE")
+	progress := os.Getenv("THEMIS_PROGRESS_FILE")
 
 	tick := time.NewTicker(max(o.stepTime, time.Nanosecond))
 	defer tick.Stop()
@@ -139,6 +141,9 @@ func run(args []string) error {
 		}
 		done++
 		fmt.Printf("hello: step %d/%d loss=%.4f\n", done, o.steps, loss(done, o.steps))
+		if !store.readOnly {
+			reportProgress(progress, done, o.steps, loss(done, o.steps))
+		}
 		if o.every > 0 && done%o.every == 0 {
 			if err := store.save(done, o.steps); err != nil {
 				return err
@@ -162,4 +167,19 @@ func signalName(s os.Signal) string {
 		}
 	}
 	return s.String()
+}
+
+// reportProgress tells the scheduler how far the job has come: the progress
+// file (THEMIS_PROGRESS_FILE), replaced whole so the driver never reads a
+// half-written one. Failures are not fatal: progress is advice.
+func reportProgress(path string, done, steps int, loss float64) {
+	if path == "" {
+		return
+	}
+	b, _ := json.Marshal(map[string]any{"iteration": done, "total": steps, "loss": loss})
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return
+	}
+	_ = os.Rename(tmp, path)
 }

@@ -93,6 +93,7 @@ func (s *Store) DeleteRecord(ctx context.Context, k core.JobKey) error {
 	ops := api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: RecordKey(k)}},
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: lease.CheckpointKey(k.Namespace, k.ID)}},
+		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: lease.ProgressKey(k.Namespace, k.ID)}},
 	}
 	_, err := s.txnOps(ctx, "delete the records of "+k.String(), ops)
 	return err
@@ -143,6 +144,16 @@ func (s *Store) Checkpoints(ctx context.Context) (map[core.JobKey]lease.Checkpoi
 	out := map[core.JobKey]lease.CheckpointRecord{}
 	err := list(ctx, s, lease.CheckpointPrefix(), func(c lease.CheckpointRecord, _ uint64) {
 		out[core.JobKey{Namespace: c.Namespace, ID: c.JobID}] = c
+	})
+	return out, err
+}
+
+// Progress lists the jobs' progress records (lease.ProgressKey), as the
+// task drivers published them.
+func (s *Store) Progress(ctx context.Context) (map[core.JobKey]lease.ProgressRecord, error) {
+	out := map[core.JobKey]lease.ProgressRecord{}
+	err := list(ctx, s, lease.ProgressPrefix(), func(p lease.ProgressRecord, _ uint64) {
+		out[core.JobKey{Namespace: p.Namespace, ID: p.JobID}] = p
 	})
 	return out, err
 }

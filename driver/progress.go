@@ -1,0 +1,156 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/themis-nomad/themis/planner/lease"
+)
+
+// Progress. A workload tells the scheduler how far it has come by writing
+// a small JSON object to the file THEMIS_PROGRESS_FILE names (in its
+// checkpoint dir), replacing it whole (write a temp file, rename):
+//
+//	{"iteration": 1200, "total": 5000, "loss": 0.53}
+//
+// iteration is required; total (iterations planned; default: the stanza's
+// iterations) and loss are optional. The driver reads the file every
+// report period and publishes what changed, with the iteration rate it
+// measured, to Consul (lease.ProgressKey), where the planner estimates the
+// job's remaining time from it and `themis status` shows it. A workload
+// that reports nothing is still scheduled (docs/themis.md). Only rank 0 of
+// a multi-node gang reports.
+
+// ProgressFileName is the progress file's name in the checkpoint dir.
+const ProgressFileName = "themis-progress.json"
+
+// EnvProgressFile names the progress file in a task's environment.
+const EnvProgressFile = "THEMIS_PROGRESS_FILE"
+
+// ProgressReporter publishes progress records; ConsulLeases implements it.
+type ProgressReporter interface {
+	ReportProgress(ctx context.Context, rec lease.ProgressRecord) error
+}
+
+// progressReport is the progress file's content.
+type progressReport struct {
+	Iteration *int64   `json:"iteration"`
+	Total     int64    `json:"total"`
+	Loss      *float64 `json:"loss"`
+}
+
+// readProgress reads and checks a progress file; ok is false when there is
+// none yet.
+func readProgress(path string) (progressReport, bool, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return progressReport{}, false, nil
+	}
+	if err != nil {
+		return progressReport{}, false, err
+	}
+	var r progressReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return progressReport{}, false, fmt.Errorf("progress file %s: %w", path, err)
+	}
+	if r.Iteration == nil || *r.Iteration < 0 || r.Total < 0 {
+		return progressReport{}, false, fmt.Errorf("progress file %s: want {\"iteration\": <n >= 0>, \"total\": <n >= 0, optional>, \"loss\": <number, optional>}", path)
+	}
+	return r, true, nil
+}
+
+// progressMeter turns successive reports into records with a rate.
+type progressMeter struct {
+	first      int64
+	firstAt    time.Time
+	last       lease.ProgressRecord
+	stanzaIter int64
+}
+
+// observe returns the record for report r read at now, and whether it
+// differs from the last one published.
+func (m *progressMeter) observe(r progressReport, now time.Time) (lease.ProgressRecord, bool) {
+	it := *r.Iteration
+	if m.firstAt.IsZero() || it < m.first {
+		m.first, m.firstAt = it, now // first report, or the workload restarted its count
+	}
+	rec := lease.ProgressRecord{Iteration: it, Total: r.Total, Loss: r.Loss, At: now.UTC()}
+	if rec.Total == 0 {
+		rec.Total = m.stanzaIter
+	}
+	if d := now.Sub(m.firstAt).Seconds(); d > 0 && it > m.first {
+		rec.Rate = float64(it-m.first) / d
+	}
+	changed := rec.Iteration != m.last.Iteration || rec.Total != m.last.Total || !sameLoss(rec.Loss, m.last.Loss)
+	return rec, changed
+}
+
+func sameLoss(a, b *float64) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// reportProgress publishes the task's progress through r whenever the
+// progress file changes (looked at every period), until the task exits or
+// ctx ends.
+func (h *taskHandle) reportProgress(ctx context.Context, r ProgressReporter, period time.Duration, iterations int) {
+	path := filepath.Join(h.proto.checkpointDir, ProgressFileName)
+	m := &progressMeter{stanzaIter: int64(iterations)}
+	warned := false
+	look := func() {
+		rep, ok, err := readProgress(path)
+		if err != nil {
+			if !warned {
+				h.logger.Warn("ignoring a malformed progress file", "error", err)
+				warned = true
+			}
+			return
+		}
+		if !ok {
+			return
+		}
+		rec, changed := m.observe(rep, time.Now())
+		if !changed {
+			return
+		}
+		rec.Namespace, rec.JobID, rec.AllocID = h.cfg.Namespace, h.cfg.JobID, h.cfg.AllocID
+		rctx, cancel := context.WithTimeout(ctx, consulTimeout)
+		defer cancel()
+		if err := r.ReportProgress(rctx, rec); err != nil {
+			h.logger.Warn("cannot publish the task's progress; retrying", "error", err)
+			return
+		}
+		m.last = rec
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.done:
+			look()
+			return
+		case <-t.C:
+			look()
+		}
+	}
+}
+
+// ReportProgress writes the job's progress record (lease.ProgressKey).
+func (c *ConsulLeases) ReportProgress(ctx context.Context, rec lease.ProgressRecord) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	key := lease.ProgressKey(rec.Namespace, rec.JobID)
+	if _, err := c.kv.Put(&api.KVPair{Key: key, Value: v}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	return nil
+}
