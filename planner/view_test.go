@@ -124,3 +124,20 @@ func TestViewVirtualClusters(t *testing.T) {
 		t.Errorf("queue %+v", v.Queue)
 	}
 }
+
+// A gang's lease spans nodes: the view's lease keeps its parts, and its
+// grant names every node.
+func TestViewGang(t *testing.T) {
+	h := newClusterHarness(t, 3, 8, gangStack(t, "fifo"))
+	var v View
+	h.config.OnRound = func(nv View) { v = nv }
+	h.restart()
+	h.fn.submit("gang", 16, "be", "10s")
+	h.round("grant")
+	if len(v.Leases) != 1 || len(v.Leases[0].Parts) != 2 || len(v.Leases[0].GPUs) != 16 {
+		t.Fatalf("leases %+v", v.Leases)
+	}
+	if len(v.Events) != 1 || v.Events[0].Kind != EventGrant || strings.Count(v.Events[0].Node, ",") != 1 || len(v.Events[0].GPUs) != 16 {
+		t.Errorf("events %+v: want one grant naming both nodes", v.Events)
+	}
+}

@@ -62,6 +62,15 @@ func TestEndpointShapes(t *testing.T) {
 			{[]any{"vcs", 0, "virtual_cells", 2, "state"}, "reserved"},
 			{[]any{"vcs", 0, "virtual_cells", 2, "jobs"}, nil},
 		}},
+		{"nodes of a gang", "/v1/nodes", gangFixture, 200, []want{
+			{[]any{"nodes", 0, "gpus", 0, "job"}, "default/g"},
+			{[]any{"nodes", 1, "gpus", 0, "job"}, "default/g"},
+			{[]any{"nodes", 1, "gpus", 0, "lease_id"}, "L-g"},
+		}},
+		{"leases of a gang", "/v1/leases", gangFixture, 200, []want{
+			{[]any{"leases", 0, "parts", 1, "node_name"}, "node-2"},
+			{[]any{"leases", 0, "parts", 1, "gpus", 0}, "b0"},
+		}},
 		{"queue", "/v1/queue", fixture, 200, []want{
 			{[]any{"policy"}, "fitgpp"},
 			{[]any{"vcs", 0, "vc"}, ""},

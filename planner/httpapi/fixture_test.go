@@ -143,3 +143,18 @@ func at(t *testing.T, v any, path ...any) any {
 	}
 	return v
 }
+
+// gangFixture is a view with a two-node gang holding one GPU on each node.
+func gangFixture() planner.View {
+	return planner.View{
+		Time: t0, Decided: true, Policy: "fifo", Placement: "free",
+		Nodes: []core.Node{
+			{ID: "n1", Name: "node-1", Schedulable: true, GPUs: []core.GPU{{ID: "a0", Healthy: true}}},
+			{ID: "n2", Name: "node-2", Schedulable: true, GPUs: []core.GPU{{ID: "b0", Healthy: true}}},
+		},
+		Leases: []lease.JobLease{{LeaseID: "L-g", Namespace: "default", JobID: "g", NodeID: "n1", NodeName: "node-1",
+			GPUs: []string{"a0", "b0"}, GrantedAt: t0, Parts: []lease.Part{
+				{NodeID: "n1", NodeName: "node-1", GPUs: []string{"a0"}}, {NodeID: "n2", NodeName: "node-2", GPUs: []string{"b0"}}}}},
+		Jobs: []planner.JobView{{Key: key("g"), Valid: true, GPUs: 2, Status: consul.JobStatus{State: "granted", Node: "node-1,node-2"}}},
+	}
+}
