@@ -125,7 +125,13 @@ func runMain(m *testing.M) int {
 	defer apiSrv.Close()
 	env.apiURL = apiSrv.URL
 	startPlanner(plannerSetup{policy: core.FIFO{}})
+	// The invariant watcher runs for the whole run: a violation it sees
+	// fails the run (check_test.go).
+	watcher := startSuiteWatcher()
 	code := m.Run()
+	if finishSuiteWatcher(watcher) {
+		code = 1
+	}
 	if err := stopPlanner(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: planner:", err)
 		code = 1

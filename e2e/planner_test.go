@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -34,8 +35,12 @@ func startPlanner(s plannerSetup) {
 	if st == nil {
 		st = &stack.Stack{Policy: s.policy}
 	}
+	nc := nomad.NewClient(env.nomad, "", env.log.Named("nomad"))
+	// raw_exec jobs keep checkpoints where the dev agent's themis driver
+	// does (nomad-dev.hcl.tmpl's checkpoint_root).
+	nc.SetForeignCheckpoints(nomad.ForeignCheckpoints{Root: filepath.Join(env.work, "stack", "checkpoints")})
 	p := planner.New(planner.Config{
-		Nomad:          nomad.NewClient(env.nomad, "", env.log.Named("nomad")),
+		Nomad:          nc,
 		Store:          consul.NewStore(env.consul),
 		Stack:          st,
 		Resync:         5 * time.Second,

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/httpapi"
+	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -125,4 +127,88 @@ func socketOf(idx map[string]int, gpus []string) int {
 		s = k
 	}
 	return s
+}
+
+// twoPoliciesDevNode gives the dev node's two sockets to two teams with
+// policies of their own: vision runs FitGpp, speech Tiresias-LAS with one
+// threshold at 8 GPU-seconds (2 s of a 4-GPU job).
+const twoPoliciesDevNode = `
+vc "vision" {
+  policy = "fitgpp"
+  cells {
+    type  = "socket4"
+    count = 1
+  }
+}
+vc "speech" {
+  policy = "tiresias-las"
+  knobs  = { "tiresias.queues" = "8" }
+  cells {
+    type  = "socket4"
+    count = 1
+  }
+}
+`
+
+// Two VCs with different policies behave as their policies say, in the same
+// planner: in vision (fitgpp) a trial-and-error job preempts the running
+// best-effort job, which FIFO would have let it wait for; in speech
+// (tiresias-las) a new job preempts the running one that has left the
+// first queue. Each newcomer runs in its own VC's cells, one socket, on
+// GPUs the victims held; each victim is suspended once, and its revoke
+// names its VC's policy and the job it made room for.
+func TestVCPoliciesLive(t *testing.T) {
+	vcs, err := hived.ParseConfig("two-policies.hcl", []byte(twoPoliciesDevNode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := stack.Build("fifo", stack.Options{Knobs: core.Knobs{}, VCs: vcs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	useStack(t, st)
+	be, te, s1, s2 := "e2e-vcpol-be", "e2e-vcpol-te", "e2e-vcpol-s1", "e2e-vcpol-s2"
+	trainJob{gpus: 4, vc: "vision", grace: "3s", steps: 3000}.run(t, be)
+	trainJob{gpus: 4, vc: "speech", grace: "3s", steps: 3000}.run(t, s1)
+	waitRunning(t, be, 60*time.Second)
+	waitRunning(t, s1, 60*time.Second)
+	beLease, s1Lease := jobLease(t, be), jobLease(t, s1)
+	beSeen, s1Seen := watchLease(t, be), watchLease(t, s1)
+	// s1 leaves Tiresias's first queue after 8 GPU-seconds.
+	time.Sleep(3 * time.Second)
+
+	trainJob{gpus: 4, vc: "vision", class: "te", steps: 30}.run(t, te)
+	trainJob{gpus: 4, vc: "speech", steps: 150}.run(t, s2)
+	idx := gpuIndexes(t)
+	var granted []string
+	for _, c := range []struct {
+		victim, newcomer, vc, policy string
+		seen                         func() []lease.JobLease
+	}{
+		{be, te, "vision", "fitgpp", beSeen},
+		{s1, s2, "speech", "tiresias-las", s1Seen},
+	} {
+		l := waitLeaseOf(t, c.newcomer, 30*time.Second)
+		rv := revokeOf(c.seen())
+		if rv == nil || !strings.Contains(rv.Reason, "preempted by "+c.policy) || !strings.Contains(rv.Reason, c.newcomer) {
+			t.Errorf("%s's revoke: %+v, want it preempted by %s for %s", c.victim, rv, c.policy, c.newcomer)
+		}
+		if len(l.Cells) != 4 || !strings.HasPrefix(l.Cells[0], c.vc+"/") {
+			t.Errorf("%s's lease: cells %v, want 4 of %s's", c.newcomer, l.Cells, c.vc)
+		}
+		if socketOf(idx, l.GPUs) < 0 {
+			t.Errorf("%s's GPUs %v span sockets", c.newcomer, l.GPUs)
+		}
+		granted = append(granted, l.GPUs...)
+		eventually(t, 20*time.Second, c.victim+" to be suspended", func() (bool, error) {
+			s := jobStatus(t, c.victim)
+			return s != nil && s.State == "suspended" && s.Preemptions == 1, nil
+		})
+	}
+	// The newcomers run on the GPUs their victims held (with both victims
+	// stopping at once, HiveD may bind either VC's cell to either socket).
+	held := append(slices.Clone(beLease.GPUs), s1Lease.GPUs...)
+	if got, want := slices.Sorted(slices.Values(granted)), slices.Sorted(slices.Values(held)); !slices.Equal(got, want) {
+		t.Errorf("the newcomers got GPUs %v, want those their victims held, %v", got, want)
+	}
 }

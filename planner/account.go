@@ -142,13 +142,12 @@ func (p *Planner) promote(ctx context.Context, r *round, k core.JobKey) error {
 // learned lives in the planner's memory only: give tiresias.gittins_dist
 // for a ranking that survives a planner restart.
 func (p *Planner) learn(r *round, k core.JobKey, l lease.JobLease) {
-	lr, ok := p.stack().Policy.(core.Learner)
 	rec, known := r.records[k]
-	if !ok || !known {
+	if !known {
 		return
 	}
 	run, _ := leaseRun(l, r.snap.Allocs[k], r.now)
-	lr.Observe(rec.Attained + run.Seconds()*float64(len(l.GPUs)))
+	core.Observe(p.stack().Policy, l.VC, rec.Attained+run.Seconds()*float64(len(l.GPUs)))
 }
 
 // dropRecord deletes a finished job's record.

@@ -72,7 +72,8 @@ func (w *twin) state() string {
 // random rounds; after every round the twins' leases (GPUs, virtual cells,
 // revokes), allocations, job records and statuses must be the same, and no
 // task runs without its lease. The stacks cover the non-preemptive,
-// make-room, preemptive and virtual-cluster paths; rand (its generator) and
+// make-room, preemptive and virtual-cluster paths, a preemptive policy
+// inside virtual clusters, and VCs with policies of their own; rand (its generator) and
 // tiresias-gittins without a distribution file (what it learned) keep state
 // in memory and are left out: see docs/design.md.
 func TestRestartEquivalence(t *testing.T) {
@@ -87,25 +88,44 @@ func TestRestartEquivalence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	policies, err := hived.ParseConfig("two-policies.hcl", []byte(twoPoliciesTwoNodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiresias := mustKnobs(t, "tiresias.queues=60s", "tiresias.promote_knob=4")
 	stacks := map[string]stack.Options{
-		"fifo": {}, "fitgpp": {}, "las": {}, "tiresias-las": {Knobs: mustKnobs(t, "tiresias.queues=60s", "tiresias.promote_knob=4")},
-		"fifo+hived": {VCs: vcs},
+		"fifo": {}, "fitgpp": {}, "las": {}, "tiresias-las": {Knobs: tiresias},
+		"fifo+hived": {VCs: vcs}, "tiresias-las+hived": {Knobs: tiresias, VCs: vcs},
+		// Per-VC policies: vision runs fitgpp, speech tiresias-las.
+		"fifo+vc-policies": {VCs: policies},
 	}
 	for _, name := range slices.Sorted(maps.Keys(stacks)) {
 		opts := stacks[name]
 		t.Run(name, func(t *testing.T) {
-			st, err := stack.Build(strings.TrimSuffix(name, "+hived"), opts)
+			policy, _, _ := strings.Cut(name, "+")
+			st, err := stack.Build(policy, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
+			revoked := 0
 			for trial := range trials {
-				restartTrial(t, st, int64(trial))
+				if restartTrial(t, st, int64(trial)) {
+					revoked++
+				}
+			}
+			// The preemptive stacks' paths are exercised: some trials
+			// take a guaranteed job's lease back (the policy's doing, not
+			// HiveD evicting an opportunistic job).
+			if policy != "fifo" && revoked == 0 {
+				t.Errorf("no trial of %d revoked a lease", trials)
 			}
 		})
 	}
 }
 
-func restartTrial(t *testing.T, st *stack.Stack, seed int64) {
+// restartTrial runs one random sequence; revoked says whether some
+// guaranteed job's lease was being taken back after some round.
+func restartTrial(t *testing.T, st *stack.Stack, seed int64) (revoked bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewSource(seed))
 	start := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
@@ -113,22 +133,40 @@ func restartTrial(t *testing.T, st *stack.Stack, seed int64) {
 	var log []string
 	vcs := []string{"vision", "speech"}
 	jobs := 0
+	prio := map[string]int{}
 	for round := range 25 {
 		switch r := rng.Intn(10); {
 		case r < 4 && jobs < 12:
 			id := fmt.Sprintf("j%02d", jobs)
 			jobs++
-			gpus := []int{1, 2, 4, 8}[rng.Intn(4)]
+			gpus := []int{1, 2, 4, 8, 16}[rng.Intn(5)] // 16: a gang on both nodes
 			class := []string{"be", "be", "te"}[rng.Intn(3)]
 			grace := []string{"0s", "3s", "10s"}[rng.Intn(3)]
-			vc, prio := "default", 0
+			vc, p := "default", 0
 			if st.VCs != nil {
-				vc, prio = vcs[rng.Intn(2)], []int{0, 0, -1}[rng.Intn(3)]
+				vc, p = vcs[rng.Intn(2)], []int{0, 0, -1}[rng.Intn(3)]
 			}
 			for _, w := range []*twin{a, b} {
-				w.fn.submitIn(id, gpus, class, grace, vc, prio)
+				w.fn.submitIn(id, gpus, class, grace, vc, p)
 			}
-			log = append(log, fmt.Sprintf("submit %s gpus=%d class=%s grace=%s vc=%s prio=%d", id, gpus, class, grace, vc, prio))
+			prio[id] = p
+			log = append(log, fmt.Sprintf("submit %s gpus=%d class=%s grace=%s vc=%s prio=%d", id, gpus, class, grace, vc, p))
+		case r == 6:
+			// A node dies under a job: its allocation is lost in both.
+			var running []string
+			for k := range a.fn.allocs {
+				if len(a.fn.running(k.ID)) > 0 && a.fn.running(k.ID)[0].stopAt.IsZero() {
+					running = append(running, k.ID)
+				}
+			}
+			slices.Sort(running)
+			if len(running) > 0 {
+				id := running[rng.Intn(len(running))]
+				for _, w := range []*twin{a, b} {
+					w.fn.running(id)[0].ClientStatus = "lost"
+				}
+				log = append(log, "lose "+id)
+			}
 		case r < 6:
 			var running []string
 			for k := range a.fn.allocs {
@@ -157,11 +195,15 @@ func restartTrial(t *testing.T, st *stack.Stack, seed int64) {
 			w.clock = w.clock.Add(step)
 			w.fn.settle()
 		}
+		for _, l := range a.fs.leases {
+			revoked = revoked || l.Revoke != nil && prio[l.JobID] >= 0
+		}
 		if sa, sb := a.state(), b.state(); sa != sb {
 			t.Fatalf("seed %d round %d: the restarted planner's cluster differs from the other's\nevents: %s\nrestarted:\n%s\nnever stopped:\n%s",
 				seed, round, strings.Join(log, "; "), sa, sb)
 		}
 	}
+	return revoked
 }
 
 const twoTeamsTwoNodes = `
@@ -172,6 +214,24 @@ vc "vision" {
   }
 }
 vc "speech" {
+  cells {
+    type  = "socket4"
+    count = 2
+  }
+}
+`
+
+const twoPoliciesTwoNodes = `
+vc "vision" {
+  policy = "fitgpp"
+  cells {
+    type  = "node8"
+    count = 1
+  }
+}
+vc "speech" {
+  policy = "tiresias-las"
+  knobs  = { "tiresias.queues" = "60s", "tiresias.promote_knob" = "4" }
   cells {
     type  = "socket4"
     count = 2

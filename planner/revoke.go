@@ -37,7 +37,15 @@ func (p *Planner) preempt(ctx context.Context, r *round, g core.Grant, d core.De
 	if !ok {
 		return fmt.Errorf("preempt %s: no lease in Consul", g.Job)
 	}
-	rv := lease.Revoke{Reason: fmt.Sprintf("preempted by %s%s", p.stack().Policy.Name(), beneficiaries(g, d))}
+	// A guaranteed job is preempted by its own VC's policy (only that
+	// ranks and makes room among its VC's guaranteed jobs).
+	pol := p.stack().Policy
+	if pv, ok := pol.(*core.PerVC); ok {
+		if j := r.jobs[g.Job]; j != nil && j.Err == nil && j.Intent.Priority >= 0 {
+			pol = pv.Of(l.VC)
+		}
+	}
+	rv := lease.Revoke{Reason: fmt.Sprintf("preempted by %s%s", pol.Name(), beneficiaries(g, d))}
 	return p.revoke(ctx, r, r.jobs[g.Job], l, rv)
 }
 

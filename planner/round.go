@@ -84,6 +84,12 @@ func (p *Planner) Reconcile(ctx context.Context) (err error) {
 		p.recheck = rc.NextChange(r.now, jobs)
 	}
 	p.act(ctx, r, d)
+	for k, st := range r.status {
+		if j := r.jobs[k]; j != nil && j.Foreign() {
+			st.Driver = j.Driver
+			r.status[k] = st
+		}
+	}
 	end = roundEnd{r: r, d: d}
 	r.fail(p.writeStatuses(ctx, r.status, r.now))
 	r.fail(p.forget(ctx, r))

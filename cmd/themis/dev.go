@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -163,5 +164,8 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 		// examples/agents/nomad-dev.hcl.tmpl and nomad-client.hcl.tmpl raise
 		// client.max_kill_timeout to 30m.
 		maxKillTimeout: 30 * time.Minute, restoreGuard: 10 * time.Second,
+		// raw_exec themis jobs checkpoint where the dev clients' themis
+		// driver does (checkpoint_root in the agent templates).
+		checkpointRoot: filepath.Join(o.dataDir, "checkpoints"), checkpointVolume: nomad.DefaultCheckpointVolume,
 	}, log.Named("planner"))
 }

@@ -24,6 +24,7 @@ func run(args []string) int {
 		"planner": func() (cli.Command, error) { return &plannerCommand{ui: ui}, nil },
 		"dev":     func() (cli.Command, error) { return &devCommand{ui: ui}, nil },
 		"status":  func() (cli.Command, error) { return &statusCommand{ui: ui}, nil },
+		"check":   func() (cli.Command, error) { return &checkCommand{ui: ui}, nil },
 		"sim":     func() (cli.Command, error) { return &simCommand{ui: ui}, nil },
 		"vcs":     func() (cli.Command, error) { return &vcsCommand{ui: ui}, nil },
 		"version": func() (cli.Command, error) { return &versionCommand{ui: ui}, nil },

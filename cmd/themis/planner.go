@@ -50,6 +50,7 @@ Options:
 
 type plannerOptions struct {
 	nomadAddr, consulAddr, policy, pendingPool, logLevel, id, vcConfig string
+	checkpointRoot, checkpointVolume                                   string
 	httpAddr, httpAdvertise                                            string
 	resync, maxKillTimeout, restoreGuard                               time.Duration
 	knobs                                                              stringList
@@ -62,12 +63,17 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	fs.StringVar(&o.consulAddr, "consul-addr", "", "Consul HTTP address (default $CONSUL_HTTP_ADDR or 127.0.0.1:8500)")
 	fs.StringVar(&o.policy, "policy", "fifo", "queue policy: "+strings.Join(stack.LiveNames(), ", "))
 	fs.Var(&o.knobs, "set", "policy knob key=value, as in `themis sim --set` (repeatable), e.g. fitgpp.max_preemptions=2")
-	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters (HCL, as `themis sim --vc-config`): HiveD cells per VC; SIGHUP reloads the file")
+	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters (HCL, as `themis sim --vc-config`): HiveD cells per VC, and optionally its own policy and knobs; SIGHUP reloads the file")
 	fs.DurationVar(&o.maxKillTimeout, "max-kill-timeout", 30*time.Second,
 		"the Nomad clients' client.max_kill_timeout: jobs asking for a longer grace_period are rejected (Nomad would cut it)")
 	fs.DurationVar(&o.restoreGuard, "restore-guard", 10*time.Second,
 		"a job resumed after a preemption runs this long before it may be preempted again")
 	fs.StringVar(&o.pendingPool, "pending-pool", nomad.DefaultPendingPool, "node pool in which themis jobs wait for a grant")
+	def := nomad.DefaultForeignCheckpoints()
+	fs.StringVar(&o.checkpointRoot, "checkpoint-root", def.Root,
+		"host directory of the checkpoint dirs of raw_exec themis tasks (the themis driver's checkpoint_root; docs/drivers.md)")
+	fs.StringVar(&o.checkpointVolume, "checkpoint-volume", def.Volume,
+		"client host volume mounted into exec and docker themis tasks for their checkpoints (docs/drivers.md)")
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "full reconcile period, on top of Nomad events")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&o.httpAddr, "http-addr", httpapi.DefaultAddr,
@@ -117,7 +123,7 @@ func policyByName(name string, settings []string, vcConfig string) (*stack.Stack
 	if err != nil {
 		return nil, fmt.Errorf("-policy %s: %w", name, err)
 	}
-	if err := knobs.Unused(core.KnobNamespaces...); err != nil {
+	if err := knobs.Unused(); err != nil {
 		return nil, fmt.Errorf("-set: %w", err)
 	}
 	if err := st.Live(); err != nil {
@@ -168,8 +174,10 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 			continue
 		}
 		log.Info("leading", "nomad", ncfg.Address, "consul", ccfg.Address, "policy", policy.Policy.Name(), "victims", policy.Victims)
+		ncl := nomad.NewClient(nc, o.pendingPool, log.Named("nomad"))
+		ncl.SetForeignCheckpoints(nomad.ForeignCheckpoints{Root: o.checkpointRoot, Volume: o.checkpointVolume})
 		cfg := planner.Config{
-			Nomad: nomad.NewClient(nc, o.pendingPool, log.Named("nomad")), Store: store,
+			Nomad: ncl, Store: store,
 			Stack: policy, Resync: o.resync, Log: log,
 			MaxKillTimeout: o.maxKillTimeout, RestoreGuard: o.restoreGuard,
 		}

@@ -171,3 +171,64 @@ func TestArrivalScale(t *testing.T) {
 		}
 	}
 }
+
+// TestVCPoliciesSimAndPlanner: `themis sim` runs the example per-VC-policy
+// config on the dev cluster, and a policy or knob is refused by `themis
+// sim` and `themis planner` with the same message, whether it is set on the
+// command line or in the VC config.
+func TestVCPoliciesSimAndPlanner(t *testing.T) {
+	example := filepath.Join("..", "..", "examples", "vcs", "two-policies.hcl")
+	o := simOptions{workload: "fitgpp", cluster: filepath.Join("..", "..", "examples", "topology", "dev-cluster.hcl"), vcConfig: example,
+		vcMode: "hived", policy: "fifo", out: t.TempDir(), seed: 1, quiet: true,
+		sets: stringList{"workload.vcs=trial,research", "workload.nodes=3", "workload.jobs=200"}}
+	if err := (&simCommand{ui: cli.NewMockUi()}).run(o); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(o.out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fifo+research=tiresias-las+trial=fitgpp", "| trial | 8 | 100 | 100 / 100 |"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	if _, err := policyByName("fifo", nil, example); err != nil {
+		t.Errorf("themis planner refuses the example: %v", err)
+	}
+
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, vc string
+		sets     []string
+		want     string
+	}{
+		{"misspelt knob", "", []string{"tiresias.queus=1h"}, "unknown setting(s) tiresias.queus"},
+		{"VC policy allocates", `policy = "themis"`, nil, `bad.hcl:2,10: vc "a": policy "themis" allocates GPUs itself`},
+		{"VC knob misspelt", `policy = "fitgpp"` + "\n" + `knobs = { "fitgpp.ss" = 1 }`, nil,
+			`bad.hcl:3,9: vc "a": policy "fitgpp": unknown setting(s) fitgpp.ss (did you mean fitgpp.s?)`},
+		{"VC knob of another policy", `policy = "fitgpp"` + "\n" + `knobs = { "tiresias.queues" = "1h" }`, nil,
+			`bad.hcl:3,9: vc "a": knobs: unknown setting(s) tiresias.queues (policy "fitgpp" reads no such knob)`},
+		{"VC policy unknown", `policy = "fit-gpp"`, nil, `bad.hcl:2,10: vc "a": policy "fit-gpp": unknown`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := filepath.Join(dir, "bad.hcl")
+			src := "vc \"a\" {\n" + tc.vc + "\ncells {\n  type = \"node8\"\n  count = 1\n}\n}\n"
+			if tc.vc == "" {
+				src = "vc \"a\" {\ncells {\n  type = \"node8\"\n  count = 1\n}\n}\n"
+			}
+			if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			so := o
+			so.vcConfig, so.out, so.sets = cfg, t.TempDir(), append(stringList{"workload.vcs=a", "workload.jobs=10"}, tc.sets...)
+			simErr := (&simCommand{ui: cli.NewMockUi()}).run(so)
+			_, liveErr := policyByName("fifo", tc.sets, cfg)
+			for what, err := range map[string]error{"sim": simErr, "planner": liveErr} {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s: error %v, want one containing %q", what, err, tc.want)
+				}
+			}
+		})
+	}
+}

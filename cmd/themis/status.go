@@ -107,6 +107,9 @@ func (c *statusCommand) Run(args []string) int {
 		if !st.Deadline.IsZero() {
 			reason += "; checkpointing until " + st.Deadline.Local().Format(time.TimeOnly)
 		}
+		if st.Driver != "" {
+			reason = strings.TrimPrefix(reason+"; driver "+st.Driver+": no lease check at start", "; ")
+		}
 		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", st.Namespace, st.JobID, st.State,
 			st.Since.Local().Format(time.TimeOnly), dash(st.Node), dash(strings.Join(st.GPUs, ",")), st.Preemptions,
 			dash(showProgress(progress[core.JobKey{Namespace: st.Namespace, ID: st.JobID}])), dash(reason))

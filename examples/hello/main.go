@@ -89,6 +89,13 @@ func run(args []string) error {
 	}
 
 	store := newStore(os.Getenv("THEMIS_CHECKPOINT_DIR"), o.checkpointTime)
+	if store.dir != "" {
+		// Under the themis driver the dir exists; under another driver
+		// (docs/drivers.md) the job's first run creates it.
+		if err := os.MkdirAll(store.dir, 0o700); err != nil {
+			return err
+		}
+	}
 	if store.dir == "" {
 		fmt.Println("hello: THEMIS_CHECKPOINT_DIR is not set; running without checkpoints")
 	}

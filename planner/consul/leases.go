@@ -168,6 +168,9 @@ type JobStatus struct {
 	// Preemptions counts the times the job was preempted.
 	Preemptions int       `json:"preemptions,omitempty"`
 	Since       time.Time `json:"since"`
+	// Driver is the task's driver when it is not the themis driver
+	// (docker, exec, raw_exec): no lease check guards its start.
+	Driver string `json:"driver,omitempty"`
 }
 
 // StatusPrefix is where job status records live.

@@ -23,7 +23,10 @@ type Planner struct {
 	// Placer, when set, places every job in place of the free set's own
 	// placement: virtual clusters' cells (HiveD) or GPU quotas. A queue then
 	// blocks per virtual cluster: one VC's blocked head holds up only its
-	// own jobs. Only non-preemptive policies run with a Placer.
+	// own jobs, and a VC's policy (Policy, or a PerVC's policy of the VC)
+	// preempts and makes room among that VC's guaranteed jobs (placed).
+	// Policies that allocate GPUs themselves (Allocator) do not run with a
+	// Placer.
 	Placer Placer
 	// Victims is how victims are chosen where the policy has a choice
 	// (knob preempt.victims; victims.go), and VictimTie how near two
@@ -58,6 +61,13 @@ type Placer interface {
 	// Placer may later preempt for a guaranteed one (Planner.Overflow); it
 	// preempts nothing. ok is false when the job must wait.
 	Overflow(j *Job, free *FreeGPUs) (g Grant, ok bool, why string)
+	// Guaranteed is the number of GPUs virtual cluster vc is guaranteed
+	// (its cells, or its quota): the budget of a preemptive VC policy.
+	Guaranteed(vc string) int
+	// Release frees a running job's placement: the decision preempts it
+	// (a VC policy's ranking, or room made for a job). Whoever applies
+	// the decision may release it again; that does nothing.
+	Release(job JobKey)
 }
 
 // Decide returns this round's actions, in the order they must be applied:
@@ -165,7 +175,9 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	}
 	p.Policy.Rank(now, active)
 	if p.Victims == LeastLostWork && p.Policy.Preemptive() {
-		if lv, ok := p.Policy.(Leveler); ok {
+		if pv, ok := p.Policy.(*PerVC); ok {
+			pv.keepMostLost(active)
+		} else if lv, ok := p.Policy.(Leveler); ok {
 			keepMostLost(active, lv.Level)
 		}
 	}
@@ -365,87 +377,6 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf 
 
 var runPool = sync.Pool{New: func() any { return new([]bool) }}
 
-// placed is the non-preemptive scheduler with a Placer: jobs in rank order,
-// each placed by the Placer, the queue blocking per virtual cluster.
-func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
-	heads := map[string]*Job{}
-	var preempts []Action
-	preempted := map[JobKey]bool{}
-	preempt := func(v JobKey) {
-		gi, held := grantOf[v]
-		if !held || preempted[v] {
-			return
-		}
-		preempted[v] = true
-		preempts = append(preempts, PreemptAction{Grant: grants[gi]})
-		free.give(grants[gi])
-	}
-	behind := func(j *Job) string {
-		if h := heads[j.VC]; h != nil {
-			return fmt.Sprintf("behind %s in virtual cluster %q's %s queue", h.Key, j.VC, p.Policy.Name())
-		}
-		return fmt.Sprintf("virtual cluster %q's %s queue is blocked", j.VC, p.Policy.Name())
-	}
-	vcs := p.Placer.WaitingVCs()
-	// Higher priorities are placed first (HiveD: guaranteed jobs before
-	// opportunistic ones, and inside a VC by priority), each in rank order:
-	// a job placed first could otherwise be evicted, in the same round, for
-	// a higher-priority job ranked after it, and be granted GPUs it never
-	// gets to use.
-	if !slices.IsSortedFunc(ranked, byPriority) {
-		ranked = slices.Clone(ranked)
-		slices.SortStableFunc(ranked, byPriority)
-	}
-	var blocked []*Job // jobs that did not start in their VC, for overflow
-	for i, j := range ranked {
-		if j.Phase != Queued {
-			continue
-		}
-		if vcs > 0 && len(heads) >= vcs {
-			// Every queue is blocked: the rest only waits.
-			if !p.ExplainWaits && !p.Overflow {
-				break
-			}
-			for _, j := range ranked[i:] {
-				if j.Phase == Queued {
-					p.wait(d, j, func() string { return behind(j) })
-					if p.Overflow {
-						blocked = append(blocked, j)
-					}
-				}
-			}
-			break
-		}
-		if heads[j.VC] != nil {
-			p.wait(d, j, func() string { return behind(j) })
-			if p.Overflow {
-				blocked = append(blocked, j)
-			}
-			continue
-		}
-		if never, why := p.Placer.Never(j); never {
-			p.wait(d, j, func() string { return why })
-			continue
-		}
-		g, ok, why := p.Placer.Place(j, free, preempt)
-		if !ok {
-			if p.Policy.Blocking() {
-				heads[j.VC] = j
-			}
-			p.wait(d, j, func() string { return why })
-			if p.Overflow {
-				blocked = append(blocked, j)
-			}
-			continue
-		}
-		d.Actions = append(d.Actions, GrantAction{Grant: g})
-	}
-	if len(blocked) > 0 {
-		p.overflow(d, blocked, free)
-	}
-	preemptFirst(d, preempts)
-}
-
 // overflow is the second pass of placed with Planner.Overflow: once every
 // job that fits its virtual cluster has been placed (so none of them can
 // evict, this round, a job that overflows), the jobs that did not start try
@@ -463,7 +394,7 @@ func (p Planner) overflow(d *Decision, blocked []*Job, free *FreeGPUs) {
 		}
 		g, ok, _ := p.Placer.Overflow(j, free)
 		if !ok {
-			if p.Policy.Blocking() {
+			if p.policyOf(j).Blocking() {
 				stop[j.VC] = true
 			}
 			continue

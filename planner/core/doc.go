@@ -22,6 +22,12 @@
 //	   v
 //	Decision: actions (Release, Grant) + why each waiting job waits
 //
+// With virtual clusters (Planner.Placer: HiveD's cells, GPU quotas) the
+// placer places every job, and each VC's jobs are ranked, preempted and
+// given room by its own policy (the Planner's, or a PerVC's policy of the
+// VC): run sets and room inside each VC, then placement in priority order
+// (placed.go, pervc.go).
+//
 // Actions are ordered: all releases come before any grant, so an actuator that
 // applies them in order never grants a GPU that is still leased.
 package core

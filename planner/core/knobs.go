@@ -15,11 +15,19 @@ import (
 type Knobs struct {
 	values map[string]string
 	used   map[string]bool
+	// asked records every key a getter asked for, set or not: the knobs
+	// that exist are those their owners read, so a misspelt one is
+	// matched against them (Unused's "did you mean") and no list of
+	// namespaces is kept here.
+	asked map[string]bool
+	// inherit, for Scoped knobs, is the parent's record of use, where the
+	// reads of the keys the scope does not override (own) are recorded too.
+	inherit, own map[string]bool
 }
 
 // ParseKnobs reads "key=value" settings; a later one overrides an earlier.
 func ParseKnobs(settings []string) (Knobs, error) {
-	k := Knobs{values: map[string]string{}, used: map[string]bool{}}
+	k := Knobs{values: map[string]string{}, used: map[string]bool{}, asked: map[string]bool{}}
 	for _, s := range settings {
 		key, val, ok := strings.Cut(s, "=")
 		key = strings.TrimSpace(key)
@@ -39,9 +47,12 @@ func (k Knobs) With(settings ...string) (Knobs, error) {
 	if err != nil {
 		return Knobs{}, err
 	}
-	out := Knobs{values: make(map[string]string, len(k.values)+len(extra.values)), used: k.used}
+	out := Knobs{values: make(map[string]string, len(k.values)+len(extra.values)), used: k.used, asked: k.asked}
 	if out.used == nil {
 		out.used = map[string]bool{}
+	}
+	if out.asked == nil {
+		out.asked = map[string]bool{}
 	}
 	for key, v := range k.values {
 		out.values[key] = v
@@ -54,12 +65,18 @@ func (k Knobs) With(settings ...string) (Knobs, error) {
 
 // Has reports whether a knob was set (and marks it used).
 func (k Knobs) Has(key string) bool {
+	if k.asked != nil {
+		k.asked[key] = true
+	}
 	if k.values == nil {
 		return false
 	}
 	_, ok := k.values[key]
 	if ok {
 		k.used[key] = true
+		if k.inherit != nil && !k.own[key] {
+			k.inherit[key] = true
+		}
 	}
 	return ok
 }
@@ -126,28 +143,127 @@ func (k Knobs) Seconds(key string, def []float64) ([]float64, error) {
 	return out, nil
 }
 
-// KnobNamespaces are the prefixes of known knobs ("tiresias.queues"): a
-// comparison run passes one set of knobs to several policies, and each
-// ignores the namespaces of the others.
-var KnobNamespaces = []string{"sim", "tiresias", "fitgpp", "workload", "themis", "preempt"}
+// Scoped returns knobs that override k's settings with settings (a virtual
+// cluster's own knobs over the stack's), with a record of use of their own,
+// so that UnusedOf(the overriding keys) says which of them the scope's
+// owner never read; reads of the keys they inherit are recorded in k too.
+// Asked keys are shared with k, for Unused's suggestions.
+func (k Knobs) Scoped(settings map[string]string) Knobs {
+	out := Knobs{values: make(map[string]string, len(k.values)+len(settings)), used: map[string]bool{}, asked: k.asked,
+		inherit: k.used, own: map[string]bool{}}
+	if out.asked == nil {
+		out.asked = map[string]bool{}
+	}
+	if out.inherit == nil {
+		out.inherit = map[string]bool{}
+	}
+	for key := range settings {
+		out.own[key] = true
+	}
+	for key, v := range k.values {
+		out.values[key] = v
+	}
+	for key, v := range settings {
+		out.values[key] = v
+	}
+	return out
+}
 
-// Unused is an error naming the knobs nothing asked for, except those in a
-// known namespace other than own (another policy's, or the simulator's).
-func (k Knobs) Unused(own ...string) error {
+// Set returns the keys that were set, sorted.
+func (k Knobs) Set() []string {
+	keys := make([]string, 0, len(k.values))
+	for key := range k.values {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Unused is an error naming every knob that was set and that nothing read,
+// each with the nearest knob that was read, if one is near ("did you
+// mean"). A run checks it last, once everything that owns knobs (policies,
+// the stack, the simulator, the workload generator) has read its own: a
+// comparison run passes one set of knobs to several policies, and each
+// reads only its own.
+func (k Knobs) Unused() error {
 	var left []string
 	for key := range k.values {
-		if k.used[key] {
-			continue
+		if !k.used[key] {
+			left = append(left, key)
 		}
-		ns, _, _ := strings.Cut(key, ".")
-		if slices.Contains(KnobNamespaces, ns) && !slices.Contains(own, ns) {
-			continue
-		}
-		left = append(left, key)
 	}
+	return k.unknown(left)
+}
+
+// UnusedIn is Unused restricted to the knobs of the given namespaces (the
+// part before the first "."): what a policy checks once it read its own.
+func (k Knobs) UnusedIn(namespaces ...string) error {
+	var left []string
+	for key := range k.values {
+		ns, _, _ := strings.Cut(key, ".")
+		if !k.used[key] && slices.Contains(namespaces, ns) {
+			left = append(left, key)
+		}
+	}
+	return k.unknown(left)
+}
+
+// UnusedOf is Unused restricted to keys.
+func (k Knobs) UnusedOf(keys []string) error {
+	var left []string
+	for _, key := range keys {
+		if _, set := k.values[key]; set && !k.used[key] {
+			left = append(left, key)
+		}
+	}
+	return k.unknown(left)
+}
+
+func (k Knobs) unknown(left []string) error {
 	if len(left) == 0 {
 		return nil
 	}
 	sort.Strings(left)
+	for i, key := range left {
+		if near := k.nearest(key); near != "" {
+			left[i] = fmt.Sprintf("%s (did you mean %s?)", key, near)
+		}
+	}
 	return fmt.Errorf("unknown setting(s) %s", strings.Join(left, ", "))
+}
+
+// nearest is the asked-for knob closest to key by edit distance, if within
+// a third of key's length (at most 3 edits); ties go to the first by name.
+func (k Knobs) nearest(key string) string {
+	best, bestD := "", min(3, len(key)/3)+1
+	for a := range k.asked {
+		if a == key {
+			continue
+		}
+		if d := editDistance(key, a); d < bestD || d == bestD && best != "" && a < best {
+			best, bestD = a, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -75,7 +75,7 @@ func NewPeerPolicy(name string, k Knobs) (Policy, error) {
 			DistPath: k.String("tiresias.gittins_dist", "")}
 		p, own = d, []string{"tiresias"}
 	}
-	if err := k.Unused(own...); err != nil {
+	if err := k.UnusedIn(own...); err != nil {
 		return nil, fmt.Errorf("policy %q: %w", name, err)
 	}
 	return p, nil

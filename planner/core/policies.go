@@ -174,7 +174,7 @@ func NewPolicy(name string, knobs Knobs) (Policy, error) {
 	default:
 		return nil, fmt.Errorf("policy %q: unknown (known: %v)", name, Names())
 	}
-	if err := knobs.Unused(own...); err != nil {
+	if err := knobs.UnusedIn(own...); err != nil {
 		return nil, fmt.Errorf("policy %q: %w", name, err)
 	}
 	return p, nil

@@ -45,6 +45,17 @@ func newRoom(ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGP
 
 // make preempts victims until j can be placed, then places it.
 func (r *Room) make(j *Job, pre Preemptor, consolidate bool, preempts *[]Action) (Grant, bool) {
+	return r.makeWith(j, pre, func(v *Job) {
+		g := r.grant[v]
+		*preempts = append(*preempts, PreemptAction{Grant: g})
+		r.free.give(g)
+		r.free.hold(g, v, -1)
+	}, func() (Grant, bool) { return r.free.PlaceJob(j, consolidate) })
+}
+
+// makeWith has the policy choose victims for j one at a time, preempting
+// each (preempt frees its GPUs), until place places j.
+func (r *Room) makeWith(j *Job, pre Preemptor, preempt func(*Job), place func() (Grant, bool)) (Grant, bool) {
 	for {
 		v := pre.Victim(j, r.running, r)
 		if v == nil {
@@ -61,11 +72,8 @@ func (r *Room) make(j *Job, pre Preemptor, consolidate bool, preempts *[]Action)
 			return Grant{}, false // not a running job: a policy bug; preempt nothing more
 		}
 		r.running = append(r.running[:i:i], r.running[i+1:]...)
-		g := r.grant[v]
-		*preempts = append(*preempts, PreemptAction{Grant: g})
-		r.free.give(g)
-		r.free.hold(g, v, -1)
-		if g, ok := r.free.PlaceJob(j, consolidate); ok {
+		preempt(v)
+		if g, ok := place(); ok {
 			return g, true
 		}
 	}

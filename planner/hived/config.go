@@ -1,6 +1,7 @@
 package hived
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -35,9 +36,23 @@ type VCConfig struct {
 	// IDs, or their aliases) the VC owns for good; each counts as one more
 	// cell of the pinned cell's type.
 	Pin []string
+	// Policy is the queue policy that ranks and preempts among the VC's
+	// jobs ("" = the stack's top-level policy), and Knobs its settings
+	// over the stack's ("tiresias.queues" = "1h"). Package hived only
+	// carries them; the decision stack (planner/stack) builds and checks
+	// them, naming PolicyPos or KnobsPos.
+	Policy string
+	Knobs  map[string]string
 
-	pos, pinPos string // where the block and the pin attribute are, when parsed
+	pos, pinPos, policyPos, knobsPos string // where the block and its attributes are, when parsed
 }
+
+// PolicyPos is where the policy attribute is ("file:line,col"), or "" for a
+// config built in code.
+func (v VCConfig) PolicyPos() string { return cmp.Or(v.policyPos, v.pos) }
+
+// KnobsPos is where the knobs attribute is, or "".
+func (v VCConfig) KnobsPos() string { return cmp.Or(v.knobsPos, v.pos) }
 
 // CellCount asks for Count cells of type Type.
 type CellCount struct {
@@ -113,7 +128,7 @@ var (
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "vc", LabelNames: []string{"name"}}},
 	}
 	vcSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "pin"}},
+		Attributes: []hcl.AttributeSchema{{Name: "pin"}, {Name: "policy"}, {Name: "knobs"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "cells"}},
 	}
 	cellsSchema = &hcl.BodySchema{
@@ -136,6 +151,10 @@ var (
 //	    count = 3
 //	  }
 //	  pin = ["rack0-n03"]     # optional: physical cells owned for good
+//	  policy = "tiresias-las" # optional: the VC's queue policy
+//	  knobs = {               # optional: its knobs, over the stack's
+//	    "tiresias.queues" = "1h"
+//	  }
 //	}
 //
 // Every problem found is reported, each as "file:line,col-col: summary;
@@ -192,6 +211,33 @@ func (p *parser) vc(block *hcl.Block, pinAt map[string]string) (VCConfig, bool) 
 		cc, cok := p.cells(v.Name, cb)
 		ok = ok && cok
 		v.Cells = append(v.Cells, cc)
+	}
+	if attr, set := content.Attributes["policy"]; set {
+		v.policyPos = rangeString(attr.Expr.Range())
+		if p.Decode(attr, &v.Policy) {
+			if err := checkName(v.Policy, ""); err != nil {
+				p.Errorf(attr.Expr.Range(), "Invalid policy", "vc %q: policy: %v", v.Name, err)
+				ok = false
+			}
+		} else {
+			ok = false
+		}
+	}
+	if attr, set := content.Attributes["knobs"]; set {
+		v.knobsPos = rangeString(attr.Expr.Range())
+		if p.Decode(attr, &v.Knobs) {
+			for key := range v.Knobs {
+				if err := checkName(key, "="); err != nil {
+					p.Errorf(attr.Expr.Range(), "Invalid knob", "vc %q: knobs: key %v", v.Name, err)
+					ok = false
+				}
+			}
+			if len(v.Knobs) == 0 {
+				v.Knobs = nil
+			}
+		} else {
+			ok = false
+		}
 	}
 	if attr, set := content.Attributes["pin"]; set {
 		v.pinPos = rangeString(attr.Expr.Range())
@@ -265,6 +311,16 @@ func FormatConfig(cfg *Config) []byte {
 			cb := vb.AppendNewBlock("cells", nil).Body()
 			cb.SetAttributeValue("type", cty.StringVal(cc.Type))
 			cb.SetAttributeValue("count", cty.NumberIntVal(int64(cc.Count)))
+		}
+		if v.Policy != "" {
+			vb.SetAttributeValue("policy", cty.StringVal(v.Policy))
+		}
+		if len(v.Knobs) > 0 {
+			knobs := make(map[string]cty.Value, len(v.Knobs))
+			for key, val := range v.Knobs {
+				knobs[key] = cty.StringVal(val)
+			}
+			vb.SetAttributeValue("knobs", cty.MapVal(knobs))
 		}
 		if len(v.Pin) > 0 {
 			pins := make([]cty.Value, len(v.Pin))

@@ -25,6 +25,13 @@ vc "research" {
   pin = ["rack00-n03"]
 }
 vc "empty" {}
+vc "team" {
+  policy = "tiresias-las"
+  knobs = {
+    "tiresias.queues"      = "1h"
+    "tiresias.pack_limit"  = 2
+  }
+}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +39,7 @@ vc "empty" {}
 	want := &Config{GPUType: "V100", VCs: []VCConfig{
 		{Name: "research", Cells: []CellCount{{Type: "node8", Count: 2}, {Type: "pair2", Count: 3}}, Pin: []string{"rack00-n03"}},
 		{Name: "empty"},
+		{Name: "team", Policy: "tiresias-las", Knobs: map[string]string{"tiresias.queues": "1h", "tiresias.pack_limit": "2"}},
 	}}
 	if !reflect.DeepEqual(strip(cfg), want) {
 		t.Fatalf("got %+v, want %+v", strip(cfg), want)
@@ -39,13 +47,20 @@ vc "empty" {}
 	if cfg.VCs[0].Cells[1].pos != "vcs.hcl:9,13" {
 		t.Fatalf("position %q", cfg.VCs[0].Cells[1].pos)
 	}
+	if p, k := cfg.VCs[2].PolicyPos(), cfg.VCs[2].KnobsPos(); p != "vcs.hcl:16,12" || k != "vcs.hcl:17,11" {
+		t.Fatalf("policy at %q, knobs at %q", p, k)
+	}
+	back, err := ParseConfig("back.hcl", FormatConfig(cfg))
+	if err != nil || !reflect.DeepEqual(strip(back), want) {
+		t.Fatalf("FormatConfig does not read back: %v\n%s", err, FormatConfig(cfg))
+	}
 }
 
 // strip drops the positions.
 func strip(cfg *Config) *Config {
 	out := &Config{GPUType: cfg.GPUType}
 	for _, v := range cfg.VCs {
-		s := VCConfig{Name: v.Name, Pin: v.Pin}
+		s := VCConfig{Name: v.Name, Pin: v.Pin, Policy: v.Policy, Knobs: v.Knobs}
 		for _, cc := range v.Cells {
 			s.Cells = append(s.Cells, CellCount{Type: cc.Type, Count: cc.Count})
 		}
@@ -66,6 +81,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{`vc "" {}`, `vc name: must not be empty`},
 		{"vc \"a\" {\n  pin = [\"n0\"]\n}\nvc \"b\" {\n  pin = [\"n0\"]\n}", `x.hcl:5,9-15: Duplicate pin; vc "b": cell "n0" is already pinned at x.hcl:2,9`},
 		{`vc "a" { pin = "n0" }`, `x.hcl:1,17-19: Unsuitable value type`},
+		{"vc \"a\" {\n  policy = \"\"\n}", `x.hcl:2,12-14: Invalid policy; vc "a": policy: must not be empty`},
+		{`vc "a" { policy = ["fifo"] }`, `x.hcl:1,19-20: Unsuitable value type; Unsuitable value: string required`},
+		{"vc \"a\" {\n  knobs = { \"a=b\" = 1 }\n}", `x.hcl:2,11-24: Invalid knob; vc "a": knobs: key "a=b" must not contain '='`},
+		{`vc "a" { knobs = ["x"] }`, `x.hcl:1,18-19: Unsuitable value type; Unsuitable value: map of string required`},
 		{`vc "a" { oops = 1 }`, `Unsupported argument; An argument named "oops" is not expected here`},
 		{`region "x" {}`, `Unsupported block type`},
 		{`gpu_type = "a b"`, `Invalid gpu_type`},

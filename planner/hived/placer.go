@@ -120,6 +120,9 @@ func (h *Placer) Overflow(j *core.Job, free *core.FreeGPUs) (core.Grant, bool, s
 // Release tells HiveD a job stopped.
 func (h *Placer) Release(job core.JobKey) { h.c.Release(job) }
 
+// Guaranteed implements core.Placer: the GPUs of the VC's cells.
+func (h *Placer) Guaranteed(vc string) int { return h.gpus[vc] }
+
 // SetVictimCost passes preempt.victims=least-lost-work's costs to HiveD.
 func (h *Placer) SetVictimCost(cost func(core.JobKey) float64) { h.c.SetVictimCost(cost) }
 

@@ -28,6 +28,20 @@ type Client struct {
 	log         hclog.Logger
 	pendingPool string
 	jobs        map[core.JobKey]cachedJob
+	foreign     ForeignCheckpoints
+}
+
+// SetForeignCheckpoints says where tasks of other drivers keep their
+// checkpoints (foreign.go); DefaultForeignCheckpoints otherwise.
+func (c *Client) SetForeignCheckpoints(f ForeignCheckpoints) {
+	d := DefaultForeignCheckpoints()
+	if f.Root == "" {
+		f.Root = d.Root
+	}
+	if f.Volume == "" {
+		f.Volume = d.Volume
+	}
+	c.foreign = f
 }
 
 type cachedJob struct {
@@ -40,7 +54,7 @@ func NewClient(c *api.Client, pendingPool string, log hclog.Logger) *Client {
 	if pendingPool == "" {
 		pendingPool = DefaultPendingPool
 	}
-	return &Client{api: c, log: log, pendingPool: pendingPool, jobs: map[core.JobKey]cachedJob{}}
+	return &Client{api: c, log: log, pendingPool: pendingPool, jobs: map[core.JobKey]cachedJob{}, foreign: DefaultForeignCheckpoints()}
 }
 
 // PendingPool is the name of the pool where themis jobs wait.
@@ -190,6 +204,9 @@ func (c *Client) Pin(ctx context.Context, j *Job, l lease.JobLease, pool string,
 		setThemisDevice(task, len(parts[0].GPUs), &api.Constraint{
 			LTarget: "${device.ids}", Operand: "set_contains_any", RTarget: strings.Join(l.GPUs, ","),
 		})
+		if j.Foreign() {
+			c.pinForeign(j, tg, task, restarts)
+		}
 	})
 }
 

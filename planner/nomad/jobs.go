@@ -30,6 +30,32 @@ type Job struct {
 	// Err is a user error in the job (stanza or shape): the job is rejected
 	// until the user fixes and resubmits it.
 	Err error
+	// Driver is the themis task's driver: DriverName, or another driver
+	// (docker, exec, raw_exec) whose task carries the stanza in meta.
+	Driver string
+}
+
+// Foreign reports whether the job's task runs under another driver than
+// ours: nothing checks its lease when it starts, and it checkpoints through
+// its kill signal and timeout (docs/drivers.md).
+func (j *Job) Foreign() bool { return j.Driver != "" && j.Driver != DriverName }
+
+// metaOf is a task's meta over its group's.
+func metaOf(tg *api.TaskGroup, t *api.Task) map[string]string {
+	m := map[string]string{}
+	for k, v := range tg.Meta {
+		m[k] = v
+	}
+	for k, v := range t.Meta {
+		m[k] = v
+	}
+	return m
+}
+
+// hasStanzaMeta reports whether meta holds a stanza field (spec.FromMeta).
+func hasStanzaMeta(meta map[string]string) bool {
+	_, found, _ := spec.FromMeta(meta)
+	return found
 }
 
 // ModifyIndex is the Nomad index of the job's last user-visible change.
@@ -93,7 +119,7 @@ func ParseJob(job *api.Job) (*Job, error) {
 	var group *api.TaskGroup
 	for _, tg := range job.TaskGroups {
 		for _, t := range tg.Tasks {
-			if t.Driver == DriverName {
+			if t.Driver == DriverName || hasStanzaMeta(metaOf(tg, t)) {
 				found = append(found, loc{deref(tg.Name), t.Name})
 				groupTask, group = t, tg
 			}
@@ -103,16 +129,26 @@ func ParseJob(job *api.Job) (*Job, error) {
 	case len(found) == 0:
 		return nil, ErrNotThemis
 	case len(found) > 1:
-		tj.Err = fmt.Errorf("job %q: %d tasks use driver %q (%s/%s and %s/%s); a themis job has exactly one themis task",
+		tj.Err = fmt.Errorf("job %q: %d tasks are themis tasks (driver %q or themis.* meta: %s/%s and %s/%s); a themis job has exactly one",
 			tj.Key.ID, len(found), DriverName, found[0].group, found[0].task, found[1].group, found[1].task)
 		return tj, nil
 	}
+	tj.Driver = groupTask.Driver
 	tj.Group, tj.Task = found[0].group, found[0].task
 	where := fmt.Sprintf("job %q group %q task %q", tj.Key.ID, tj.Group, tj.Task)
 	suspended := job.Meta[SuspendedMeta] != "" && group.Count != nil && *group.Count == 0
 	gang := group.Count != nil && job.Meta[GangMeta] == strconv.Itoa(*group.Count)
 	if group.Count != nil && *group.Count != 1 && !suspended && !gang {
 		tj.Err = fmt.Errorf("%s: group count = %d; a themis job's group runs one instance (count = 1): a gang larger than a node asks for all its GPUs in themis.gpus, and the planner runs it on several nodes itself", where, *group.Count)
+		return tj, nil
+	}
+	if tj.Foreign() {
+		in, _, err := spec.FromMeta(metaOf(group, groupTask))
+		if err != nil {
+			tj.Err = fmt.Errorf("%s (driver %q, stanza in meta): %w", where, tj.Driver, err)
+		} else {
+			tj.Intent = in
+		}
 		return tj, nil
 	}
 	in, ok, err := spec.FromTaskConfig(groupTask.Config)

@@ -42,8 +42,25 @@ func TestParseJob(t *testing.T) {
 			`job "j" group "g" task "t": themis.gpus: must be a whole number, got "two"`, 0},
 		{"count 2", jobWith(&api.TaskGroup{Name: ptr("g"), Count: ptr(2), Tasks: []*api.Task{themisTask("t", ok)}}), false,
 			"group count = 2", 0},
+		{"raw_exec with the stanza in task meta", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{
+			{Name: "t", Driver: "raw_exec", Meta: map[string]string{"themis.gpus": "4", "themis.class": "te"}}}}), false, "", 4},
+		{"docker with the stanza in group meta", jobWith(&api.TaskGroup{Name: ptr("g"), Meta: map[string]string{"themis.gpus": "3"},
+			Tasks: []*api.Task{{Name: "t", Driver: "docker"}}}), false, "", 3},
+		{"task meta overrides group meta", jobWith(&api.TaskGroup{Name: ptr("g"), Meta: map[string]string{"themis.gpus": "3"},
+			Tasks: []*api.Task{{Name: "t", Driver: "exec", Meta: map[string]string{"themis.gpus": "1"}}}}), false, "", 1},
+		{"meta stanza names the field", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{
+			{Name: "t", Driver: "exec", Meta: map[string]string{"themis.gpus": "two"}}}}), false,
+			`job "j" group "g" task "t" (driver "exec", stanza in meta): themis.gpus: must be a whole number, got "two"`, 0},
+		{"meta stanza, unknown field", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{
+			{Name: "t", Driver: "exec", Meta: map[string]string{"themis.gpus": "1", "themis.grace": "10s"}}}}), false,
+			`themis.grace: unknown field`, 0},
+		{"meta stanza without gpus", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{
+			{Name: "t", Driver: "exec", Meta: map[string]string{"themis.vc": "a"}}}}), false,
+			`themis.gpus: is required`, 0},
+		{"another namespace's meta is not a stanza", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{
+			{Name: "t", Driver: "exec", Meta: map[string]string{"themisx.gpus": "1", "owner": "x"}}}}), true, "", 0},
 		{"two themis tasks", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{themisTask("a", ok), themisTask("b", ok)}}), false,
-			"2 tasks use driver", 0},
+			"2 tasks are themis tasks", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

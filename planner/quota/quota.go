@@ -44,6 +44,9 @@ type Placer struct {
 
 var _ core.Placer = (*Placer)(nil)
 
+// Guaranteed implements core.Placer: the VC's quota.
+func (q *Placer) Guaranteed(vc string) int { return q.quota[vc] }
+
 type held struct {
 	vc    string
 	gpus  int

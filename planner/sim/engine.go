@@ -164,9 +164,6 @@ func Run(cfg Config) (*Result, error) {
 	if sp, ok := cfg.Policy.(interface{ Seed(int64) }); ok {
 		sp.Seed(cfg.Seed)
 	}
-	if cfg.Placer != nil && cfg.Policy.Preemptive() {
-		return nil, fmt.Errorf("sim: policy %s preempts by rank, which virtual clusters do not support; use a non-preemptive one", cfg.Policy.Name())
-	}
 	var vcs *vcCounter
 	costs, _ := cfg.Placer.(interface {
 		SetVictimCost(func(core.JobKey) float64)
@@ -278,7 +275,6 @@ func (s *state) loop(jobs []*job) error {
 	s.now = jobs[0].tj.Submit
 	total := len(jobs)
 	lastReport := -1
-	learner, _ := s.cfg.Policy.(core.Learner)
 	recheck, _ := s.cfg.Policy.(core.RecheckAfter)
 	const eps = 1e-9
 	preemptive := s.cfg.Policy.Preemptive()
@@ -316,9 +312,7 @@ func (s *state) loop(jobs []*job) error {
 				if s.cfg.Placer != nil {
 					s.cfg.Placer.Release(j.c.Key)
 				}
-				if learner != nil {
-					learner.Observe(j.tj.Duration * float64(j.tj.GPUs))
-				}
+				core.Observe(s.cfg.Policy, j.c.VC, j.tj.Duration*float64(j.tj.GPUs))
 				s.gate.finish(j)
 				continue
 			}

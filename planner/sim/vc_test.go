@@ -10,6 +10,7 @@ import (
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -171,8 +172,6 @@ func TestRunVCsErrors(t *testing.T) {
 	}{
 		{"unknown mode", VCRun{Config: Config{Trace: tr, Cluster: cl}, NewPolicy: fifoPolicy, VCs: vcs, Mode: "fair"}},
 		{"job of an unknown VC", VCRun{Config: Config{Trace: tr, Cluster: cl}, NewPolicy: fifoPolicy, VCs: vcs, Mode: VCModeHived}},
-		{"preemptive policy", VCRun{Config: Config{Trace: &trace.Trace{Name: "t", Jobs: []trace.Job{vcJob("x", "a", 0, 1, 1)}}, Cluster: cl},
-			NewPolicy: func() (core.Policy, error) { return core.SRTF{}, nil }, VCs: vcs, Mode: VCModeHived}},
 	} {
 		if _, err := RunVCs(tc.run); err == nil {
 			t.Errorf("%s: no error", tc.name)
@@ -270,5 +269,89 @@ func TestHivedPlacerPreemptsOpportunistic(t *testing.T) {
 	}
 	if want := []string{"preempt opp", "grant mine 4"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("actions %v, want %v", got, want)
+	}
+}
+
+// TestRunVCsPerVCPolicies: a shared run whose two VCs run different
+// policies. In "trial" (fitgpp) the trial-and-error job preempts the
+// running best-effort job at once; in "research" (tiresias-las, one
+// 100 GPU-second threshold) the second job preempts the first once it has
+// left the first queue, and they take turns as Tiresias says. With fifo in
+// both, nothing is preempted.
+func TestRunVCsPerVCPolicies(t *testing.T) {
+	cl, err := cluster.Uniform("two", 1, 2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	te := vcJob("te", "trial", 10, 100, 8)
+	te.Class = core.ClassTrialAndError
+	tr := &trace.Trace{Name: "two-policies", Jobs: []trace.Job{
+		vcJob("be", "trial", 0, 1000, 8), te,
+		vcJob("first", "research", 0, 1000, 8), vcJob("second", "research", 50, 1000, 8),
+	}}
+	vcs, err := hived.ParseConfig("vcs.hcl", []byte(`
+vc "trial" {
+  policy = "fitgpp"
+  cells {
+    type  = "node8"
+    count = 1
+  }
+}
+vc "research" {
+  policy = "tiresias-las"
+  knobs  = { "tiresias.queues" = "100" }
+  cells {
+    type  = "node8"
+    count = 1
+  }
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		vcs      *hived.Config
+		trialP   int // preemptions in the trial VC
+		research bool
+	}{
+		{"per-VC policies", vcs, 1, true},
+		{"fifo everywhere", &hived.Config{VCs: []hived.VCConfig{
+			{Name: "trial", Cells: vcs.VCs[0].Cells}, {Name: "research", Cells: vcs.VCs[1].Cells}}}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			newPolicy := func() (core.Policy, error) {
+				st, err := stack.Build("fifo", stack.Options{VCs: tc.vcs})
+				if err != nil {
+					return nil, err
+				}
+				return st.Policy, nil
+			}
+			r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, CheckpointCost: 1, RestoreCost: 1}, NewPolicy: newPolicy, VCs: tc.vcs, Mode: VCModeHived})
+			if err != nil {
+				t.Fatal(err)
+			}
+			byID := map[string]JobResult{}
+			for _, j := range r.Jobs {
+				byID[j.ID] = j
+			}
+			if got := byID["be"].Preemptions; got != tc.trialP {
+				t.Errorf("be preempted %d times, want %d", got, tc.trialP)
+			}
+			if tc.trialP > 0 && byID["te"].Start > 12 {
+				t.Errorf("te started at %g, want at once (10 s, plus be's checkpoint)", byID["te"].Start)
+			}
+			if p := byID["first"].Preemptions; (p > 0) != tc.research {
+				t.Errorf("first preempted %d times, want preemptions: %v", p, tc.research)
+			}
+			if tc.research && byID["second"].Start > 60 {
+				t.Errorf("second started at %g, want soon after its arrival at 50 (first left queue 0 at 12.5)", byID["second"].Start)
+			}
+			for _, j := range r.Jobs {
+				if !j.Finished {
+					t.Errorf("%s did not finish", j.ID)
+				}
+			}
+		})
 	}
 }

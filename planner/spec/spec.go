@@ -14,6 +14,7 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -331,4 +332,43 @@ func WholeNumber(field string, v any) (int, error) {
 		return 0, &FieldError{field, v, "must be a whole number"}
 	}
 	return int(f), nil
+}
+
+// MetaPrefix starts the meta keys that carry the stanza for tasks of other
+// drivers (docker, exec, raw_exec): "themis.gpus" = "2", "themis.vc" =
+// "research", ... in the task's or its group's meta (the task's win).
+const MetaPrefix = BlockName + "."
+
+// reservedMeta are keys under MetaPrefix that the planner itself writes,
+// not stanza fields.
+var reservedMeta = map[string]bool{MetaRestartCount: true}
+
+// FromMeta finds the stanza in meta keys (group meta overlaid by task
+// meta) and validates it with the same rules and errors as the block.
+// found is false when no key names a stanza field; a key under
+// MetaPrefix that names no field is an unknown-field error. Numbers are
+// given as strings, as Nomad's meta holds them.
+func FromMeta(meta map[string]string) (in Intent, found bool, err error) {
+	m := map[string]any{}
+	for k, v := range meta {
+		field, ok := strings.CutPrefix(k, MetaPrefix)
+		if !ok || reservedMeta[k] || strings.Contains(field, ".") {
+			continue // another namespace's key, or one the planner writes (themis.lease, ...)
+		}
+		switch field {
+		case "gpus", "priority", "iterations":
+			f, perr := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if perr != nil {
+				return Intent{}, true, &FieldError{field, v, "must be a whole number"}
+			}
+			m[field] = f
+		default:
+			m[field] = v
+		}
+	}
+	if len(m) == 0 {
+		return Intent{}, false, nil
+	}
+	in, err = fromMap(m)
+	return in, true, err
 }

@@ -123,3 +123,43 @@ func FuzzFromTaskConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestFromMeta(t *testing.T) {
+	in, found, err := FromMeta(map[string]string{"themis.gpus": "4", "themis.class": "te", "themis.grace_period": "1m",
+		"themis.restart_count": "2", "themis.lease.x": "ignored", "owner": "ml"})
+	if err != nil || !found || in.GPUs != 4 || in.Class != ClassTrialAndError || in.GracePeriod != time.Minute {
+		t.Fatalf("FromMeta = %+v, %v, %v", in, found, err)
+	}
+	if _, found, _ := FromMeta(map[string]string{"owner": "ml", "themis.restart_count": "1"}); found {
+		t.Fatal("meta without stanza fields found a stanza")
+	}
+	for meta, want := range map[string]string{
+		"themis.gpus=1.5":    "themis.gpus: must be a whole number, got 1.5",
+		"themis.gpus=x":      `themis.gpus: must be a whole number, got "x"`,
+		"themis.priority=-9": "themis.priority: must be a whole number from -1",
+		"themis.gpu=2":       "themis.gpu: unknown field",
+	} {
+		k, v, _ := strings.Cut(meta, "=")
+		m := map[string]string{k: v}
+		if k != "themis.gpus" {
+			m["themis.gpus"] = "1"
+		}
+		if _, _, err := FromMeta(m); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", meta, err, want)
+		}
+	}
+}
+
+func FuzzFromMeta(f *testing.F) {
+	f.Add("themis.gpus", "2", "themis.vc", "default")
+	f.Add("themis.gpus", "1e3", "themis.grace_period", "10m")
+	f.Add("themis.iterations", "-1", "themis.app", "a b")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		in, found, err := FromMeta(map[string]string{k1: v1, k2: v2})
+		if err == nil && found {
+			if verr := in.Validate(); verr != nil {
+				t.Fatalf("FromMeta accepted an invalid intent %+v: %v", in, verr)
+			}
+		}
+	})
+}

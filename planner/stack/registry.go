@@ -133,7 +133,7 @@ func themisPolicy(k core.Knobs) (core.Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy %q: %w", themispolicy.Name, err)
 	}
-	if err := k.Unused("themis"); err != nil {
+	if err := k.UnusedIn("themis"); err != nil {
 		return nil, fmt.Errorf("policy %q: %w", themispolicy.Name, err)
 	}
 	return p, nil

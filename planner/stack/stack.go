@@ -1,6 +1,8 @@
 // Package stack builds what decides, one way for the simulator and the live
-// planner: a queue policy (by name and knobs), its choice among victims,
-// and how virtual clusters place jobs (none, HiveD cells, or GPU quotas).
+// planner: a queue policy (by name and knobs), or with virtual clusters one
+// per VC (a VC config's `policy` and `knobs`, composed by core.PerVC), its
+// choice among victims, and how virtual clusters place jobs (none, HiveD
+// cells, or GPU quotas).
 // `themis sim` and `themis planner` both build through Build, so a policy
 // or knob either works in both or is refused in both with the same
 // message; the live planner then asks Live what it cannot carry out, and
@@ -15,6 +17,7 @@ package stack
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -71,6 +74,18 @@ type Stack struct {
 	// PlaceFree).
 	Placement Placement
 	VCs       *hived.Config
+	// VCPolicies are the VCs that run a policy of their own (the VC
+	// config's policy or knobs); Policy is then a core.PerVC over them.
+	VCPolicies map[string]VCPolicy
+}
+
+// VCPolicy is a virtual cluster's own policy.
+type VCPolicy struct {
+	Name   string
+	Policy core.Policy
+	Caps   Capabilities
+	// At is where the VC config names it ("file:line,col: "), for errors.
+	At string
 }
 
 // Options are what a stack is built from besides the policy's name.
@@ -124,11 +139,104 @@ func Build(name string, o Options) (*Stack, error) {
 		return nil, fmt.Errorf("virtual-cluster placement %q: want one of %s", s.Placement, placementNames())
 	case s.Placement != PlaceFree && s.VCs == nil:
 		return nil, errors.New("virtual-cluster placement " + string(s.Placement) + " needs a VC config")
-	case s.Placement != PlaceFree && (e.caps.Preempts || e.caps.MakesRoom || e.caps.Allocates):
-		return nil, fmt.Errorf("policy %q %s, which virtual clusters (placement %s) do not carry out yet; with a VC config use one of: %s",
-			name, e.caps.what(), s.Placement, strings.Join(withPlacer(), ", "))
+	case s.Placement != PlaceFree && e.caps.Allocates:
+		return nil, fmt.Errorf("policy %q allocates GPUs itself, which virtual clusters (placement %s) cannot carry out: their placer places every job; with a VC config use one of: %s",
+			name, s.Placement, strings.Join(withPlacer(), ", "))
+	}
+	if s.VCs != nil {
+		if err := s.buildVCPolicies(o.Knobs, realloc); err != nil {
+			return nil, err
+		}
+	}
+	if s.Placement.Overflows() {
+		if err := s.overflowable(); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
+}
+
+// overflowable refuses, with opportunistic overflow, policies that preempt
+// or make room inside a VC: the core counts a guaranteed job that
+// overflowed its VC in the VC's run set and among its victims, though it
+// holds none of the VC's cells.
+func (s *Stack) overflowable() error {
+	why := func(name, at string, c Capabilities) error {
+		if !c.Preempts && !c.MakesRoom {
+			return nil
+		}
+		return fmt.Errorf("%spolicy %q %s inside its virtual clusters, which placement %s does not carry out yet (the core cannot tell a job that overflowed its VC from one in its VC's cells); use placement %s, or a policy that neither preempts nor makes room",
+			at, name, c.what(), PlaceHivedOverflow, PlaceHived)
+	}
+	for _, v := range s.VCs.VCs {
+		if _, own := s.VCPolicies[v.Name]; !own {
+			if err := why(s.Name, "", s.Caps); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	for _, vc := range slices.Sorted(maps.Keys(s.VCPolicies)) {
+		v := s.VCPolicies[vc]
+		if err := why(v.Name, v.At+fmt.Sprintf("vc %q: ", vc), v.Caps); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildVCPolicies builds the policy of each VC that names one, or knobs of
+// its own, through the registry as the top-level policy is built, and
+// composes them (core.PerVC). Errors name the VC config's file:line and
+// field.
+func (s *Stack) buildVCPolicies(k core.Knobs, realloc float64) error {
+	own := map[string]core.Policy{}
+	for _, v := range s.VCs.VCs {
+		if v.Policy == "" && len(v.Knobs) == 0 {
+			continue
+		}
+		name, where := v.Policy, at(v.PolicyPos())
+		if name == "" {
+			name, where = s.Name, at(v.KnobsPos())
+		}
+		e, ok := registry[name]
+		if !ok {
+			return fmt.Errorf("%svc %q: policy %q: unknown (known: %s)", where, v.Name, name, strings.Join(Names(), ", "))
+		}
+		if e.caps.Allocates {
+			return fmt.Errorf("%svc %q: policy %q allocates GPUs itself, which a virtual cluster cannot carry out (its placer places every job); a VC's policy is one of: %s",
+				where, v.Name, name, strings.Join(withPlacer(), ", "))
+		}
+		vk := k.Scoped(v.Knobs)
+		p, err := e.build(vk)
+		if err == nil {
+			p, err = core.WithRealloc(p, realloc)
+		}
+		if err != nil {
+			return fmt.Errorf("%svc %q: %w", at(v.KnobsPos()), v.Name, err)
+		}
+		keys := make([]string, 0, len(v.Knobs))
+		for key := range v.Knobs {
+			keys = append(keys, key)
+		}
+		if err := vk.UnusedOf(keys); err != nil {
+			return fmt.Errorf("%svc %q: knobs: %w (policy %q reads no such knob)", at(v.KnobsPos()), v.Name, err, name)
+		}
+		if s.VCPolicies == nil {
+			s.VCPolicies = map[string]VCPolicy{}
+		}
+		s.VCPolicies[v.Name] = VCPolicy{Name: name, Policy: p, Caps: e.caps, At: where}
+		own[v.Name] = p
+	}
+	s.Policy = core.NewPerVC(s.Policy, own)
+	return nil
+}
+
+func at(pos string) string {
+	if pos == "" {
+		return ""
+	}
+	return pos + ": "
 }
 
 // Planner is the decision core for the stack, without a placer (see
@@ -195,8 +303,23 @@ var (
 	_ Placer = (*quota.Placer)(nil)
 )
 
-// Live says why the live planner cannot run the stack, or nil when it can.
+// Live says why the live planner cannot run the stack, or nil when it can:
+// the top-level policy, then each VC's own, by name.
 func (s *Stack) Live() error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	for _, vc := range slices.Sorted(maps.Keys(s.VCPolicies)) {
+		v := s.VCPolicies[vc]
+		vs := &Stack{Name: v.Name, Policy: v.Policy, Caps: v.Caps}
+		if err := vs.live(); err != nil {
+			return fmt.Errorf("%svc %q: %w", v.At, vc, err)
+		}
+	}
+	return nil
+}
+
+func (s *Stack) live() error {
 	switch {
 	case s.Caps.SimulatorOnly:
 		return fmt.Errorf("policy %q under sim.semantics=%s is the Tiresias simulator's discipline, for the simulator only", s.Name, SemanticsTiresias)
@@ -241,7 +364,7 @@ func LiveNames() []string {
 func withPlacer() []string {
 	var out []string
 	for _, n := range Names() {
-		if c := registry[n].caps; !c.Preempts && !c.MakesRoom && !c.Allocates {
+		if c := registry[n].caps; !c.Allocates {
 			out = append(out, n)
 		}
 	}
@@ -249,6 +372,9 @@ func withPlacer() []string {
 }
 
 func isLeased(p core.Policy) bool {
+	if pv, ok := p.(*core.PerVC); ok {
+		p = pv.Default
+	}
 	_, ok := p.(*core.Leased)
 	return ok
 }

@@ -103,6 +103,9 @@ type FitGppConfig struct {
 	// GracePeriod is the distribution of grace periods in seconds, the same
 	// for both classes (the paper gives one).
 	GracePeriod TruncNormal
+	// VCs are the virtual clusters the jobs are spread over, in turn
+	// (none: every job in trace.VCDefault).
+	VCs []string
 }
 
 // Minutes and hours in seconds, for the parameter tables.
@@ -287,7 +290,8 @@ func stream(seed, id uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, id))
 // from the class's truncated normals, submitted by cfg.Arrivals so that the
 // load is cfg.Load. The trace is deterministic for a config. Jobs are named
 // "fitgpp-000001" on, in submission order; Line is the job's number + 1, as
-// if the trace were a file with a header; every job is in VC "default".
+// if the trace were a file with a header; job i is in VC cfg.VCs[i mod
+// len(cfg.VCs)], or "default" when cfg.VCs is empty.
 func FitGpp(cfg FitGppConfig) (*trace.Trace, error) {
 	te, be, grace, err := cfg.samplers()
 	if err != nil {
@@ -315,6 +319,9 @@ func FitGpp(cfg FitGppConfig) (*trace.Trace, error) {
 		j.MemoryGB = s.mem.Sample(mem)
 		j.GPUs = int(s.gpus.Sample(gpus))
 		j.VC = trace.VCDefault
+		if len(cfg.VCs) > 0 {
+			j.VC = cfg.VCs[i%len(cfg.VCs)]
+		}
 		j.Class = c
 		j.GracePeriod = grace.Sample(gp)
 	}

@@ -284,3 +284,29 @@ func TestFitGppInvalid(t *testing.T) {
 		})
 	}
 }
+
+// TestFitGppVCs: workload.vcs puts the jobs in the VCs in turn and changes
+// nothing else.
+func TestFitGppVCs(t *testing.T) {
+	cfg := DefaultFitGppConfig()
+	cfg.Jobs = 50
+	plain, err := FitGpp(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.VCs = []string{"a", "b", "c"}
+	spread, err := FitGpp(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range spread.Jobs {
+		k := plain.Jobs[i]
+		if want := cfg.VCs[(j.Line-2)%3]; j.VC != want {
+			t.Fatalf("job %s (line %d) in VC %q, want %q", j.ID, j.Line, j.VC, want)
+		}
+		k.VC = j.VC
+		if j != k {
+			t.Fatalf("job %d: %+v, without VCs %+v", i, j, k)
+		}
+	}
+}

@@ -23,11 +23,14 @@ const (
 	// KnobTEGPUs sets the mean (and standard deviation) of TE jobs' GPUs,
 	// for a workload whose TE jobs do not fit the cluster's gaps as often.
 	KnobTEGPUs = "workload.te_gpus"
+	// KnobVCs spreads the jobs over virtual clusters (comma-separated
+	// names): job i is in the (i mod n)-th.
+	KnobVCs = "workload.vcs"
 )
 
 // Knobs lists the knobs FitGppFromKnobs reads, in the order of its doc.
 var Knobs = []string{KnobJobs, KnobSeed, KnobTEFraction, KnobLoad, KnobArrivals,
-	KnobNodes, KnobNodeCPUs, KnobNodeMemoryGB, KnobNodeGPUs, KnobTEGPUs}
+	KnobNodes, KnobNodeCPUs, KnobNodeMemoryGB, KnobNodeGPUs, KnobTEGPUs, KnobVCs}
 
 // FitGppFromKnobs builds a config from DefaultFitGppConfig and the knobs
 // get returns (ok false: not set, keep the default):
@@ -42,6 +45,7 @@ var Knobs = []string{KnobJobs, KnobSeed, KnobTEFraction, KnobLoad, KnobArrivals,
 //	workload.node_memory_gb  memory per node in GB (default 256)
 //	workload.node_gpus       GPUs per node (default 8)
 //	workload.te_gpus         mean (and standard deviation) of TE jobs' GPUs (default 1)
+//	workload.vcs             virtual clusters, comma-separated: job i is in the (i mod n)-th (default: "default")
 //
 // The node knobs should describe the simulated cluster: the load refers to
 // it, and every request is capped at its node. The classes' distributions'
@@ -114,6 +118,16 @@ func FitGppFromKnobs(get func(key string) (string, bool)) (FitGppConfig, error) 
 			return cfg, bad(k.key, v, "a positive number")
 		}
 		k.set(f)
+	}
+	if v, ok := get(KnobVCs); ok {
+		cfg.VCs = nil
+		for _, name := range strings.Split(v, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" {
+				return cfg, bad(KnobVCs, v, "virtual cluster names, comma-separated")
+			}
+			cfg.VCs = append(cfg.VCs, name)
+		}
 	}
 	// Requests are capped at the node: keep the default bounds at its
 	// capacity when the node changes.

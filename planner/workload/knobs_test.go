@@ -30,6 +30,7 @@ func TestFitGppFromKnobs(t *testing.T) {
 		{"load", []string{KnobLoad, "1.5"}, func(c *FitGppConfig) { c.Load = 1.5 }},
 		{"arrivals", []string{KnobArrivals, "Poisson"}, func(c *FitGppConfig) { c.Arrivals = ArrivalsPoisson }},
 		{"TE GPUs", []string{KnobTEGPUs, "3"}, func(c *FitGppConfig) { c.TE.GPUs.Mean, c.TE.GPUs.SD = 3, 3 }},
+		{"virtual clusters", []string{KnobVCs, "trial, research"}, func(c *FitGppConfig) { c.VCs = []string{"trial", "research"} }},
 		{"node shape", []string{KnobNodes, "10", KnobNodeCPUs, "16", KnobNodeMemoryGB, "128.5", KnobNodeGPUs, "4"}, func(c *FitGppConfig) {
 			c.Cluster = Cluster{Nodes: 10, Node: Node{CPUs: 16, MemoryGB: 128.5, GPUs: 4}}
 			for _, p := range []*ClassParams{&c.TE, &c.BE} {
@@ -78,6 +79,7 @@ func TestFitGppFromKnobsInvalid(t *testing.T) {
 		{KnobNodeGPUs, "2.5", `workload.node_gpus = "2.5"`},
 		{KnobNodeCPUs, "-4", `workload.node_cpus = "-4": want a positive number`},
 		{KnobNodeMemoryGB, "0.5", `node holds only 0.5`},
+		{KnobVCs, "a,,b", `workload.vcs = "a,,b": want virtual cluster names, comma-separated`},
 	}
 	for _, c := range cases {
 		_, err := FitGppFromKnobs(knobs(c.key, c.val))

@@ -1,0 +1,279 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/device/topology"
+)
+
+// Reader takes snapshots of Consul and Nomad through their API clients.
+type Reader struct {
+	Nomad  *nomadapi.Client
+	Consul *consulapi.Client
+	// PendingPool is the planner's pending node pool (default
+	// DefaultPendingPool).
+	PendingPool string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+
+	mu sync.Mutex
+	// jobs caches each job's full definition by JobModifyIndex: a job's
+	// tasks and pool change only with a new version.
+	jobs map[Ref]cachedJob
+}
+
+type cachedJob struct {
+	index  uint64
+	pool   string
+	themis bool
+}
+
+// maxTries bounds how often Snapshot re-reads when the leases change while
+// it reads Nomad.
+const maxTries = 5
+
+// Snapshot reads the themis keys and Nomad's jobs and allocations. The lease
+// keys are read before and after Nomad, and the whole read is repeated if
+// they changed in between: so every allocation is seen together with the
+// leases that were in force when Nomad reported it (a lease released just
+// after its allocation stopped, or granted just before one started, would
+// otherwise look like a task running without its lease).
+func (r *Reader) Snapshot(ctx context.Context) (Snapshot, error) {
+	var last error
+	for range maxTries {
+		s, stable, err := r.read(ctx)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		if stable {
+			return s, nil
+		}
+		last = fmt.Errorf("the leases changed while Nomad was read, %d times in a row", maxTries)
+		select {
+		case <-ctx.Done():
+			return Snapshot{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return Snapshot{}, last
+}
+
+func (r *Reader) read(ctx context.Context) (Snapshot, bool, error) {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	s := Snapshot{PendingPool: r.PendingPool, Statuses: map[Ref]Status{}, Records: map[Ref]bool{}}
+	if s.PendingPool == "" {
+		s.PendingPool = DefaultPendingPool
+	}
+	q := (&consulapi.QueryOptions{RequireConsistent: true}).WithContext(ctx)
+	leases, meta, err := r.Consul.KV().List(Root+"leases/", q)
+	if err != nil {
+		return s, false, fmt.Errorf("read %sleases/: %w", Root, err)
+	}
+	before := meta.LastIndex
+	jobs, err := r.readJobs(ctx)
+	if err != nil {
+		return s, false, err
+	}
+	allocs, err := r.readAllocs(ctx)
+	if err != nil {
+		return s, false, err
+	}
+	s.Now = now()
+	_, meta, err = r.Consul.KV().Keys(Root+"leases/", "", q)
+	if err != nil {
+		return s, false, fmt.Errorf("read %sleases/: %w", Root, err)
+	}
+	if meta.LastIndex != before {
+		return s, false, nil
+	}
+	s.Jobs, s.Allocs = jobs, allocs
+	for _, p := range leases {
+		switch {
+		case strings.HasPrefix(p.Key, JobLeasePath):
+			l, err := DecodeJobLease(p.Key, p.Value)
+			if err != nil {
+				s.BadKeys = append(s.BadKeys, BadKey{p.Key, err.Error()})
+				continue
+			}
+			s.JobLeases = append(s.JobLeases, l)
+			if l.Revoke != nil {
+				s.Revokes = append(s.Revokes, SeenRevoke{Job: l.Ref(), LeaseID: l.LeaseID, GrantedAt: l.GrantedAt, Revoke: *l.Revoke})
+			}
+		case strings.HasPrefix(p.Key, GPULeasePath):
+			g, err := DecodeGPULease(p.Key, p.Value)
+			if err != nil {
+				s.BadKeys = append(s.BadKeys, BadKey{p.Key, err.Error()})
+				continue
+			}
+			s.GPULeases = append(s.GPULeases, g)
+		}
+	}
+	sts, _, err := r.Consul.KV().List(StatusPath, q)
+	if err != nil {
+		return s, false, fmt.Errorf("read %s: %w", StatusPath, err)
+	}
+	for _, p := range sts {
+		ref, st, err := DecodeStatus(p.Key, p.Value)
+		if err != nil {
+			s.BadKeys = append(s.BadKeys, BadKey{p.Key, err.Error()})
+			continue
+		}
+		s.Statuses[ref] = st
+	}
+	recs, _, err := r.Consul.KV().Keys(RecordPath, "", q)
+	if err != nil {
+		return s, false, fmt.Errorf("read %s: %w", RecordPath, err)
+	}
+	for _, k := range recs {
+		if ns, job, err := splitJobKey(k, RecordPath); err == nil {
+			s.Records[Ref{ns, job}] = true
+		}
+	}
+	return s, true, nil
+}
+
+func (r *Reader) readJobs(ctx context.Context) ([]Job, error) {
+	q := (&nomadapi.QueryOptions{Namespace: "*"}).WithContext(ctx)
+	stubs, _, err := r.Nomad.Jobs().List(q)
+	if err != nil {
+		return nil, fmt.Errorf("list Nomad jobs: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.jobs == nil {
+		r.jobs = map[Ref]cachedJob{}
+	}
+	seen := map[Ref]bool{}
+	var out []Job
+	for _, st := range stubs {
+		ref := Ref{nsOr(st.Namespace), st.ID}
+		seen[ref] = true
+		c, ok := r.jobs[ref]
+		if !ok || c.index != st.JobModifyIndex {
+			j, _, err := r.Nomad.Jobs().Info(st.ID, (&nomadapi.QueryOptions{Namespace: ref.Namespace}).WithContext(ctx))
+			if err != nil {
+				if strings.Contains(err.Error(), "404") {
+					continue // purged since the list
+				}
+				return nil, fmt.Errorf("read Nomad job %s: %w", ref, err)
+			}
+			c = cachedJob{index: st.JobModifyIndex, pool: deref(j.NodePool), themis: isThemis(j)}
+			r.jobs[ref] = c
+		}
+		out = append(out, Job{Ref: ref, Pool: c.pool, Status: st.Status, Stop: st.Stop,
+			SubmitTime: time.Unix(0, st.SubmitTime), Meta: st.Meta,
+			Themis: c.themis || c.pool == cmpOr(r.PendingPool, DefaultPendingPool) ||
+				st.Meta[LeaseMeta] != "" || st.Meta[SuspendedMeta] != ""})
+	}
+	for ref := range r.jobs {
+		if !seen[ref] {
+			delete(r.jobs, ref)
+		}
+	}
+	return out, nil
+}
+
+// isThemis: the job has a task with the themis driver or a themis stanza.
+func isThemis(j *nomadapi.Job) bool {
+	if j.Meta[LeaseMeta] != "" || j.Meta[SuspendedMeta] != "" {
+		return true
+	}
+	for _, tg := range j.TaskGroups {
+		for _, t := range tg.Tasks {
+			if t.Driver == DriverName || t.Config[StanzaName] != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *Reader) readAllocs(ctx context.Context) ([]Alloc, error) {
+	q := (&nomadapi.QueryOptions{Namespace: "*", Params: map[string]string{"resources": "true", "task_states": "true"}}).WithContext(ctx)
+	stubs, _, err := r.Nomad.Allocations().List(q)
+	if err != nil {
+		return nil, fmt.Errorf("list Nomad allocations: %w", err)
+	}
+	out := make([]Alloc, 0, len(stubs))
+	for _, st := range stubs {
+		out = append(out, allocFromStub(st))
+	}
+	return out, nil
+}
+
+func allocFromStub(st *nomadapi.AllocationListStub) Alloc {
+	a := Alloc{ID: st.ID, Job: Ref{nsOr(st.Namespace), st.JobID}, NodeID: st.NodeID, NodeName: st.NodeName,
+		ClientStatus: st.ClientStatus, CreateTime: time.Unix(0, st.CreateTime), ModifyTime: time.Unix(0, st.ModifyTime),
+		Tasks: map[string]Task{}}
+	for name, ts := range st.TaskStates {
+		if ts == nil {
+			continue
+		}
+		t := Task{State: ts.State, StartedAt: ts.StartedAt, FinishedAt: ts.FinishedAt}
+		for _, e := range ts.Events {
+			if e == nil {
+				continue
+			}
+			t.Events = append(t.Events, eventFromNomad(e))
+		}
+		a.Tasks[name] = t
+	}
+	if st.AllocatedResources != nil {
+		for name, tr := range st.AllocatedResources.Tasks {
+			if tr == nil {
+				continue
+			}
+			t := a.Tasks[name]
+			for _, d := range tr.Devices {
+				if d != nil && d.Vendor == topology.Vendor && d.Type == topology.DeviceType {
+					t.GPUs = append(t.GPUs, d.DeviceIDs...)
+				}
+			}
+			a.Tasks[name] = t
+		}
+	}
+	return a
+}
+
+func eventFromNomad(e *nomadapi.TaskEvent) Event {
+	ev := Event{Type: e.Type, Time: time.Unix(0, e.Time), Message: cmpOr(e.DisplayMessage, e.Message),
+		ExitCode: e.ExitCode, Signal: e.Signal, KillTimeout: e.KillTimeout}
+	if d := e.Details; d != nil {
+		ev.OOMKilled = d["oom_killed"] == "true"
+		if n, err := strconv.Atoi(d["signal"]); err == nil && ev.Signal == 0 {
+			ev.Signal = n
+		}
+		if n, err := strconv.Atoi(d["exit_code"]); err == nil && ev.ExitCode == 0 {
+			ev.ExitCode = n
+		}
+	}
+	return ev
+}
+
+func nsOr(ns string) string { return cmpOr(ns, "default") }
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
