@@ -107,7 +107,8 @@ func TestPlannerKilledMidRevoke(t *testing.T) {
 		}
 	})
 	cmd := exec.Command(env.themis, "planner", "-policy", "fitgpp", "-nomad-addr", env.stack.NomadAddr(),
-		"-consul-addr", env.stack.ConsulAddr(), "-resync", "5s", "-max-kill-timeout", "30m", "-id", "e2e-doomed")
+		"-consul-addr", env.stack.ConsulAddr(), "-resync", "5s", "-max-kill-timeout", "30m", "-id", "e2e-doomed",
+		"-http-addr", "127.0.0.1:0")
 	logf, err := os.Create(filepath.Join(t.TempDir(), "planner.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/httpapi"
 )
 
 // env is the stack shared by every test in the package.
@@ -38,6 +40,10 @@ var env struct {
 	work string
 	// plugins is the folder with the themis plugins the suite built.
 	plugins string
+	// api is the suite's planner's HTTP API (planner/httpapi), served at
+	// apiURL; it leads while the suite's planner runs.
+	api    *httpapi.Server
+	apiURL string
 }
 
 func TestMain(m *testing.M) {
@@ -114,6 +120,10 @@ func runMain(m *testing.M) int {
 	}
 	env.log = log
 	env.ctx = ctx
+	env.api = httpapi.New(httpapi.Options{ID: "e2e"})
+	apiSrv := httptest.NewServer(env.api.Handler())
+	defer apiSrv.Close()
+	env.apiURL = apiSrv.URL
 	startPlanner(plannerSetup{policy: core.FIFO{}})
 	// The invariant watcher runs for the whole run: a violation it sees
 	// fails the run (check_test.go).

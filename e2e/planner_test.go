@@ -14,7 +14,7 @@ import (
 )
 
 // The suite runs one planner in this process, as the leader (without the
-// lock: nothing else leads). Tests that need another policy swap it for the
+// lock: nothing else leads), serving the HTTP API at env.apiURL. Tests that need another policy swap it for the
 // length of the test; a test that kills a planner stops this one, runs the
 // themis binary, and starts this one again afterwards.
 
@@ -47,7 +47,9 @@ func startPlanner(s plannerSetup) {
 		MaxKillTimeout: s.maxKillTimeout,
 		RestoreGuard:   5 * time.Second,
 		Log:            env.log.Named("planner").With("policy", st.Policy.Name()),
+		OnRound:        env.api.Publish,
 	})
+	env.api.SetLeading(true)
 	rp := &runningPlanner{cancel: cancel, done: make(chan error, 1)}
 	go func() { rp.done <- p.Run(ctx) }()
 	env.planner = rp
@@ -61,6 +63,7 @@ func stopPlanner() error {
 	env.planner.cancel()
 	err := <-env.planner.done
 	env.planner = nil
+	env.api.SetLeading(false)
 	return err
 }
 

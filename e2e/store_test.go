@@ -136,3 +136,27 @@ func TestLeaderLock(t *testing.T) {
 		t.Fatal("the standby did not take over")
 	}
 }
+
+// The leader lock records the leading planner's API, which a standby names;
+// nobody leads once it lets go.
+func TestLeaderRecordsItsAPI(t *testing.T) {
+	c := privateConsul(t)
+	s := consul.NewStore(c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, ok, err := s.Leader(ctx); err != nil || ok {
+		t.Fatalf("before anyone leads: ok %v, err %v", ok, err)
+	}
+	_, release, err := s.LeadAs(ctx, consul.LeaderInfo{ID: "one", API: "http://127.0.0.1:4680"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok, err := s.Leader(ctx)
+	if err != nil || !ok || l.ID != "one" || l.API != "http://127.0.0.1:4680" {
+		t.Fatalf("leader %+v ok %v err %v, want one at http://127.0.0.1:4680", l, ok, err)
+	}
+	release()
+	if l, ok, err := s.Leader(ctx); err != nil || ok {
+		t.Fatalf("after release: %+v ok %v err %v, want nobody", l, ok, err)
+	}
+}

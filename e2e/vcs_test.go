@@ -10,6 +10,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/httpapi"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/stack"
 )
@@ -79,6 +80,38 @@ func TestVirtualClustersLive(t *testing.T) {
 	})
 	if st := jobStatus(t, opp); st == nil || st.State != "suspended" || st.Preemptions != 1 {
 		t.Errorf("the opportunistic job's status: %+v, want suspended after 1 preemption", st)
+	}
+
+	// The API: each VC's cells held by its job, each GPU bound to its
+	// VC's cell, the opportunistic job waiting in speech's queue, and its
+	// preemption in the log.
+	c := &httpapi.Client{Addr: env.apiURL}
+	var nodes httpapi.NodesResponse
+	eventually(t, 20*time.Second, "/v1/nodes to show both VCs used", func() (bool, error) {
+		_, err := c.Get(env.ctx, "/v1/nodes", 0, 0, &nodes)
+		return err == nil && len(nodes.VCs) == 2 && nodes.VCs[0].Used == 4 && nodes.VCs[1].Used == 4, err
+	})
+	for _, n := range nodes.Nodes {
+		for _, g := range n.GPUs {
+			want := map[string]string{"default/" + vision: "vision", "default/" + speech: "speech"}[g.Job]
+			if g.State != httpapi.GPULeased || g.VC != want || !strings.HasPrefix(g.Cell, want+"/") {
+				t.Errorf("GPU %+v: want leased in %s's cell", g, want)
+			}
+		}
+	}
+	var q httpapi.QueueResponse
+	if _, err := c.Get(env.ctx, "/v1/queue?vc=speech", 0, 0, &q); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.VCs) != 1 || len(q.VCs[0].Jobs) != 1 || q.VCs[0].Jobs[0].JobID != opp || q.VCs[0].Jobs[0].State != "suspended" || q.VCs[0].Jobs[0].Position != 1 {
+		t.Errorf("speech's queue %+v: want %s suspended at position 1", q.VCs, opp)
+	}
+	var ds httpapi.DecisionsResponse
+	if _, err := c.Get(env.ctx, "/v1/decisions?kind=preempt&job=default/"+opp, 0, 0, &ds); err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Decisions) != 1 || !strings.Contains(ds.Decisions[0].Reason, vision) {
+		t.Errorf("preemptions of %s: %+v, want one for %s", opp, ds.Decisions, vision)
 	}
 }
 

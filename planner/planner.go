@@ -89,6 +89,10 @@ type Config struct {
 	Log              hclog.Logger
 	// Now is the clock; the decision core itself never reads one.
 	Now func() time.Time
+	// OnRound, when set, is called at the end of every round with what
+	// the round left (View), from the planner's goroutine: it must not
+	// block for long. The HTTP API (planner/httpapi) serves it.
+	OnRound func(View)
 }
 
 // Planner is the live planner loop.
@@ -105,6 +109,9 @@ type Planner struct {
 	// (core.Stateful; policystate.go), and saved the state last written.
 	stateOf *stack.Stack
 	saved   []byte
+	// events are the current round's grants, revokes and releases, for
+	// OnRound (view.go).
+	events events
 }
 
 // stack is the decision stack in force.
@@ -130,6 +137,9 @@ func New(cfg Config) *Planner {
 	}
 	p := &Planner{cfg: cfg, log: cfg.Log}
 	p.st.Store(cfg.Stack)
+	if cfg.OnRound != nil {
+		p.cfg.Store = recorder{Store: cfg.Store, p: p}
+	}
 	return p
 }
 

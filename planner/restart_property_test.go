@@ -99,7 +99,7 @@ func TestRestartEquivalence(t *testing.T) {
 		"fifo": {}, "fitgpp": {}, "las": {}, "tiresias-las": {Knobs: tiresias},
 		// Themis keeps state between rounds (lease ends, arrivals,
 		// contention, its auction's rounds): recorded in Consul.
-		"themis": {Knobs: mustKnobs(t, "themis.lease=30s")},
+		"themis":     {Knobs: mustKnobs(t, "themis.lease=30s")},
 		"fifo+hived": {VCs: vcs}, "tiresias-las+hived": {Knobs: tiresias, VCs: vcs},
 		// Per-VC policies: vision runs fitgpp, speech tiresias-las.
 		"fifo+vc-policies": {VCs: policies},

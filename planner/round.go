@@ -10,6 +10,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
 )
@@ -41,6 +42,8 @@ type round struct {
 	cells func(core.JobKey) []string
 	// gpuNode maps each GPU to its node, built when a grant needs it.
 	gpuNode map[string]string
+	// vcs is the round's virtual clusters (nil without), for the View.
+	vcs *hived.Cluster
 }
 
 func (r *round) fail(err error) {
@@ -50,7 +53,9 @@ func (r *round) fail(err error) {
 }
 
 // Reconcile runs one round: observe, decide, act.
-func (p *Planner) Reconcile(ctx context.Context) error {
+func (p *Planner) Reconcile(ctx context.Context) (err error) {
+	var end roundEnd
+	defer p.publish(time.Now(), &end, &err)
 	if p.statuses == nil {
 		if err := p.loadStatuses(ctx); err != nil {
 			return err
@@ -88,6 +93,7 @@ func (p *Planner) Reconcile(ctx context.Context) error {
 			r.status[k] = st
 		}
 	}
+	end = roundEnd{r: r, d: d}
 	r.fail(p.writeStatuses(ctx, r.status, r.now))
 	r.fail(p.forget(ctx, r))
 	return errors.Join(r.errs...)

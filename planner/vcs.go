@@ -71,6 +71,7 @@ func (p *Planner) placer(r *round) (core.Placer, error) {
 			return nil, fmt.Errorf("virtual clusters: replay lease %s of %s: %w", l.LeaseID, k, err)
 		}
 	}
+	r.vcs = h.Cluster()
 	r.cells = func(k core.JobKey) []string {
 		v, ok := h.Cluster().Job(k)
 		if !ok {

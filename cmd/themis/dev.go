@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/themis-nomad/themis/e2e/devstack"
+	"github.com/themis-nomad/themis/planner/httpapi"
 	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
 )
@@ -144,6 +145,7 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 
     Nomad UI:   %[2]s/ui
     Consul UI:  http://%[3]s/ui  (leases: Key/Value > themis/leases)
+    Themis API: http://%[6]s/v1/queue  (docs/api.md; metrics at /metrics)
     Data:       %[4]s (agent logs, rendered configs, checkpoints)
 %[5]s
   In another shell:
@@ -154,10 +156,11 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
     themis status
 
   Ctrl-C stops everything.
-`, time.Since(start).Seconds(), dev.nomadAddr, dev.consulAddr, o.dataDir, dev.nodes))
+`, time.Since(start).Seconds(), dev.nomadAddr, dev.consulAddr, o.dataDir, dev.nodes, httpapi.DefaultAddr))
 	return runPlanner(ctx, plannerOptions{
 		nomadAddr: dev.nomadAddr, consulAddr: dev.consulAddr, policy: o.policy, knobs: o.knobs, vcConfig: o.vcConfig,
 		pendingPool: nomad.DefaultPendingPool, resync: 30 * time.Second, logLevel: o.logLevel, id: "themis-dev",
+		httpAddr: httpapi.DefaultAddr,
 		// examples/agents/nomad-dev.hcl.tmpl and nomad-client.hcl.tmpl raise
 		// client.max_kill_timeout to 30m.
 		maxKillTimeout: 30 * time.Minute, restoreGuard: 10 * time.Second,

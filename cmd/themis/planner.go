@@ -19,6 +19,7 @@ import (
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/httpapi"
 	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
 )
@@ -36,6 +37,10 @@ Usage: themis planner [options]
   their node and GPUs. Several planners may run; one leads (Consul lock
   themis/planner/leader) and the others stand by.
 
+  The leading planner serves a read-only JSON API and Prometheus metrics on
+  -http-addr (default 127.0.0.1:4680; docs/api.md); a standby answers 503
+  naming the leader.
+
   Nomad and Consul are found through the usual NOMAD_ADDR / NOMAD_TOKEN and
   CONSUL_HTTP_ADDR / CONSUL_HTTP_TOKEN variables, or the flags below.
 
@@ -46,6 +51,7 @@ Options:
 type plannerOptions struct {
 	nomadAddr, consulAddr, policy, pendingPool, logLevel, id, vcConfig string
 	checkpointRoot, checkpointVolume                                   string
+	httpAddr, httpAdvertise                                            string
 	resync, maxKillTimeout, restoreGuard                               time.Duration
 	knobs                                                              stringList
 }
@@ -70,6 +76,10 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 		"client host volume mounted into exec and docker themis tasks for their checkpoints (docs/drivers.md)")
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "full reconcile period, on top of Nomad events")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	fs.StringVar(&o.httpAddr, "http-addr", httpapi.DefaultAddr,
+		"address of the planner's HTTP API (JSON under /v1/, dashboard at /ui/, Prometheus metrics at /metrics; docs/api.md); empty: none")
+	fs.StringVar(&o.httpAdvertise, "http-advertise", "",
+		"the API's URL as other planners and clients reach it, recorded in the leader lock (default http://<-http-addr>)")
 	fs.StringVar(&o.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this planner's identity in the leader lock")
 	return fs
 }
@@ -144,9 +154,13 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 		return fmt.Errorf("consul client: %w", err)
 	}
 	store := consul.NewStore(cc)
+	api, apiURL, err := startAPI(ctx, o, store, log)
+	if err != nil {
+		return err
+	}
 	for ctx.Err() == nil {
 		log.Info("waiting for planner leadership", "lock", consul.LeaderKey, "id", o.id)
-		lctx, release, err := store.Lead(ctx, o.id)
+		lctx, release, err := store.LeadAs(ctx, consul.LeaderInfo{ID: o.id, API: apiURL})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -162,14 +176,22 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 		log.Info("leading", "nomad", ncfg.Address, "consul", ccfg.Address, "policy", policy.Policy.Name(), "victims", policy.Victims)
 		ncl := nomad.NewClient(nc, o.pendingPool, log.Named("nomad"))
 		ncl.SetForeignCheckpoints(nomad.ForeignCheckpoints{Root: o.checkpointRoot, Volume: o.checkpointVolume})
-		p := planner.New(planner.Config{
+		cfg := planner.Config{
 			Nomad: ncl, Store: store,
 			Stack: policy, Resync: o.resync, Log: log,
 			MaxKillTimeout: o.maxKillTimeout, RestoreGuard: o.restoreGuard,
-		})
+		}
+		if api != nil {
+			cfg.OnRound = api.Publish
+			api.SetLeading(true)
+		}
+		p := planner.New(cfg)
 		stopReload := reloadOnHUP(lctx, o, p, log)
 		err = p.Run(lctx)
 		stopReload()
+		if api != nil {
+			api.SetLeading(false)
+		}
 		release()
 		if err != nil {
 			return err

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/httpapi"
 	"github.com/themis-nomad/themis/planner/lease"
 )
 
@@ -27,19 +31,50 @@ func (c *statusCommand) Synopsis() string {
 
 func (c *statusCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: themis status [-consul-addr ADDR]
+Usage: themis status [-queue] [-addr URL] [-consul-addr ADDR]
 
   Lists every themis job the planner knows with its state (queued, granted,
   rejected, finished), the node and GPUs of its lease, and why it waits or was
   rejected. It reads the planner's records in Consul KV (themis/status/).
+
+  With -queue it lists the waiting jobs of each virtual cluster in the order
+  the policy ranks them, with their position and why each waits, from the
+  leading planner's HTTP API (-addr; a standby's answer is followed to the
+  leader). Where no planner serves the API it falls back to Consul's
+  records, which know no positions: the jobs are listed by the time they
+  entered their state.
+
+Options:
+
+  -queue             show the queues
+  -addr URL          the planner's HTTP API (default $THEMIS_ADDR or
+                     http://127.0.0.1:4680)
+  -consul-addr ADDR  Consul HTTP address (default $CONSUL_HTTP_ADDR or
+                     127.0.0.1:8500)
 `)
 }
 
 func (c *statusCommand) Run(args []string) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	addr := fs.String("consul-addr", "", "Consul HTTP address (default $CONSUL_HTTP_ADDR or 127.0.0.1:8500)")
+	apiAddr := fs.String("addr", cmp.Or(os.Getenv("THEMIS_ADDR"), "http://"+httpapi.DefaultAddr), "the planner's HTTP API")
+	queue := fs.Bool("queue", false, "show each virtual cluster's queue: position and reason")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if *queue {
+		q, err := (&httpapi.Client{Addr: *apiAddr}).Queue(ctx)
+		if err == nil {
+			printQueue(os.Stdout, q)
+			return 0
+		}
+		if !errors.Is(err, httpapi.ErrNotServed) {
+			c.ui.Error("themis status: " + err.Error())
+			return 1
+		}
+		c.ui.Warn(fmt.Sprintf("themis status: no planner API at %s (%v); reading Consul's records, which know no queue positions", *apiAddr, err))
 	}
 	cfg := consulapi.DefaultConfig()
 	if *addr != "" {
@@ -50,12 +85,14 @@ func (c *statusCommand) Run(args []string) int {
 		c.ui.Error(err.Error())
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	sts, err := consul.NewStore(cc).Statuses(ctx)
 	if err != nil {
 		c.ui.Error("themis status: " + err.Error())
 		return 1
+	}
+	if *queue {
+		printQueue(os.Stdout, queueFromStatuses(sts))
+		return 0
 	}
 	progress, err := consul.NewStore(cc).Progress(ctx)
 	if err != nil {
@@ -79,6 +116,40 @@ func (c *statusCommand) Run(args []string) int {
 	}
 	w.Flush()
 	return 0
+}
+
+// printQueue writes the queues, one line per waiting job.
+func printQueue(out io.Writer, q httpapi.QueueResponse) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "VC\tPOS\tJOB\tGPUS\tSTATE\tREASON")
+	for _, vc := range q.VCs {
+		for _, j := range vc.Jobs {
+			pos, gpus := "-", "-"
+			if j.Position > 0 {
+				pos = strconv.Itoa(j.Position)
+			}
+			if j.GPUs > 0 {
+				gpus = strconv.Itoa(j.GPUs)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(vc.VC), pos, j.Job, gpus, j.State, dash(j.Reason))
+		}
+	}
+	w.Flush()
+}
+
+// queueFromStatuses is the fallback queue from Consul's status records:
+// the queued and suspended jobs by the time they entered that state, with
+// no VC or position (the records do not keep them).
+func queueFromStatuses(sts []consul.JobStatus) httpapi.QueueResponse {
+	sort.SliceStable(sts, func(i, j int) bool { return sts[i].Since.Before(sts[j].Since) })
+	vc := httpapi.VCQueue{Jobs: []httpapi.Queued{}}
+	for _, st := range sts {
+		if st.State == "queued" || st.State == "suspended" {
+			vc.Jobs = append(vc.Jobs, httpapi.Queued{Job: st.Namespace + "/" + st.JobID, Namespace: st.Namespace, JobID: st.JobID,
+				State: st.State, Reason: st.Reason})
+		}
+	}
+	return httpapi.QueueResponse{VCs: []httpapi.VCQueue{vc}}
 }
 
 func dash(s string) string {

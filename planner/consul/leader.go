@@ -2,6 +2,7 @@ package consul
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/hashicorp/consul/api"
@@ -15,14 +16,31 @@ import (
 // the session: running jobs keep their GPUs through a failover.
 const LeaderKey = lease.Root + "planner/leader"
 
+// LeaderInfo is what the leader lock's value records (JSON): the leading
+// planner's identity and, when it serves the HTTP API, the API's address,
+// so that a standby can name it.
+type LeaderInfo struct {
+	ID  string `json:"id"`
+	API string `json:"api,omitempty"`
+}
+
 // Lead blocks until this planner holds the leader lock (or ctx ends), then
 // returns a context that is cancelled when leadership is lost, and a func
 // that releases the lock.
 func (s *Store) Lead(ctx context.Context, identity string) (context.Context, func(), error) {
+	return s.LeadAs(ctx, LeaderInfo{ID: identity})
+}
+
+// LeadAs is Lead recording the planner's API address too.
+func (s *Store) LeadAs(ctx context.Context, me LeaderInfo) (context.Context, func(), error) {
+	value, err := json.Marshal(me)
+	if err != nil {
+		return nil, nil, err
+	}
 	lock, err := s.api.LockOpts(&api.LockOptions{
 		Key:            LeaderKey,
-		Value:          []byte(identity),
-		SessionName:    "themis-planner " + identity,
+		Value:          value,
+		SessionName:    "themis-planner " + me.ID,
 		SessionTTL:     "15s",
 		MonitorRetries: 5,
 	})
@@ -45,4 +63,20 @@ func (s *Store) Lead(ctx context.Context, identity string) (context.Context, fun
 		cancel()
 	}()
 	return lctx, func() { cancel(); _ = lock.Unlock() }, nil
+}
+
+// Leader reads who holds the leader lock; ok is false when nobody does. A
+// value that is not LeaderInfo's JSON (an older planner's) is its identity.
+func (s *Store) Leader(ctx context.Context) (l LeaderInfo, ok bool, err error) {
+	kv, _, err := s.api.KV().Get(LeaderKey, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return LeaderInfo{}, false, fmt.Errorf("read leader lock %s: %w", LeaderKey, err)
+	}
+	if kv == nil || kv.Session == "" {
+		return LeaderInfo{}, false, nil
+	}
+	if json.Unmarshal(kv.Value, &l) != nil || l.ID == "" {
+		l = LeaderInfo{ID: string(kv.Value)}
+	}
+	return l, true, nil
 }

@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/themis-nomad/themis/planner"
+)
+
+// metrics are the planner's Prometheus metrics (/metrics), set from each
+// published round. The gauges describe the last decided round.
+type metrics struct {
+	reg *prometheus.Registry
+
+	queue     *prometheus.GaugeVec // themis_queue_length{vc}
+	gpus      *prometheus.GaugeVec // themis_gpus{node,vc,state}
+	vcGPUs    *prometheus.GaugeVec // themis_vc_gpus{vc,state}
+	revoking  prometheus.Gauge     // themis_revokes_in_progress
+	leases    prometheus.Gauge     // themis_leases
+	leader    prometheus.Gauge     // themis_leader
+	index     prometheus.Gauge     // themis_api_index
+	rounds    prometheus.Counter   // themis_rounds_total
+	errors    prometheus.Counter   // themis_round_errors_total
+	latency   prometheus.Histogram // themis_round_duration_seconds
+	decisions *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "themis_queue_length",
+			Help: "Jobs waiting (queued or suspended) per virtual cluster, after the last round."}, []string{"vc"}),
+		gpus: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "themis_gpus",
+			Help: "GPUs per node, virtual cluster and state (free, leased, revoking, unhealthy), after the last round."},
+			[]string{"node", "vc", "state"}),
+		vcGPUs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "themis_vc_gpus",
+			Help: "A virtual cluster's guaranteed GPUs by state (used, free, doomed), after the last round."}, []string{"vc", "state"}),
+		revoking: prometheus.NewGauge(prometheus.GaugeOpts{Name: "themis_revokes_in_progress",
+			Help: "Leases being taken back (their jobs checkpoint and stop)."}),
+		leases: prometheus.NewGauge(prometheus.GaugeOpts{Name: "themis_leases", Help: "Leases in Consul, revoking ones included."}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "themis_leader", Help: "1 while this planner leads, else 0."}),
+		index:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "themis_api_index", Help: "The API's index (X-Themis-Index)."}),
+		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "themis_rounds_total", Help: "Rounds run."}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "themis_round_errors_total",
+			Help: "Rounds that failed, wholly or in part (retried on the next event or resync)."}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "themis_round_duration_seconds",
+			Help:    "How long a round took (observe, decide, act).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "themis_decisions_total",
+			Help: "Decisions carried out, by kind: grant, preempt, revoke (resubmitted job), release, promote."}, []string{"kind"}),
+	}
+	m.reg.MustRegister(m.queue, m.gpus, m.vcGPUs, m.revoking, m.leases, m.leader, m.index, m.rounds, m.errors, m.latency, m.decisions,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, k := range []string{planner.EventGrant, planner.EventPreempt, planner.EventRevoke, planner.EventRelease, planner.EventPromote} {
+		m.decisions.WithLabelValues(k)
+	}
+	return m
+}
+
+func (m *metrics) leading(on bool) {
+	if on {
+		m.leader.Set(1)
+	} else {
+		m.leader.Set(0)
+	}
+}
+
+// round counts a round and its decisions.
+func (m *metrics) round(v planner.View) {
+	m.rounds.Inc()
+	m.latency.Observe(v.Duration.Seconds())
+	if v.Err != nil {
+		m.errors.Inc()
+	}
+	for _, e := range v.Events {
+		m.decisions.WithLabelValues(e.Kind).Inc()
+	}
+}
+
+// view sets the gauges from a decided round.
+func (m *metrics) view(v planner.View) {
+	m.queue.Reset()
+	for _, q := range v.Queue {
+		m.queue.WithLabelValues(q.VC).Inc()
+	}
+	for _, vc := range v.VCs {
+		m.queue.WithLabelValues(vc.Name).Add(0)
+	}
+	m.gpus.Reset()
+	for _, n := range buildNodes(v).Nodes {
+		for _, g := range n.GPUs {
+			m.gpus.WithLabelValues(n.Name, g.VC, g.State).Inc()
+		}
+	}
+	m.vcGPUs.Reset()
+	for _, vc := range v.VCs {
+		m.vcGPUs.WithLabelValues(vc.Name, "used").Set(float64(vc.Used))
+		m.vcGPUs.WithLabelValues(vc.Name, "free").Set(float64(vc.Free))
+		m.vcGPUs.WithLabelValues(vc.Name, "doomed").Set(float64(vc.Doomed))
+	}
+	revoking := 0
+	for _, l := range v.Leases {
+		if l.Revoke != nil {
+			revoking++
+		}
+	}
+	m.revoking.Set(float64(revoking))
+	m.leases.Set(float64(len(v.Leases)))
+}

@@ -1,0 +1,76 @@
+package httpapi
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/themis-nomad/themis/planner"
+)
+
+// After a scripted sequence of rounds the scrape has the queue, the GPUs
+// per node, VC and state, the revokes in progress, the decision and round
+// counters and the round latency.
+func TestMetricsAfterRounds(t *testing.T) {
+	second := fixture()
+	second.Duration = 2 * time.Second
+	second.Events = []planner.Event{
+		{Time: t0, Kind: planner.EventRelease, Job: key("b"), Reason: "revoked"},
+		{Time: t0, Kind: planner.EventGrant, Job: key("c"), Reason: "granted"},
+	}
+	failed := planner.View{Time: t0, Duration: 5 * time.Millisecond, Err: errTest}
+	_, ts := leader(t, fixture(), failed, second, vcFixture())
+	code, _, body := get(t, ts, "/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	scrape := body.(string)
+	for _, want := range []string{
+		`themis_queue_length{vc="vision"} 1`,
+		`themis_gpus{node="dev-node",state="leased",vc="vision"} 1`,
+		`themis_gpus{node="dev-node",state="free",vc="vision"} 1`,
+		`themis_vc_gpus{state="used",vc="vision"} 1`,
+		`themis_vc_gpus{state="free",vc="vision"} 1`,
+		`themis_revokes_in_progress 0`,
+		`themis_leases 1`,
+		`themis_leader 1`,
+		`themis_rounds_total 4`,
+		`themis_round_errors_total 1`,
+		`themis_decisions_total{kind="grant"} 1`,
+		`themis_decisions_total{kind="preempt"} 1`,
+		`themis_decisions_total{kind="release"} 1`,
+		`themis_decisions_total{kind="promote"} 0`,
+		`themis_round_duration_seconds_count 4`,
+		`themis_round_duration_seconds_bucket{le="0.025"} 3`,
+		`themis_round_duration_seconds_bucket{le="2.5"} 4`,
+		`themis_api_index `,
+		`go_goroutines `,
+	} {
+		if !strings.Contains(scrape, want) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+	// The last view replaced the gauges of the first: no stale series.
+	for _, gone := range []string{`themis_gpus{node="spare-node"`, `themis_queue_length{vc=""}`} {
+		if strings.Contains(scrape, gone) {
+			t.Errorf("scrape still has %s", gone)
+		}
+	}
+
+	// And on the fixture alone: GPUs per state on both nodes, one revoke.
+	_, ts = leader(t, fixture())
+	_, _, body = get(t, ts, "/metrics")
+	scrape = body.(string)
+	for _, want := range []string{
+		`themis_queue_length{vc=""} 2`,
+		`themis_gpus{node="dev-node",state="leased",vc="default"} 2`,
+		`themis_gpus{node="dev-node",state="revoking",vc="default"} 1`,
+		`themis_gpus{node="dev-node",state="unhealthy",vc=""} 1`,
+		`themis_gpus{node="spare-node",state="free",vc=""} 2`,
+		`themis_revokes_in_progress 1`,
+	} {
+		if !strings.Contains(scrape, want) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+}

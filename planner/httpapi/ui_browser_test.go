@@ -1,0 +1,68 @@
+package httpapi
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chromium finds a headless-capable Chromium (Debian's `chromium`), or
+// skips the test.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium on PATH (apt-get install chromium)")
+	return ""
+}
+
+// The dashboard in a real (headless) browser: the GPU grid is coloured by
+// job, the revoking and unhealthy GPUs are marked, the queue and the
+// decisions are listed. (#once draws once: the live loop's blocking
+// queries would keep the headless browser's virtual clock from running.)
+func TestUIInBrowser(t *testing.T) {
+	bin := chromium(t)
+	_, ts := leader(t, fixture())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--user-data-dir="+filepath.Join(t.TempDir(), "profile"), "--virtual-time-budget=3000", "--dump-dom", ts.URL+"/ui/#once")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v: %s", err, stderrOf(err))
+	}
+	dom := string(out)
+	for _, want := range []string{
+		`data-gpu="gpu-0" data-state="leased" data-job="default/a" style="background: rgb(`,
+		`data-gpu="gpu-2" data-state="revoking" data-job="default/b" style="background: rgb(`,
+		`class="gpu revoking"`,
+		`class="gpu unhealthy"`,
+		`data-node="spare-node"`,
+		`<tr data-job="default/c"><td>—</td><td>1</td>`,
+		`waiting for default/b to stop`,
+		`<tr data-kind="preempt">`,
+		`p1 (leader) · fitgpp`,
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the rendered page lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("DOM:\n%s", dom)
+	}
+}
+
+func stderrOf(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(ee.Stderr)
+	}
+	return ""
+}

@@ -1,0 +1,143 @@
+package planner
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/stack"
+)
+
+// The view a round publishes (Config.OnRound) says what the round did
+// (events, as written), what it left (leases, revoking ones with their
+// deadline) and who waits where and why (the queue, in rank order).
+func TestViewAfterEachRound(t *testing.T) {
+	policy, err := core.NewFitGpp(core.Knobs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, 8, &stack.Stack{Policy: policy})
+	var views []View
+	h.config.OnRound = func(v View) { views = append(views, v) }
+	h.config.MaxKillTimeout = 0
+	h.restart()
+	last := func() View { return views[len(views)-1] }
+	kinds := func(v View) (out []string) {
+		for _, e := range v.Events {
+			out = append(out, e.Kind+" "+e.Job.ID)
+		}
+		return out
+	}
+
+	h.fn.submit("be", 8, "be", "10s")
+	h.fn.submit("be2", 4, "be", "10s")
+	h.round("be starts")
+	v := last()
+	if !v.Decided || v.Err != nil || v.Policy != "fitgpp" {
+		t.Fatalf("view: decided %v err %v policy %q", v.Decided, v.Err, v.Policy)
+	}
+	if got := kinds(v); !slices.Equal(got, []string{"grant be"}) {
+		t.Errorf("events %v, want [grant be]", got)
+	}
+	if len(v.Leases) != 1 || v.Leases[0].JobID != "be" || len(v.Leases[0].GPUs) != 8 {
+		t.Errorf("leases %+v", v.Leases)
+	}
+	if len(v.Queue) != 1 || v.Queue[0].Job.ID != "be2" || v.Queue[0].Position != 1 || v.Queue[0].GPUs != 4 ||
+		!strings.Contains(v.Queue[0].Reason, "free GPUs") {
+		t.Errorf("queue %+v", v.Queue)
+	}
+	if len(v.Nodes) != 1 || len(v.Nodes[0].GPUs) != 8 || len(v.Jobs) != 2 || v.Jobs[0].Status.State != "granted" {
+		t.Errorf("nodes %d, jobs %+v", len(v.Nodes), v.Jobs)
+	}
+
+	h.fn.submit("te", 4, "te", "10s")
+	h.round("te preempts be")
+	v = last()
+	if got := kinds(v); !slices.Equal(got, []string{"preempt be"}) {
+		t.Errorf("events %v, want [preempt be]", got)
+	}
+	if e := v.Events[0]; !strings.Contains(e.Reason, "fitgpp") || len(e.GPUs) != 8 {
+		t.Errorf("preempt event %+v", e)
+	}
+	if l := v.Leases[0]; l.Revoke == nil || l.Revoke.Deadline.IsZero() {
+		t.Errorf("the victim's lease is not revoking: %+v", l)
+	}
+	if len(v.Queue) == 0 || v.Queue[0].Job.ID != "te" || !strings.Contains(v.Queue[0].Reason, "waiting for default/be to stop") {
+		t.Errorf("queue %+v: want te first, waiting for be", v.Queue)
+	}
+
+	for i := range 5 {
+		h.round("be stops " + itoa(i))
+	}
+	var all []string
+	for _, v := range views[2:] {
+		all = append(all, kinds(v)...)
+	}
+	if !slices.Contains(all, "release be") || !slices.Contains(all, "grant te") {
+		t.Errorf("events after the preemption %v: want be released and te granted", all)
+	}
+	for _, v := range views {
+		for _, e := range v.Events {
+			if e.Reason == "" || e.Time.IsZero() {
+				t.Errorf("event without reason or time: %+v", e)
+			}
+		}
+	}
+}
+
+// With virtual clusters the view carries each VC's cells and each GPU's
+// leaf cell.
+func TestViewVirtualClusters(t *testing.T) {
+	vcs, err := hived.ParseConfig("two-teams.hcl", []byte(twoTeams))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := stack.Build("fifo", stack.Options{VCs: vcs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, 8, st)
+	var v View
+	h.config.OnRound = func(nv View) { v = nv }
+	h.restart()
+	h.fn.submitIn("vision", 4, "be", "10s", "vision", 0)
+	h.fn.submitIn("vision2", 4, "be", "10s", "vision", 0)
+	h.round("vision runs")
+	if len(v.VCs) != 2 || v.VCs[0].Name != "vision" || v.VCs[0].Used != 4 || len(v.VCs[0].Cells) == 0 {
+		t.Fatalf("VCs %+v", v.VCs)
+	}
+	held := 0
+	for _, c := range v.GPUCells {
+		if slices.Contains(c.Jobs, core.JobKey{Namespace: "default", ID: "vision"}) {
+			held++
+			if c.VC != "vision" || c.Bound == "" {
+				t.Errorf("GPU cell %+v: want bound in vision", c)
+			}
+		}
+	}
+	if held != 4 || len(v.GPUCells) != 8 {
+		t.Errorf("%d of %d GPU cells held by vision, want 4 of 8", held, len(v.GPUCells))
+	}
+	if len(v.Queue) != 1 || v.Queue[0].VC != "vision" || v.Queue[0].Position != 1 {
+		t.Errorf("queue %+v", v.Queue)
+	}
+}
+
+// A gang's lease spans nodes: the view's lease keeps its parts, and its
+// grant names every node.
+func TestViewGang(t *testing.T) {
+	h := newClusterHarness(t, 3, 8, gangStack(t, "fifo"))
+	var v View
+	h.config.OnRound = func(nv View) { v = nv }
+	h.restart()
+	h.fn.submit("gang", 16, "be", "10s")
+	h.round("grant")
+	if len(v.Leases) != 1 || len(v.Leases[0].Parts) != 2 || len(v.Leases[0].GPUs) != 16 {
+		t.Fatalf("leases %+v", v.Leases)
+	}
+	if len(v.Events) != 1 || v.Events[0].Kind != EventGrant || strings.Count(v.Events[0].Node, ",") != 1 || len(v.Events[0].GPUs) != 16 {
+		t.Errorf("events %+v: want one grant naming both nodes", v.Events)
+	}
+}
