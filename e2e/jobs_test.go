@@ -32,6 +32,8 @@ type trainJob struct {
 	steps int
 	// shell, when set, runs `/bin/sh -c shell` instead of hello.
 	shell string
+	// app is the stanza's app ("" = the job's own).
+	app string
 }
 
 func (o trainJob) build(t testing.TB, id string) *nomadapi.Job {
@@ -54,6 +56,9 @@ func (o trainJob) build(t testing.TB, id string) *nomadapi.Job {
 	}
 	if o.priority != 0 {
 		stanza["priority"] = o.priority
+	}
+	if o.app != "" {
+		stanza["app"] = o.app
 	}
 	if o.shell != "" {
 		task.Config["command"] = "/bin/sh"
