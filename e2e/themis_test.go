@@ -79,6 +79,9 @@ func TestThemisLive(t *testing.T) {
 	if b, err := consul.NewStore(m.consul).PolicyState(ctx, "themis"); err != nil || len(b) == 0 {
 		t.Fatalf("the arbiter's state is not in Consul: %v", err)
 	}
+	if b, err := consul.NewStore(m.consul).Auction(ctx); err != nil || !strings.Contains(string(b), `"app":"sweep"`) {
+		t.Fatalf("the last auction round is not in Consul (%v): %s", err, b)
+	}
 	t.Logf("%s: first auction: %d jobs run", time.Since(began).Round(time.Millisecond), len(firstAlloc))
 
 	// Past the first lease ends: every job ran at some point, the ones

@@ -246,6 +246,7 @@ type fakeStore struct {
 	ckpts    map[core.JobKey]lease.CheckpointRecord
 	progress map[core.JobKey]lease.ProgressRecord
 	policy   map[string][]byte
+	auction  []byte
 }
 
 func newFakeStore() *fakeStore {
@@ -370,6 +371,11 @@ func (s *fakeStore) PutPolicyState(_ context.Context, name string, state []byte)
 		s.policy = map[string][]byte{}
 	}
 	s.policy[name] = slices.Clone(state)
+	return nil
+}
+
+func (s *fakeStore) PutAuction(_ context.Context, report []byte) error {
+	s.auction = slices.Clone(report)
 	return nil
 }
 

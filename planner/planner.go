@@ -59,6 +59,7 @@ type Store interface {
 	PolicyState(ctx context.Context, name string) ([]byte, error)
 	PutPolicyState(ctx context.Context, name string, state []byte) error
 	SetLeaseEnd(ctx context.Context, l lease.JobLease) error
+	PutAuction(ctx context.Context, report []byte) error
 	Statuses(ctx context.Context) ([]consul.JobStatus, error)
 	PutStatus(ctx context.Context, st consul.JobStatus) error
 	DeleteStatus(ctx context.Context, k core.JobKey) error
@@ -109,6 +110,8 @@ type Planner struct {
 	// (core.Stateful; policystate.go), and saved the state last written.
 	stateOf *stack.Stack
 	saved   []byte
+	// auctionRound is the last auction round recorded (policystate.go).
+	auctionRound uint64
 	// events are the current round's grants, revokes and releases, for
 	// OnRound (view.go).
 	events events

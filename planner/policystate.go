@@ -3,8 +3,10 @@ package planner
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
+	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/core"
 )
 
@@ -82,4 +84,32 @@ func (p *Planner) renewLeases(ctx context.Context, r *round) {
 		}
 		r.leases[k] = l
 	}
+}
+
+// recordAuction logs and records the last auction round's result per app
+// when a new round ran (Themis), for operators.
+func (p *Planner) recordAuction(ctx context.Context) error {
+	ar, ok := p.stack().Policy.(interface {
+		LastRound() (arbiter.RoundReport, bool)
+	})
+	if !ok {
+		return nil
+	}
+	rep, ok := ar.LastRound()
+	if !ok || rep.Round == p.auctionRound {
+		return nil
+	}
+	for _, a := range rep.Apps {
+		p.log.Info("auction", "round", rep.Round, "app", a.App, "rho", a.Rho, "bid", a.Bid, "won", a.Won,
+			"rho_after", a.RhoAfter, "placed", a.Placed, "c", a.C, "lease_s", a.Lease)
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	if err := p.cfg.Store.PutAuction(ctx, b); err != nil {
+		return err
+	}
+	p.auctionRound = rep.Round
+	return nil
 }

@@ -87,6 +87,7 @@ func (p *Planner) Reconcile(ctx context.Context) (err error) {
 	}
 	p.act(ctx, r, d)
 	p.renewLeases(ctx, r)
+	r.fail(p.recordAuction(ctx))
 	for k, st := range r.status {
 		if j := r.jobs[k]; j != nil && j.Foreign() {
 			st.Driver = j.Driver

@@ -1,10 +1,12 @@
 package planner
 
 import (
+	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
@@ -123,5 +125,32 @@ func TestThemisLiveWaiterRunsAtLeaseEnd(t *testing.T) {
 	mid := core.JobKey{Namespace: "default", ID: "mid"}
 	if l, ok := h.fs.leases[mid]; !ok || l.Revoke != nil || len(h.fn.running("mid")) != 1 {
 		t.Fatalf("mid does not run after the first leases ended: %+v", h.fs.statuses[mid])
+	}
+}
+
+// Each auction round's result per app is recorded for operators.
+func TestThemisLiveRecordsTheAuction(t *testing.T) {
+	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease=60s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newClusterHarness(t, 2, 8, st)
+	h.fn.submitApp("a", 8, "a")
+	h.fn.submitApp("b", 8, "b")
+	h.fn.submitApp("c", 4, "c")
+	h.round("auction")
+	var rep arbiter.RoundReport
+	if err := json.Unmarshal(h.fs.auction, &rep); err != nil {
+		t.Fatalf("recorded auction %q: %v", h.fs.auction, err)
+	}
+	won := 0
+	for _, a := range rep.Apps {
+		won += a.Won
+		if a.Rho <= 0 {
+			t.Errorf("app %s: rho %v", a.App, a.Rho)
+		}
+	}
+	if len(rep.Apps) != 3 || won != 16 || rep.Offer != 16 {
+		t.Fatalf("report %+v: want 3 apps winning the 16 GPUs offered", rep)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/hashicorp/cli"
 	consulapi "github.com/hashicorp/consul/api"
 
+	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/httpapi"
@@ -31,7 +33,7 @@ func (c *statusCommand) Synopsis() string {
 
 func (c *statusCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: themis status [-queue] [-addr URL] [-consul-addr ADDR]
+Usage: themis status [-queue | -apps] [-addr URL] [-consul-addr ADDR]
 
   Lists every themis job the planner knows with its state (queued, granted,
   rejected, finished), the node and GPUs of its lease, and why it waits or was
@@ -44,9 +46,14 @@ Usage: themis status [-queue] [-addr URL] [-consul-addr ADDR]
   records, which know no positions: the jobs are listed by the time they
   entered their state.
 
+  With -apps (policy themis) it shows the last auction round per app: its
+  finish-time fairness rho, whether it bid, the GPUs it won, its rho with
+  them and how long it holds them (themis/auction/last).
+
 Options:
 
   -queue             show the queues
+  -apps              show the last auction round per app
   -addr URL          the planner's HTTP API (default $THEMIS_ADDR or
                      http://127.0.0.1:4680)
   -consul-addr ADDR  Consul HTTP address (default $CONSUL_HTTP_ADDR or
@@ -59,6 +66,7 @@ func (c *statusCommand) Run(args []string) int {
 	addr := fs.String("consul-addr", "", "Consul HTTP address (default $CONSUL_HTTP_ADDR or 127.0.0.1:8500)")
 	apiAddr := fs.String("addr", cmp.Or(os.Getenv("THEMIS_ADDR"), "http://"+httpapi.DefaultAddr), "the planner's HTTP API")
 	queue := fs.Bool("queue", false, "show each virtual cluster's queue: position and reason")
+	apps := fs.Bool("apps", false, "show the last auction round per app (policy themis)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -84,6 +92,24 @@ func (c *statusCommand) Run(args []string) int {
 	if err != nil {
 		c.ui.Error(err.Error())
 		return 1
+	}
+	if *apps {
+		b, err := consul.NewStore(cc).Auction(ctx)
+		if err != nil {
+			c.ui.Error("themis status: " + err.Error())
+			return 1
+		}
+		if b == nil {
+			c.ui.Output("no auction round recorded (the planner runs another policy than themis, or no round ran yet)")
+			return 0
+		}
+		var rep arbiter.RoundReport
+		if err := json.Unmarshal(b, &rep); err != nil {
+			c.ui.Error(fmt.Sprintf("themis status: %s: %v", consul.AuctionKey, err))
+			return 1
+		}
+		printAuction(os.Stdout, rep)
+		return 0
 	}
 	sts, err := consul.NewStore(cc).Statuses(ctx)
 	if err != nil {
@@ -177,4 +203,23 @@ func showProgress(p lease.ProgressRecord) string {
 		out += fmt.Sprintf(", loss %.3g", *p.Loss)
 	}
 	return out
+}
+
+// printAuction shows one auction round per app.
+func printAuction(out io.Writer, rep arbiter.RoundReport) {
+	fmt.Fprintf(out, "auction round %d at %s, %d GPUs offered\n", rep.Round, rep.At.Local().Format(time.TimeOnly), rep.Offer)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "APP\tRHO\tBID\tWON\tRHO WITH IT\tPLACED\tHOLDS UNTIL")
+	for _, a := range rep.Apps {
+		bid, after, until := "no", "-", "-"
+		if a.Bid {
+			bid = "yes"
+		}
+		if a.Won > 0 {
+			after = fmt.Sprintf("%.3f", a.RhoAfter)
+			until = rep.At.Add(time.Duration(a.Lease * float64(time.Second))).Local().Format(time.TimeOnly)
+		}
+		fmt.Fprintf(w, "%s\t%.3f\t%s\t%d\t%s\t%s\t%s\n", a.App, a.Rho, bid, a.Won, after, dash(a.Placed), until)
+	}
+	w.Flush()
 }

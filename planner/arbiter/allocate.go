@@ -72,6 +72,7 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 	if !ok {
 		return nil, r.ended // the round could not run (Err)
 	}
+	p.report(r, res)
 	grants, kept := p.grantAwards(r, res)
 	grants, idle := stay(grants, res.Idle, r.isExpired, kept, r.grantOf, r.free)
 	repack(grants, idle, r.free)

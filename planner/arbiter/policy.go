@@ -45,6 +45,8 @@ type Policy struct {
 	// ran is the apps that have held GPUs (revoke.go: only the others are
 	// newcomers).
 	ran map[string]bool
+	// last is the last round's result, for operators (report.go).
+	last *RoundReport
 }
 
 // New returns a policy with f, lease (seconds) and the liars.

@@ -61,3 +61,24 @@ func (s *Store) SetLeaseEnd(ctx context.Context, l lease.JobLease) error {
 	}
 	return s.txn(ctx, "renew", l, api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: v, Index: p.ModifyIndex}}})
 }
+
+// AuctionKey holds the last auction round's result per app (Themis), for
+// operators: the Consul UI and `themis status -apps`.
+const AuctionKey = lease.Root + "auction/last"
+
+// PutAuction records the last auction round's result.
+func (s *Store) PutAuction(ctx context.Context, report []byte) error {
+	if _, err := s.api.KV().Put(&api.KVPair{Key: AuctionKey, Value: report}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("write %s: %w", AuctionKey, err)
+	}
+	return nil
+}
+
+// Auction reads the last auction round's result; nil when none ran.
+func (s *Store) Auction(ctx context.Context) ([]byte, error) {
+	p, _, err := s.api.KV().Get(AuctionKey, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return p.Value, nil
+}
