@@ -32,6 +32,15 @@ type Config struct {
 	// sum. (The GPUs of a preempted job are free at once; the checkpoint's
 	// hold on them is not modelled.)
 	CheckpointCost, RestoreCost float64
+	// StartCost (seconds) is charged to every start, first or resumed: the
+	// job holds its GPUs without progress that long (the live system's
+	// grant-to-running latency: the planner's round, Nomad's placement,
+	// the driver's start). 0 in the papers' models.
+	StartCost float64
+	// EqualParts places gangs as the live planner does (core.Planner's
+	// EqualParts: one node, or equal parts on whole nodes), for comparing
+	// the simulator with the live system.
+	EqualParts bool
 	// Progress, if set, is called with the number of jobs finished or
 	// started so far and the total, at most once per 1% of progress.
 	Progress func(done, total int)
@@ -172,7 +181,7 @@ func Run(cfg Config) (*Result, error) {
 		vcs = &vcCounter{VCPlacer: cfg.Placer, queued: map[string]int{}}
 		cfg.Placer = vcs
 	}
-	s := &state{cfg: cfg, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy, Victims: cfg.Victims, VictimTie: cfg.VictimTie},
+	s := &state{cfg: cfg, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy, Victims: cfg.Victims, VictimTie: cfg.VictimTie, EqualParts: cfg.EqualParts},
 		index: core.NewClusterIndex(nodes), gpuFreeAt: map[string]float64{}}
 	if vcs != nil {
 		s.planner.Placer = vcs // not a nil *vcCounter in an interface
@@ -563,6 +572,7 @@ func (s *state) decide() error {
 				s.restarts = append(s.restarts, s.now+hold-j.preemptedAt)
 			}
 			j.speed = 1 / s.slowdown(j)
+			j.overhead += s.cfg.StartCost
 			j.c.RestoreLeft = j.overhead
 			s.busy += j.tj.GPUs
 		}
