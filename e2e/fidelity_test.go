@@ -54,8 +54,8 @@ type fidelityJob struct {
 
 type fidelityResult struct {
 	avgJCT, p95JCT, avgQueue float64
-	preemptions             int
-	wall                    time.Duration
+	preemptions              int
+	wall                     time.Duration
 }
 
 func fidelityJobs(t *testing.T) ([]fidelityJob, *trace.Trace) {
@@ -69,7 +69,7 @@ func fidelityJobs(t *testing.T) ([]fidelityJob, *trace.Trace) {
 		j := &tr.Jobs[i]
 		j.Submit *= fidelityArrivals
 		j.Duration = math.Round(j.Duration*fidelityScale*10) / 10 // whole 100 ms steps
-		j.Model = ""                                               // no placement slowdown: hello has none
+		j.Model = ""                                              // no placement slowdown: hello has none
 		// FitGpp needs classes: short small jobs are trial-and-error.
 		j.Class = "be"
 		if j.GPUs <= 2 && j.Duration <= 12 {
