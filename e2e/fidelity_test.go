@@ -16,6 +16,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/sim"
 	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/trace"
@@ -50,6 +51,7 @@ type fidelityJob struct {
 	submit   float64 // seconds after the run starts (scaled)
 	duration float64 // seconds of work (scaled)
 	class    string
+	vc       string // "" without virtual clusters
 }
 
 type fidelityResult struct {
@@ -58,7 +60,25 @@ type fidelityResult struct {
 	wall                     time.Duration
 }
 
-func fidelityJobs(t *testing.T) ([]fidelityJob, *trace.Trace) {
+// fidelityVCs are two teams of one node each on the dev cluster; the third
+// node is left to no one (HiveD's opportunistic jobs could use it; the
+// trace's jobs are all guaranteed).
+const fidelityVCs = `
+vc "team-a" {
+  cells {
+    type  = "node8"
+    count = 1
+  }
+}
+vc "team-b" {
+  cells {
+    type  = "node8"
+    count = 1
+  }
+}
+`
+
+func fidelityJobs(t *testing.T, vcs bool) ([]fidelityJob, *trace.Trace) {
 	t.Helper()
 	tr, err := trace.Load(filepath.Join(env.root, "e2e", "testdata", "fidelity-40job.csv"))
 	if err != nil {
@@ -75,7 +95,10 @@ func fidelityJobs(t *testing.T) ([]fidelityJob, *trace.Trace) {
 		if j.GPUs <= 2 && j.Duration <= 12 {
 			j.Class = "te"
 		}
-		out = append(out, fidelityJob{id: "fid-" + j.ID, gpus: j.GPUs, submit: j.Submit, duration: j.Duration, class: j.Class})
+		if vcs {
+			j.VC = []string{"team-a", "team-b"}[i%2]
+		}
+		out = append(out, fidelityJob{id: "fid-" + j.ID, gpus: j.GPUs, submit: j.Submit, duration: j.Duration, class: j.Class, vc: j.VC})
 	}
 	return out, tr
 }
@@ -84,26 +107,33 @@ func TestFidelity(t *testing.T) {
 	if os.Getenv("THEMIS_E2E_SLOW") == "" {
 		t.Skip("runs a trace live per policy (minutes each): THEMIS_E2E_SLOW=1")
 	}
-	policies := []string{"fifo", "tiresias-las", "fitgpp"}
+	policies := []string{"fifo", "tiresias-las", "fitgpp", "fifo+hived"}
 	if p := os.Getenv("THEMIS_FIDELITY_POLICIES"); p != "" {
 		policies = strings.Split(p, ",")
 	}
 	knobs := map[string][]string{"tiresias-las": {"tiresias.queues=30s,60s"}}
-	jobs, tr := fidelityJobs(t)
 	var rows []string
-	for _, policy := range policies {
+	for _, name := range policies {
+		policy, hivedMode := strings.CutSuffix(name, "+hived")
+		jobs, tr := fidelityJobs(t, hivedMode)
 		k, err := core.ParseKnobs(knobs[policy])
 		if err != nil {
 			t.Fatal(err)
 		}
-		live, start := runFidelityLive(t, policy, k, jobs)
-		st, err := stack.Build(policy, stack.Options{Knobs: k})
+		opts := stack.Options{Knobs: k}
+		if hivedMode {
+			if opts.VCs, err = hived.ParseConfig("fidelity-vcs.hcl", []byte(fidelityVCs)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		live, start := runFidelityLive(t, policy, opts, jobs)
+		st, err := stack.Build(policy, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		simr := runFidelitySim(t, st, tr, start.Seconds())
 		row := fmt.Sprintf("| %s | %.1f | %.1f | %+.0f%% | %.1f | %.1f | %.1f | %.1f | %d | %d | %s | %.1f |",
-			policy, live.avgJCT, simr.avgJCT, 100*(simr.avgJCT-live.avgJCT)/live.avgJCT, live.p95JCT, simr.p95JCT,
+			name, live.avgJCT, simr.avgJCT, 100*(simr.avgJCT-live.avgJCT)/live.avgJCT, live.p95JCT, simr.p95JCT,
 			live.avgQueue, simr.avgQueue, live.preemptions, simr.preemptions, live.wall.Round(time.Second), start.Seconds())
 		t.Log(row)
 		rows = append(rows, row)
@@ -115,11 +145,11 @@ func TestFidelity(t *testing.T) {
 // 3-client cluster under policy and waits until all finished; it returns
 // the results and the measured grant-to-running latency (the median, over
 // the jobs' first starts, of start minus grant).
-func runFidelityLive(t *testing.T, policy string, k core.Knobs, jobs []fidelityJob) (fidelityResult, time.Duration) {
+func runFidelityLive(t *testing.T, policy string, opts stack.Options, jobs []fidelityJob) (fidelityResult, time.Duration) {
 	ctx, cancel := context.WithTimeout(env.ctx, 30*time.Minute)
 	defer cancel()
 	m := startMultiCluster(t, ctx)
-	st, err := stack.Build(policy, stack.Options{Knobs: k})
+	st, err := stack.Build(policy, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +189,7 @@ func runFidelityLive(t *testing.T, policy string, k core.Knobs, jobs []fidelityJ
 		if d := time.Until(began.Add(time.Duration(j.submit * float64(time.Second)))); d > 0 {
 			time.Sleep(d)
 		}
-		job := trainJob{gpus: j.gpus, class: j.class, grace: "10s", steps: max(1, int(math.Round(j.duration*10)))}.build(t, j.id)
+		job := trainJob{gpus: j.gpus, class: j.class, grace: "10s", vc: j.vc, steps: max(1, int(math.Round(j.duration*10)))}.build(t, j.id)
 		if _, _, err := m.nomad.Jobs().Register(job, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -244,8 +274,18 @@ func runFidelitySim(t *testing.T, st *stack.Stack, tr *trace.Trace, startCost fl
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := sim.Run(sim.Config{Trace: tr, Cluster: cl, Policy: st.Policy, Seed: 1, StartCost: startCost, EqualParts: true,
-		Victims: st.Victims, VictimTie: st.VictimTie})
+	cfg := sim.Config{Trace: tr, Cluster: cl, Policy: st.Policy, Seed: 1, StartCost: startCost, EqualParts: true,
+		Victims: st.Victims, VictimTie: st.VictimTie}
+	if st.VCs != nil {
+		pl, err := st.NewPlacer(cl.Nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := pl.(*hived.Placer)
+		h.SetEqualParts(true) // as the live planner places
+		cfg.Placer = h
+	}
+	r, err := sim.Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
