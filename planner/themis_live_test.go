@@ -1,7 +1,9 @@
 package planner
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -152,5 +154,63 @@ func TestThemisLiveRecordsTheAuction(t *testing.T) {
 	}
 	if len(rep.Apps) != 3 || won != 16 || rep.Offer != 16 {
 		t.Fatalf("report %+v: want 3 apps winning the 16 GPUs offered", rep)
+	}
+}
+
+// A planner killed after any number of writes in a Themis round (state
+// record, grants, pins, lease renewals, revokes) is finished by the next
+// one, which imports the recorded state: no GPU is leased twice, no task
+// runs without its lease, and every app gets GPUs at the next lease end.
+func TestThemisSurvivesACrashAtEveryWrite(t *testing.T) {
+	for crashAfter := 0; crashAfter <= 12; crashAfter++ {
+		t.Run("after "+itoa(crashAfter)+" writes", func(t *testing.T) {
+			ctx := context.Background()
+			build := func() *stack.Stack {
+				st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease=30s")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+			h := newClusterHarness(t, 2, 8, build())
+			newPlanner := func(b *budget) *Planner {
+				h.fn.crash, h.fs.crash = b, b
+				cfg := h.config
+				cfg.Stack = build()
+				return New(cfg)
+			}
+			h.p = newPlanner(nil)
+			for i := range 4 {
+				h.fn.submitApp("sweep-"+strconv.Itoa(i), 2, "sweep")
+			}
+			h.fn.submitApp("big", 8, "big")
+			h.round("first auction")
+			h.fn.submitApp("late", 8, "late")
+			h.clock = h.clock.Add(30 * time.Second) // the first leases end
+			h.p = newPlanner(&budget{left: crashAfter})
+			if err := h.p.Reconcile(ctx); err != nil && !errors.Is(err, errCrash) {
+				t.Fatal(err)
+			}
+			checkNoTaskWithoutLease(t, h.fn, h.fs, "after the crash")
+			h.fn.settle()
+			h.p = newPlanner(nil)
+			for range 60 {
+				h.round("next planner")
+				h.clock = h.clock.Add(time.Second)
+			}
+			held := map[string]core.JobKey{}
+			for k, l := range h.fs.leases {
+				for _, g := range l.GPUs {
+					if other, dup := held[g]; dup {
+						t.Fatalf("GPU %s leased to %s and %s", g, other, k)
+					}
+					held[g] = k
+				}
+			}
+			late := core.JobKey{Namespace: "default", ID: "late"}
+			if _, ok := h.fs.leases[late]; !ok && h.fs.records[late].Executed == 0 {
+				t.Fatalf("late never ran after the crash: %+v", h.fs.statuses[late])
+			}
+		})
 	}
 }
