@@ -127,19 +127,7 @@ func (h *taskHandle) reportProgress(ctx context.Context, r ProgressReporter, per
 		}
 		m.last = rec
 	}
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-h.done:
-			look()
-			return
-		case <-t.C:
-			look()
-		}
-	}
+	h.every(ctx, period, look)
 }
 
 // ReportProgress writes the job's progress record (lease.ProgressKey).

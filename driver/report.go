@@ -33,6 +33,12 @@ func (h *taskHandle) reportCheckpoints(ctx context.Context, r CheckpointReporter
 		}
 		last = c.Time
 	}
+	h.every(ctx, period, report)
+}
+
+// every calls look every period while the task runs, and once more when
+// it has exited, until ctx ends.
+func (h *taskHandle) every(ctx context.Context, period time.Duration, look func()) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -40,10 +46,10 @@ func (h *taskHandle) reportCheckpoints(ctx context.Context, r CheckpointReporter
 		case <-ctx.Done():
 			return
 		case <-h.done:
-			report()
+			look()
 			return
 		case <-t.C:
-			report()
+			look()
 		}
 	}
 }

@@ -137,6 +137,19 @@ func (f *fakeNomad) running(id string) []*fakeAlloc {
 	return out
 }
 
+// runningIDs lists, sorted, the jobs with a running allocation that is not
+// stopping.
+func (f *fakeNomad) runningIDs() []string {
+	var out []string
+	for k := range f.allocs {
+		if r := f.running(k.ID); len(r) > 0 && r[0].stopAt.IsZero() {
+			out = append(out, k.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func (f *fakeNomad) EnsurePendingPool(context.Context) error { return nil }
 func (f *fakeNomad) PendingPool() string                     { return nomad.DefaultPendingPool }
 func (f *fakeNomad) Watch(ctx context.Context, i uint64, _ func()) (uint64, error) {

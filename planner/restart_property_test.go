@@ -169,14 +169,7 @@ func restartTrial(t *testing.T, build func() *stack.Stack, seed int64) (revoked 
 			log = append(log, fmt.Sprintf("submit %s gpus=%d class=%s grace=%s vc=%s prio=%d", id, gpus, class, grace, vc, p))
 		case r == 6:
 			// A node dies under a job: its allocation is lost in both.
-			var running []string
-			for k := range a.fn.allocs {
-				if len(a.fn.running(k.ID)) > 0 && a.fn.running(k.ID)[0].stopAt.IsZero() {
-					running = append(running, k.ID)
-				}
-			}
-			slices.Sort(running)
-			if len(running) > 0 {
+			if running := a.fn.runningIDs(); len(running) > 0 {
 				id := running[rng.Intn(len(running))]
 				for _, w := range []*twin{a, b} {
 					w.fn.running(id)[0].ClientStatus = "lost"
@@ -184,14 +177,7 @@ func restartTrial(t *testing.T, build func() *stack.Stack, seed int64) (revoked 
 				log = append(log, "lose "+id)
 			}
 		case r < 6:
-			var running []string
-			for k := range a.fn.allocs {
-				if len(a.fn.running(k.ID)) > 0 && a.fn.running(k.ID)[0].stopAt.IsZero() {
-					running = append(running, k.ID)
-				}
-			}
-			slices.Sort(running)
-			if len(running) > 0 {
+			if running := a.fn.runningIDs(); len(running) > 0 {
 				id := running[rng.Intn(len(running))]
 				a.fn.finish(id)
 				b.fn.finish(id)
