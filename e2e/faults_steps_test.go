@@ -366,6 +366,14 @@ func TestFaultAtEachStep(t *testing.T) {
 		eventually(t, 60*time.Second, "step-server-b to be granted", func() (bool, error) { return m.lease(t, "step-server-b") != nil, nil })
 		granted := time.Since(started)
 		ran := waitRuns("step-server-b", 60*time.Second)
+		// Where the time after the grant goes: Nomad placing the pinned
+		// job (the allocation's creation) or the client starting it.
+		if a, _, err := m.running("step-server-b"); err == nil && a != nil {
+			if st := a.TaskStates["hello"]; st != nil {
+				t.Logf("server restart: step-server-b's allocation created %s and its task started %s after the server was started",
+					time.Unix(0, a.CreateTime).Sub(started).Round(time.Millisecond), st.StartedAt.Sub(started).Round(time.Millisecond))
+			}
+		}
 		lost := m.waitFinished([]string{"step-server-a", "step-server-b"}, 90*time.Second)
 		if err := stop(); err != nil {
 			t.Errorf("planner: %v", err)
