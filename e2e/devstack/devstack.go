@@ -265,7 +265,7 @@ func (s *Stack) spawnLog(flag int, name, bin string, args ...string) error {
 		f.Close()
 		return fmt.Errorf("devstack: start %s: %w", name, err)
 	}
-	reap(cmd.Process.Pid)
+	reap(cmd.Process.Pid, s.cfg.DataDir)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	s.procs = append(s.procs, cmd)

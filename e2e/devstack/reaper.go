@@ -5,6 +5,7 @@ import (
 	"io"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -22,16 +23,49 @@ import (
 // finds nothing.
 
 // reaperScript collects process group IDs ("+pgid"; "-pgid" forgets one,
-// stopped cleanly) until EOF, then kills the groups it still has.
+// stopped cleanly) and data dirs ("d<dir>") until EOF. Then it kills the
+// sessions of the task executors of those data dirs (a process with an
+// argument "executor" followed by one naming a path in the dir: Nomad's and the
+// themis driver's executors, each the leader of a session with its task),
+// then the groups it still has, and unmounts what is mounted under the
+// data dirs.
 const reaperScript = `trap '' INT TERM HUP
 groups=" "
+dirs=""
 while read -r l; do
   case $l in
   +*) groups="$groups${l#+} " ;;
   -*) groups=$(printf '%s' "$groups" | sed "s/ ${l#-} / /g") ;;
+  d*) dirs="$dirs
+${l#d}" ;;
   esac
 done
+if [ -n "$dirs" ]; then
+  for p in /proc/[0-9]*; do
+    args=$(tr '\0' '\n' < "$p/cmdline" 2>/dev/null) || continue
+    case "$args" in *"
+executor
+"*) ;; *) continue ;; esac
+    after=${args#*"
+executor
+"}
+    printf '%s\n' "$dirs" | while IFS= read -r d; do
+      [ -n "$d" ] || continue
+      case "$after" in *"$d/"*) echo "${p#/proc/}" ;; esac
+    done
+  done | sort -u | while read -r sid; do
+    kill -9 "$sid" $(ps -eo pid=,sid= | awk -v s="$sid" '$2 == s { print $1 }') 2>/dev/null
+  done
+fi
 for g in $groups; do kill -9 "-$g" 2>/dev/null; done
+# What the clients mounted under the data dirs (tasks' secrets tmpfs),
+# deepest first, so that the dirs can be removed.
+printf '%s\n' "$dirs" | while IFS= read -r d; do
+  [ -n "$d" ] || continue
+  awk -v d="$d/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
+    umount -l "$m" 2>/dev/null
+  done
+done
 exit 0`
 
 var reaper struct {
@@ -41,9 +75,10 @@ var reaper struct {
 	pid  int
 }
 
-// reap registers an agent's process group with the reaper (started on
-// first use). It is best effort: without /bin/sh nothing is registered.
-func reap(pgid int) {
+// reap registers an agent's process group and its data dir with the
+// reaper (started on first use). It is best effort: without /bin/sh
+// nothing is registered.
+func reap(pgid int, dataDir string) {
 	reaper.once.Do(func() {
 		cmd := exec.Command("/bin/sh", "-c", reaperScript)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -64,6 +99,9 @@ func reap(pgid int) {
 	defer reaper.mu.Unlock()
 	if reaper.w != nil {
 		_, _ = fmt.Fprintln(reaper.w, "+"+strconv.Itoa(pgid))
+		if dataDir != "" && !strings.ContainsAny(dataDir, "\n") {
+			_, _ = fmt.Fprintln(reaper.w, "d"+absPath(dataDir))
+		}
 	}
 }
 

@@ -25,7 +25,12 @@ func TestReaperHelper(t *testing.T) {
 		t.Skip("helper process of TestKilledParentLeavesNoOrphans")
 	}
 	s := &Stack{cfg: Config{DataDir: dir, Log: hclog.NewNullLogger()}}
-	script := `sleep 300 & echo $! > ` + filepath.Join(dir, "plugin.pid") + `.tmp; mv ` +
+	// A plugin (in the agent's group) and an executor (a session of its
+	// own, naming a file in the data dir, as Nomad's executors do) with
+	// its task.
+	executor := `sleep 300 & echo $! > ` + filepath.Join(dir, "task.pid") + `; wait`
+	script := `setsid /bin/sh -c '` + executor + `' executor '{"LogFile":"` + filepath.Join(dir, "alloc", "x.log") + `"}' &
+sleep 300 & echo $! > ` + filepath.Join(dir, "plugin.pid") + `.tmp; mv ` +
 		filepath.Join(dir, "plugin.pid") + `.tmp ` + filepath.Join(dir, "plugin.pid") + `; wait`
 	if err := s.spawn("agent", "/bin/sh", "-c", script); err != nil {
 		t.Fatal(err)
@@ -39,7 +44,8 @@ func TestReaperHelper(t *testing.T) {
 // A process that started agents and is then killed with SIGKILL (kill -9
 // of `themis dev`) leaves none of the agents' children behind: the agent
 // dies of Pdeathsig, and the reaper kills what it started (its plugins,
-// re-parented to init), and then exits.
+// re-parented to init, and the sessions of the executors of its data dir
+// with their tasks), and then exits.
 func TestKilledParentLeavesNoOrphans(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestReaperHelper$", "-test.count=1")
@@ -48,29 +54,31 @@ func TestKilledParentLeavesNoOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var plugin, reaperPid int
+	var plugin, task, reaperPid int
 	deadline := time.Now().Add(30 * time.Second)
-	for plugin == 0 || reaperPid == 0 {
+	for plugin == 0 || task == 0 || reaperPid == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the helper did not start its agent and the agent's child in 30 s")
 		}
 		time.Sleep(50 * time.Millisecond)
 		plugin = readPid(filepath.Join(dir, "plugin.pid"))
+		task = readPid(filepath.Join(dir, "task.pid"))
 		reaperPid = readPid(filepath.Join(dir, "reaper.pid"))
 	}
-	if !alive(plugin) || !alive(reaperPid) {
-		t.Fatalf("the agent's child (%d) or the reaper (%d) is not running", plugin, reaperPid)
+	if !alive(plugin) || !alive(task) || !alive(reaperPid) {
+		t.Fatalf("the agent's child (%d), the task (%d) or the reaper (%d) is not running", plugin, task, reaperPid)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
 	deadline = time.Now().Add(10 * time.Second)
-	for alive(plugin) || alive(reaperPid) {
+	for alive(plugin) || alive(task) || alive(reaperPid) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(plugin, syscall.SIGKILL)
-			t.Fatalf("10 s after its parent was killed: the agent's child %d alive %v, the reaper %d alive %v",
-				plugin, alive(plugin), reaperPid, alive(reaperPid))
+			_ = syscall.Kill(task, syscall.SIGKILL)
+			t.Fatalf("10 s after its parent was killed: the agent's child %d alive %v, the task %d alive %v, the reaper %d alive %v",
+				plugin, alive(plugin), task, alive(task), reaperPid, alive(reaperPid))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
