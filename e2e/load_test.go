@@ -127,6 +127,7 @@ func runLoad(t *testing.T, n, window int, timeout time.Duration) loadResult {
 	submitted, finished := 0, 0
 	outstanding := map[string]bool{}
 	nextReport := began.Add(30 * time.Second)
+	reported := 0 // rounds already in a report
 	for finished < n && time.Now().Before(deadline) {
 		for submitted < n && len(outstanding) < window {
 			job := jobOf(submitted).build(t, id(submitted))
@@ -168,10 +169,11 @@ func runLoad(t *testing.T, n, window int, timeout time.Duration) loadResult {
 		if time.Now().After(nextReport) {
 			nextReport = nextReport.Add(30 * time.Second)
 			mu.Lock()
-			r := slices.Clone(res.rounds)
+			r := slices.Clone(res.rounds[reported:])
+			reported = len(res.rounds)
 			mu.Unlock()
 			p50, p99 := quantile(r, 0.5), quantile(r, 0.99)
-			t.Logf("%s: %d submitted, %d finished, %d outstanding; %d rounds (p50 %s, p99 %s); RSS %d MiB",
+			t.Logf("%s: %d submitted, %d finished, %d outstanding; %d rounds in the last 30 s (p50 %s, p99 %s); RSS %d MiB",
 				time.Since(began).Round(time.Second), submitted, finished, len(outstanding), len(r),
 				p50.Round(time.Millisecond), p99.Round(time.Millisecond), vmRSS()/1024)
 		}
