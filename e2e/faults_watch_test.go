@@ -136,7 +136,7 @@ func (c *serverConsul) stop(t *testing.T) {
 }
 
 // watching runs the invariant watcher against a cluster until the test
-// ends, and fails the test if it saw any violation. seen says how many it
+// ends, and fails the test if it saw any violation. count says how many it
 // has seen so far.
 func watching(t *testing.T, ctx context.Context, nc *nomadapi.Client, cc *consulapi.Client) (count func() int) {
 	t.Helper()
