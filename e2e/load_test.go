@@ -194,6 +194,25 @@ func runLoad(t *testing.T, n, window int, timeout time.Duration) loadResult {
 			return err == nil && len(ls) == 0, fmt.Errorf("%d leases (%v)", len(ls), err)
 		})
 	}
+	// What a round's snapshot lists at the end (the jobs were purged).
+	if as, _, err := m.nomad.Allocations().List(&nomadapi.QueryOptions{Namespace: "*"}); err == nil {
+		js, _, _ := m.nomad.Jobs().List(&nomadapi.QueryOptions{Namespace: "*"})
+		keys, _, _ := m.consul.KV().Keys("themis/", "", nil)
+		byPrefix := map[string]int{}
+		for _, k := range keys {
+			parts := strings.SplitN(k, "/", 3)
+			if len(parts) > 1 {
+				byPrefix[parts[1]]++
+			}
+		}
+		t.Logf("at the end Nomad lists %d jobs and %d allocations; Consul has %d keys under themis/ %v", len(js), len(as), len(keys), byPrefix)
+		for _, k := range keys[:min(len(keys), 5)] {
+			p, _, _ := m.consul.KV().Get(k, nil)
+			if p != nil {
+				t.Logf("  %s = %s", k, p.Value)
+			}
+		}
+	}
 	res.violations = violations()
 	mu.Lock()
 	defer mu.Unlock()
