@@ -60,9 +60,13 @@ func startSuiteWatcher() *suiteWatcher {
 		for {
 			_, err := w.Pass(ctx)
 			sw.mu.Lock()
-			if err != nil {
+			switch {
+			case err != nil && ctx.Err() != nil:
+				// Stopped mid-pass (a short run): not a failed read;
+				// stop makes a last pass.
+			case err != nil:
 				sw.errs++
-			} else {
+			default:
 				sw.passes++
 			}
 			sw.mu.Unlock()

@@ -136,8 +136,9 @@ func (c *serverConsul) stop(t *testing.T) {
 }
 
 // watching runs the invariant watcher against a cluster until the test
-// ends, and fails the test if it saw any violation.
-func watching(t *testing.T, ctx context.Context, nc *nomadapi.Client, cc *consulapi.Client) {
+// ends, and fails the test if it saw any violation. count says how many it
+// has seen so far.
+func watching(t *testing.T, ctx context.Context, nc *nomadapi.Client, cc *consulapi.Client) (count func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	var mu sync.Mutex
@@ -178,6 +179,11 @@ func watching(t *testing.T, ctx context.Context, nc *nomadapi.Client, cc *consul
 			t.Error("the invariant watcher never read the cluster")
 		}
 	})
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
 }
 
 // Faults on the multi-node cluster, with the invariant watcher running

@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -192,33 +196,102 @@ func onlyAlloc(t *testing.T, id string) *nomadapi.Allocation {
 	return a
 }
 
-// (c) A malformed themis stanza gets a clear error naming the field, and the
-// jobs around it in the queue are not disturbed.
+// (c) Malformed jobspecs, each submitted as a user does (`nomad job run` of
+// a job file), are each rejected alone with an error naming the field
+// (by the CLI, or as the job's status with the planner's reason), and a
+// good job submitted among them runs; no rejected job is placed or leased.
 func TestMalformedStanzaIsRejectedAlone(t *testing.T) {
-	bad := helloJob(t, "e2e-bad", 5, 1)
-	bad.TaskGroups[0].Tasks[0].Config["themis"] = []any{map[string]any{"gpus": "two", "vc": "default"}}
-	register(t, bad)
-	good := helloJob(t, "e2e-good", 5, 1)
-	register(t, good)
-
-	eventually(t, 30*time.Second, "e2e-bad to be rejected", func() (bool, error) {
-		st := jobStatus(t, "e2e-bad")
-		return st != nil && st.State == "rejected", nil
-	})
-	st := jobStatus(t, "e2e-bad")
-	for _, want := range []string{`task "hello"`, "themis.gpus", `"two"`} {
-		if !strings.Contains(st.Reason, want) {
-			t.Errorf("rejection %q does not mention %s", st.Reason, want)
+	src, err := os.ReadFile(filepath.Join(env.root, "examples", "jobs", "hello.nomad.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gpusLine = "gpus         = 2"
+	cases := []struct {
+		name string
+		// from, to: the line of hello.nomad.hcl replaced (to may be
+		// several lines, or empty).
+		from, to string
+		want     []string
+	}{
+		{"gpus-word", gpusLine, `gpus = "two"`, []string{"themis.gpus", `"two"`}},
+		{"gpus-zero", gpusLine, `gpus = 0`, []string{"themis.gpus", "from 1 to"}},
+		{"gpus-fraction", gpusLine, `gpus = 2.5`, []string{"themis.gpus", "2.5"}},
+		{"gpus-missing", gpusLine, ``, []string{"themis.gpus", "required"}},
+		{"gpus-typo", gpusLine, `gpu = 2`, []string{"themis.gpu", "unknown field"}},
+		{"class", `class        = "be"`, `class = "urgent"`, []string{"themis.class", `"urgent"`}},
+		{"grace-word", `grace_period = "30s"`, `grace_period = "soon"`, []string{"themis.grace_period", `"soon"`}},
+		{"grace-negative", `grace_period = "30s"`, `grace_period = "-5s"`, []string{"themis.grace_period", "between"}},
+		{"signal", `checkpoint_signal = "SIGTERM"`, `checkpoint_signal = "SIGFOO"`, []string{"themis.checkpoint_signal", "SIGFOO"}},
+		{"priority", `vc           = "default"`, "vc = \"default\"\npriority = 5000", []string{"themis.priority", "5000"}},
+		{"vc-name", `vc           = "default"`, `vc = "Vision Team"`, []string{"themis.vc", `"Vision Team"`}},
+		{"iterations", gpusLine, "gpus = 2\niterations = -3", []string{"themis.iterations", "-3"}},
+		{"model", gpusLine, "gpus = 2\nmodel = \"res net\"", []string{"themis.model", `"res net"`}},
+		{"vc-number", `vc           = "default"`, `vc = 7`, []string{"themis.vc", "must be a string"}},
+		{"two-stanzas", "themis {", "themis {\n  gpus = 1\n}\nthemis {", []string{"themis", "exactly one"}},
+		// Refused by Nomad itself (the CLI's parser): it names the line
+		// and column of the field, and the value.
+		{"kill-timeout", `kill_timeout = "30s"`, `kill_timeout = "soon"`, []string{"e2e-bad-kill-timeout.nomad.hcl:", `invalid duration "soon"`}},
+	}
+	dir := t.TempDir()
+	run := func(id, hcl string) (string, error) {
+		hcl = strings.Replace(hcl, `job "hello"`, fmt.Sprintf("job %q", id), 1)
+		file := filepath.Join(dir, id+".nomad.hcl")
+		if err := os.WriteFile(file, []byte(hcl), 0o644); err != nil {
+			t.Fatal(err)
 		}
+		t.Cleanup(func() { _, _, _ = env.nomad.Jobs().Deregister(id, true, nil) })
+		cmd := exec.Command(env.nomadBin, "job", "run", "-detach", "-address", env.stack.NomadAddr(),
+			"-var", "hello_bin="+env.helloBin, "-var", "steps=5", file)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	rejected := map[string][]string{} // by the planner: the fields to find in the status
+	for _, c := range cases {
+		hcl := string(src)
+		if !strings.Contains(hcl, c.from) {
+			t.Fatalf("%s: hello.nomad.hcl has no line %q", c.name, c.from)
+		}
+		hcl = strings.Replace(hcl, c.from, c.to, 1)
+		id := "e2e-bad-" + c.name
+		out, err := run(id, hcl)
+		if err != nil {
+			// Refused by the CLI or the server: the message names the field.
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("%s: nomad job run failed without naming %s:\n%s", c.name, w, out)
+				}
+			}
+			t.Logf("%s: refused by nomad job run: %s", c.name, strings.Join(strings.Fields(out), " "))
+			continue
+		}
+		rejected[id] = c.want
+	}
+	if out, err := run("e2e-good", string(src)); err != nil {
+		t.Fatalf("the good job: %v\n%s", err, out)
+	}
+	for id, want := range rejected {
+		eventually(t, 30*time.Second, id+" to be rejected", func() (bool, error) {
+			st := jobStatus(t, id)
+			return st != nil && st.State == "rejected", fmt.Errorf("status %+v", st)
+		})
+		st := jobStatus(t, id)
+		for _, w := range append([]string{`task "hello"`}, want...) {
+			if !strings.Contains(st.Reason, w) {
+				t.Errorf("%s: rejection %q does not mention %s", id, st.Reason, w)
+			}
+		}
+		t.Logf("%s: %s", id, st.Reason)
 	}
 	waitDead(t, "e2e-good", 60*time.Second)
 	if a := onlyAlloc(t, "e2e-good"); a.ClientStatus != "complete" {
 		t.Fatalf("e2e-good ended %s", a.ClientStatus)
 	}
-	if as := allocs(t, "e2e-bad"); len(as) != 0 {
-		t.Fatalf("the rejected job was placed: %d allocations", len(as))
-	}
-	if l := jobLease(t, "e2e-bad"); l != nil {
-		t.Fatalf("the rejected job holds a lease: %+v", l)
+	for id := range rejected {
+		if as := allocs(t, id); len(as) != 0 {
+			t.Errorf("the rejected job %s was placed: %d allocations", id, len(as))
+		}
+		if l := jobLease(t, id); l != nil {
+			t.Errorf("the rejected job %s holds a lease: %+v", id, l)
+		}
 	}
 }

@@ -88,6 +88,9 @@ type Config struct {
 	// back (DefaultGangPlaceTimeout when 0; gang.go).
 	GangPlaceTimeout time.Duration
 	Log              hclog.Logger
+	// OnRound, when set, is told how long each round of Run took and what
+	// it returned (load tests record round latency with it).
+	OnRound func(took time.Duration, err error)
 	// Now is the clock; the decision core itself never reads one.
 	Now func() time.Time
 	// OnRound, when set, is called at the end of every round with what
@@ -180,8 +183,12 @@ func (p *Planner) Run(ctx context.Context) error {
 		case <-recheck.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, roundTimeout)
+		began := time.Now()
 		err := p.Reconcile(rctx)
 		cancel()
+		if p.cfg.OnRound != nil {
+			p.cfg.OnRound(time.Since(began), err)
+		}
 		if err != nil && ctx.Err() == nil {
 			p.log.Error("reconcile failed; retrying on the next event or resync", "error", err)
 			time.AfterFunc(time.Second, trigger)

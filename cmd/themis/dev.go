@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -133,6 +134,10 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 	} else {
 		dev, err = startDevAgent(ctx, cfg)
 	}
+	if stoppedStarting(ctx, err) {
+		c.ui.Output("==> Stopped while starting")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -168,4 +173,11 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 		// driver does (checkpoint_root in the agent templates).
 		checkpointRoot: filepath.Join(o.dataDir, "checkpoints"), checkpointVolume: nomad.DefaultCheckpointVolume,
 	}, log.Named("planner"))
+}
+
+// stoppedStarting: the start-up failed only because it was interrupted
+// (Ctrl-C while the agents start); what had started is stopped already,
+// and that is no error.
+func stoppedStarting(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled)
 }

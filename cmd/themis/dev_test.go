@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/themis-nomad/themis/e2e/devstack"
 )
@@ -25,5 +28,40 @@ func TestDevClusterRefusesBadFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("clients %d, flags %v: error %v, want one containing %q", tc.o.clients, tc.o.set, err, tc.want)
 		}
+	}
+}
+
+// A `themis dev` interrupted while its agents start (Ctrl-C before Consul
+// leads) stops what it started and ends quietly: the interruption is no
+// error.
+func TestDevInterruptedWhileStartingIsQuiet(t *testing.T) {
+	dir := t.TempDir()
+	agent := filepath.Join(dir, "agent")
+	// An agent that never becomes ready.
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plugins := filepath.Join(dir, "plugins")
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"themis-device", "themis-driver"} {
+		if err := os.WriteFile(filepath.Join(plugins, p), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := devstack.Config{NomadBin: agent, ConsulBin: agent, PluginDir: plugins, Templates: "../../examples/agents",
+		Topology: "../../examples/topology/dev-node.hcl", NodeName: "dev-node", DataDir: filepath.Join(dir, "data")}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	_, err := startDevAgent(ctx, cfg)
+	if err == nil {
+		t.Fatal("the dev agent started with agents that never get ready")
+	}
+	if !stoppedStarting(ctx, err) {
+		t.Fatalf("interrupted start-up: %v; want it taken as a quiet stop", err)
+	}
+	if stoppedStarting(context.Background(), err) {
+		t.Error("an error without an interruption is taken as a quiet stop")
 	}
 }

@@ -31,6 +31,7 @@ import (
 type Cluster struct {
 	s          *Stack // procs: the server, then the clients that run
 	serverConf string
+	server     *exec.Cmd // nil while stopped
 	clients    []*client
 	// pgids are the process groups of every run of every client, for Close.
 	pgids []int
@@ -97,6 +98,7 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := c.s.spawn("nomad-server", cfg.NomadBin, "agent", "-config", c.serverConf); err != nil {
 		return nil, err
 	}
+	c.server = c.s.procs[len(c.s.procs)-1]
 	if err := c.s.waitFor(ctx, "Nomad server with an active root key", 60*time.Second, c.keyReady); err != nil {
 		c.Close()
 		return nil, err
@@ -254,6 +256,48 @@ func (c *Cluster) StartClient(ctx context.Context, i int) error {
 		return err
 	}
 	return c.s.waitFor(ctx, "Nomad client "+c.clients[i].node+" up, its node with themis GPUs and driver", 90*time.Second, c.clientsReady)
+}
+
+// StopServer stops the Nomad server as an operator restarting it does
+// (SIGINT to the agent alone; its state stays in its data dir). The clients
+// keep running their tasks and retry the server until it is back.
+func (c *Cluster) StopServer(timeout time.Duration) error {
+	if c.server == nil {
+		return errors.New("devstack: the Nomad server is not running")
+	}
+	done, log := c.s.forget(c.server)
+	cmd := c.server
+	c.server = nil
+	defer log.Close()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		return fmt.Errorf("devstack: interrupt the Nomad server: %w", err)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(timeout):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return fmt.Errorf("devstack: the Nomad server did not stop within %s of SIGINT; killed it (see %s)", timeout, c.ServerLog())
+	}
+}
+
+// StartServer starts the stopped server again with its config and data
+// dir, and waits until it leads with an active root key and every running
+// client's node is ready again.
+func (c *Cluster) StartServer(ctx context.Context) error {
+	if c.server != nil {
+		return errors.New("devstack: the Nomad server is running")
+	}
+	if err := c.s.spawnLog(os.O_APPEND, "nomad-server", c.s.cfg.NomadBin, "agent", "-config", c.serverConf); err != nil {
+		return err
+	}
+	c.server = c.s.procs[len(c.s.procs)-1]
+	c.pgids = append(c.pgids, c.server.Process.Pid)
+	if err := c.s.waitFor(ctx, "the Nomad server with an active root key", 60*time.Second, c.keyReady); err != nil {
+		return err
+	}
+	return c.s.waitFor(ctx, "the Nomad clients' nodes ready again", 90*time.Second, c.clientsReady)
 }
 
 // unmountUnder detaches every mount below dir, deepest first.

@@ -95,8 +95,10 @@ func (c *Cluster) Close() {
 	for _, cl := range c.clients {
 		cl.cmd = nil
 	}
+	c.server = nil
 	for _, pgid := range c.pgids {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		unreap(pgid)
 	}
 	c.pgids = nil
 	if err := unmountUnder(c.s.cfg.DataDir); err != nil {

@@ -265,6 +265,7 @@ func (s *Stack) spawnLog(flag int, name, bin string, args ...string) error {
 		f.Close()
 		return fmt.Errorf("devstack: start %s: %w", name, err)
 	}
+	reap(cmd.Process.Pid, s.cfg.DataDir)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	s.procs = append(s.procs, cmd)
@@ -440,6 +441,7 @@ func (s *Stack) Stop() {
 		}
 		// Whatever is left in the agent's process group (plugins) goes too.
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		unreap(pgid)
 		s.logs[i].Close()
 	}
 	s.procs, s.logs, s.exited = nil, nil, nil
