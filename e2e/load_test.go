@@ -84,7 +84,7 @@ func runLoad(t *testing.T, n, window int, timeout time.Duration) loadResult {
 		Nomad: nomad.NewClient(m.nomad, "", env.log.Named("load-nomad")), Store: consul.NewStore(m.consul),
 		Stack: st, Resync: 5 * time.Second, MaxKillTimeout: 30 * time.Minute, RestoreGuard: 2 * time.Second,
 		Log: env.log.Named("load-planner").With("policy", "fitgpp"),
-		OnRound: func(took time.Duration, err error) {
+		OnRoundTime: func(took time.Duration, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			res.rounds = append(res.rounds, took)

@@ -88,9 +88,9 @@ type Config struct {
 	// back (DefaultGangPlaceTimeout when 0; gang.go).
 	GangPlaceTimeout time.Duration
 	Log              hclog.Logger
-	// OnRound, when set, is told how long each round of Run took and what
-	// it returned (load tests record round latency with it).
-	OnRound func(took time.Duration, err error)
+	// OnRoundTime, when set, is told how long each round of Run took and
+	// what it returned (load tests record round latency with it).
+	OnRoundTime func(took time.Duration, err error)
 	// Now is the clock; the decision core itself never reads one.
 	Now func() time.Time
 	// OnRound, when set, is called at the end of every round with what
@@ -186,8 +186,8 @@ func (p *Planner) Run(ctx context.Context) error {
 		began := time.Now()
 		err := p.Reconcile(rctx)
 		cancel()
-		if p.cfg.OnRound != nil {
-			p.cfg.OnRound(time.Since(began), err)
+		if p.cfg.OnRoundTime != nil {
+			p.cfg.OnRoundTime(time.Since(began), err)
 		}
 		if err != nil && ctx.Err() == nil {
 			p.log.Error("reconcile failed; retrying on the next event or resync", "error", err)
