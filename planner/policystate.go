@@ -11,11 +11,13 @@ import (
 )
 
 // A stateful policy's memory (core.Stateful: Themis's lease ends, app
-// arrivals, contention, auction rounds) lives in Consul under
+// arrivals, contention, auction rounds; the job sizes tiresias-gittins
+// learned) lives in Consul under
 // themis/policy/<name>: a planner imports it into its stack's policy before
 // the stack's first decision (at start, after a restart or an election,
 // and after SIGHUP builds a new stack) and records it after every decision
-// that changed it, so that a new planner decides as the old one would have.
+// that changed it, and after the round's releases taught it something, so
+// that a new planner decides as the old one would have.
 
 // importState loads the recorded state into the stack's policy once.
 func (p *Planner) importState(ctx context.Context) error {
@@ -51,8 +53,8 @@ func (p *Planner) saveState(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("policy %s: export state: %w", p.stack().Policy.Name(), err)
 	}
-	if bytes.Equal(b, p.saved) {
-		return nil
+	if b == nil || bytes.Equal(b, p.saved) {
+		return nil // nothing to record, or nothing new
 	}
 	if err := p.cfg.Store.PutPolicyState(ctx, p.stack().Policy.Name(), b); err != nil {
 		return err

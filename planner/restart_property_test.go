@@ -75,9 +75,11 @@ func (w *twin) state() string {
 // revokes), allocations, job records and statuses must be the same, and no
 // task runs without its lease. The stacks cover the non-preemptive,
 // make-room, preemptive and virtual-cluster paths, a preemptive policy
-// inside virtual clusters, and VCs with policies of their own; rand (its generator) and
-// tiresias-gittins without a distribution file (what it learned) keep state
-// in memory and are left out: see docs/design.md.
+// inside virtual clusters, VCs with policies of their own, and the stateful
+// policies whose memory is recorded in Consul (themis; tiresias-gittins
+// learning job sizes): each twin's planner builds its own stack, anew at
+// every restart. rand (its generator) keeps state in memory and is left
+// out: see docs/design.md.
 func TestRestartEquivalence(t *testing.T) {
 	trials := *restartTrials
 	if trials == 0 {
@@ -99,8 +101,11 @@ func TestRestartEquivalence(t *testing.T) {
 		"fifo": {}, "fitgpp": {}, "las": {}, "tiresias-las": {Knobs: tiresias},
 		// Themis keeps state between rounds (lease ends, arrivals,
 		// contention, its auction's rounds): recorded in Consul.
-		"themis":     {Knobs: mustKnobs(t, "themis.lease=30s")},
-		"fifo+hived": {VCs: vcs}, "tiresias-las+hived": {Knobs: tiresias, VCs: vcs},
+		"themis": {Knobs: mustKnobs(t, "themis.lease=30s")},
+		// tiresias-gittins without a distribution file learns job sizes
+		// from the jobs that finish: recorded in Consul too.
+		"tiresias-gittins": {Knobs: tiresias},
+		"fifo+hived":       {VCs: vcs}, "tiresias-las+hived": {Knobs: tiresias, VCs: vcs},
 		// Per-VC policies: vision runs fitgpp, speech tiresias-las.
 		"fifo+vc-policies": {VCs: policies},
 	}

@@ -88,6 +88,9 @@ func (p *Planner) Reconcile(ctx context.Context) (err error) {
 	p.act(ctx, r, d)
 	p.renewLeases(ctx, r)
 	r.fail(p.recordAuction(ctx))
+	// What the policy learned from the jobs this round released
+	// (tiresias-gittins' job sizes).
+	r.fail(p.saveState(ctx))
 	for k, st := range r.status {
 		if j := r.jobs[k]; j != nil && j.Foreign() {
 			st.Driver = j.Driver

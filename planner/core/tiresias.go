@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -57,6 +58,46 @@ type GittinsIndex interface {
 // simulator and the live planner report each finished job's GPU-seconds.
 type Learner interface {
 	Observe(gpuSeconds float64)
+}
+
+// ObservationLog is a Learner that lists what it observed, so that a
+// restarted planner learns the same (Tiresias's Stateful state).
+type ObservationLog interface {
+	Learner
+	Observed() []float64
+}
+
+var _ Stateful = (*Tiresias)(nil)
+
+// ExportState implements Stateful: the job sizes 2D-Gittins learned from
+// finished jobs (nil when it learns nothing: 2D-LAS, or a fixed
+// distribution).
+func (t *Tiresias) ExportState() ([]byte, error) {
+	l, ok := t.index.(ObservationLog)
+	if !ok || !t.gittins {
+		return nil, nil
+	}
+	return json.Marshal(l.Observed())
+}
+
+// ImportState implements Stateful: it observes the recorded sizes again,
+// on top of the prior.
+func (t *Tiresias) ImportState(b []byte) error {
+	l, ok := t.index.(ObservationLog)
+	if !ok || !t.gittins || b == nil {
+		return nil
+	}
+	var sizes []float64
+	if err := json.Unmarshal(b, &sizes); err != nil {
+		return fmt.Errorf("tiresias-gittins state: %w", err)
+	}
+	if len(l.Observed()) > 0 {
+		return fmt.Errorf("tiresias-gittins state: the policy has observed sizes already")
+	}
+	for _, s := range sizes {
+		l.Observe(s)
+	}
+	return nil
 }
 
 // NewTiresias configures Tiresias from knobs.

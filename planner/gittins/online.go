@@ -21,6 +21,9 @@ type Online struct {
 	sorted  []float64 // every sample in dist, ascending
 	pending []float64
 	total   float64 // sum of sorted and pending
+	// observed is every size Observe recorded, in order (the prior not
+	// included): what a planner records to learn the same after a restart.
+	observed []float64
 }
 
 // NewOnline starts from prior, which may be nil: then the distribution is
@@ -52,8 +55,12 @@ func (o *Online) Observe(size float64) error {
 	}
 	o.total += size
 	o.pending = append(o.pending, size)
+	o.observed = append(o.observed, size)
 	return nil
 }
+
+// Observed lists the sizes Observe recorded, in order, without the prior.
+func (o *Online) Observed() []float64 { return slices.Clone(o.observed) }
 
 // Distribution returns the distribution including every observation so far.
 // The result is immutable; later observations do not change it.
