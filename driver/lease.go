@@ -50,8 +50,17 @@ type ConsulLeases struct {
 
 // NewConsulLeases returns a reader for the Consul agent at addr (host:port).
 func NewConsulLeases(addr string) (*ConsulLeases, error) {
+	return NewConsulLeasesToken(addr, "")
+}
+
+// NewConsulLeasesToken is NewConsulLeases with a Consul ACL token (empty:
+// $CONSUL_HTTP_TOKEN, if set).
+func NewConsulLeasesToken(addr, token string) (*ConsulLeases, error) {
 	cfg := api.DefaultConfig()
 	cfg.Address = addr
+	if token != "" {
+		cfg.Token = token
+	}
 	cfg.HttpClient = &http.Client{Timeout: consulTimeout}
 	c, err := api.NewClient(cfg)
 	if err != nil {
