@@ -20,7 +20,7 @@ func (c *Client) Watch(ctx context.Context, index uint64, poke func()) (uint64, 
 	}
 	ch, err := c.api.EventStream().Stream(ctx, topics, index, &api.QueryOptions{Namespace: "*"})
 	if err != nil {
-		return index, fmt.Errorf("open event stream: %w", err)
+		return index, denied(fmt.Errorf("open event stream: %w", err), "the event stream (GET /v1/event/stream)", `read-job in namespace "*" and node { policy = "read" }`)
 	}
 	for {
 		select {
