@@ -102,11 +102,13 @@ func TestACL(t *testing.T) {
 		}
 		return false, nil
 	})
-	// The driver wrote the job's progress with its token.
-	eventually(t, 10*time.Second, "the job's progress record (the driver's write)", func() (bool, error) {
-		pr, _, err := cc.KV().Get(lease.ProgressKey("default", id), nil)
-		return pr != nil, err
-	})
+	// The driver (lease reads, progress writes) was refused nothing with
+	// its token.
+	if b, err := os.ReadFile(filepath.Join(st.DataDir(), "nomad.log")); err != nil {
+		t.Fatal(err)
+	} else if i := bytes.Index(bytes.ToLower(b), []byte("permission denied")); i >= 0 {
+		t.Errorf("the Nomad agent's log (with the driver's) has a refusal: %s", b[max(0, i-300):min(len(b), i+200)])
+	}
 	p.stop(t)
 	// Nothing the planner did was refused: its policies are enough.
 	if out := p.output(); strings.Contains(strings.ToLower(out), "permission denied") {

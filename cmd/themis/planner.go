@@ -54,10 +54,10 @@ type plannerOptions struct {
 	checkpointRoot, checkpointVolume                                   string
 	// nomadToken and consulToken, when set, replace $NOMAD_TOKEN and
 	// $CONSUL_HTTP_TOKEN (`themis dev -acl`).
-	nomadToken, consulToken string
-	httpAddr, httpAdvertise                                            string
-	resync, maxKillTimeout, restoreGuard                               time.Duration
-	knobs                                                              stringList
+	nomadToken, consulToken              string
+	httpAddr, httpAdvertise              string
+	resync, maxKillTimeout, restoreGuard time.Duration
+	knobs                                stringList
 }
 
 func plannerFlags(o *plannerOptions) *flag.FlagSet {
