@@ -82,26 +82,34 @@ func TestACL(t *testing.T) {
 	if _, _, err := nc.Jobs().Register(job, nil); err != nil {
 		t.Fatalf("register %s: %v", id, err)
 	}
+	// And a raw_exec job with the stanza in meta (the planner pins it
+	// with its checkpoint dir).
+	raw := rawExecJob(t, "acl-raw", 5, map[string]string{"themis.gpus": "1"})
+	if _, _, err := nc.Jobs().Register(raw, nil); err != nil {
+		t.Fatalf("register acl-raw: %v", err)
+	}
 	var jl *lease.JobLease
 	eventually(t, 60*time.Second, "the job's lease", func() (bool, error) {
 		jl = readKV[lease.JobLease](t, cc, lease.JobKey("default", id))
 		return jl != nil && len(jl.GPUs) == 2, nil
 	})
-	eventually(t, 90*time.Second, "the job complete", func() (bool, error) {
-		as, _, err := nc.Jobs().Allocations(id, true, nil)
-		if err != nil {
-			return false, err
-		}
-		for _, a := range as {
-			if a.ClientStatus == "failed" {
-				t.Fatalf("allocation %s failed: %+v\nplanner:\n%s", a.ID, a.TaskStates, p.output())
+	for _, id := range []string{id, "acl-raw"} {
+		eventually(t, 90*time.Second, id+" complete", func() (bool, error) {
+			as, _, err := nc.Jobs().Allocations(id, true, nil)
+			if err != nil {
+				return false, err
 			}
-			if a.ClientStatus == "complete" {
-				return true, nil
+			for _, a := range as {
+				if a.ClientStatus == "failed" {
+					t.Fatalf("allocation %s failed: %+v\nplanner:\n%s", a.ID, a.TaskStates, p.output())
+				}
+				if a.ClientStatus == "complete" {
+					return true, nil
+				}
 			}
-		}
-		return false, nil
-	})
+			return false, nil
+		})
+	}
 	// The driver (lease reads, progress writes) was refused nothing with
 	// its token.
 	if b, err := os.ReadFile(filepath.Join(st.DataDir(), "nomad.log")); err != nil {

@@ -9,6 +9,8 @@
 #   PUT  /v1/node/pools                  node_pool write on the pending pool
 # A job registered into a node pool needs read on that pool: the planner
 # moves granted jobs into their node's pool, hence read on every pool.
+# The planner re-registers a user's job as it is, so Nomad checks the
+# job's other needs against the planner's token too (host volumes below).
 
 namespace "*" {
   capabilities = ["list-jobs", "read-job", "submit-job"]
@@ -20,6 +22,15 @@ node {
 
 node_pool "*" {
   policy = "read"
+}
+
+# A granted exec or docker themis job gets the checkpoint host volume
+# (-checkpoint-volume, default themis-checkpoints) mounted read-write, and
+# Nomad checks the registering token's host volume rights. The planner
+# re-registers users' jobs as they are: add here the host volumes (and CSI
+# volumes: namespace capability csi-mount-volume) that themis jobs mount.
+host_volume "themis-checkpoints" {
+  capabilities = ["mount-readwrite"]
 }
 
 # -pending-pool (default themis-pending): created at start if missing.
