@@ -43,7 +43,10 @@ Usage: themis planner [options]
   naming the leader.
 
   Nomad and Consul are found through the usual NOMAD_ADDR / NOMAD_TOKEN and
-  CONSUL_HTTP_ADDR / CONSUL_HTTP_TOKEN variables, or the flags below.
+  CONSUL_HTTP_ADDR / CONSUL_HTTP_TOKEN variables, or the flags below. With
+  ACLs on, the tokens need the policies of examples/acl/planner.*.hcl
+  (docs/acl.md); the planner checks them at start and exits naming what a
+  token lacks.
 
 Options:
 ` + flagHelp(plannerFlags(&plannerOptions{})))

@@ -31,7 +31,7 @@ func (c *Client) Watch(ctx context.Context, index uint64, poke func()) (uint64, 
 				return index, fmt.Errorf("event stream closed")
 			}
 			if evs.Err != nil {
-				return index, fmt.Errorf("event stream: %w", evs.Err)
+				return index, denied(fmt.Errorf("event stream: %w", evs.Err), "the event stream (GET /v1/event/stream)", `read-job in namespace "*" and node { policy = "read" }`)
 			}
 			if evs.IsHeartbeat() {
 				continue
