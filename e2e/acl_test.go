@@ -123,6 +123,23 @@ func TestACL(t *testing.T) {
 		t.Errorf("the planner with its policies was refused something:\n%s", out)
 	}
 
+	// The read-only operator's tokens are enough for `themis check`; with
+	// a Consul token that the agent does not know, it names the policy.
+	for _, c := range []struct {
+		consul string
+		ok     bool
+	}{{tok.OperatorConsul, true}, {"00000000-0000-0000-0000-000000000001", false}} {
+		cmd := exec.Command(env.themis, "check", "-once", "-nomad-addr", st.NomadAddr(), "-consul-addr", st.ConsulAddr())
+		cmd.Env = append(os.Environ(), "NOMAD_TOKEN="+tok.OperatorNomad, "CONSUL_HTTP_TOKEN="+c.consul)
+		out, err := cmd.CombinedOutput()
+		if c.ok && err != nil {
+			t.Errorf("themis check -once with the operator's tokens: %v\n%s", err, out)
+		}
+		if !c.ok && (err == nil || !strings.Contains(string(out), "examples/acl/operator.consul.hcl")) {
+			t.Errorf("themis check -once with an unknown Consul token: %v, output does not name operator.consul.hcl:\n%s", err, out)
+		}
+	}
+
 	// A Consul token without write on themis/leases/: refused at start.
 	rules, err := os.ReadFile(filepath.Join(env.root, "examples", "acl", "planner.consul.hcl"))
 	if err != nil {
