@@ -34,6 +34,9 @@ func DefaultCheckpointRoot() string {
 type Config struct {
 	// ConsulAddress is the host:port of the Consul agent holding the leases.
 	ConsulAddress string `codec:"consul_address"`
+	// ConsulToken is the Consul ACL token the driver uses (the policy of
+	// examples/acl/driver.consul.hcl); empty: $CONSUL_HTTP_TOKEN, if set.
+	ConsulToken string `codec:"consul_token"`
 	// LeaseCheck makes StartTask refuse tasks whose GPUs are not leased to
 	// their job.
 	LeaseCheck bool `codec:"lease_check"`
@@ -78,6 +81,7 @@ func configSpec() *hclspec.Spec {
 			hclspec.NewAttr("consul_address", "string", false),
 			hclspec.NewLiteral(strconv.Quote(DefaultConsulAddress)),
 		),
+		"consul_token": hclspec.NewAttr("consul_token", "string", false),
 		"lease_check": hclspec.NewDefault(
 			hclspec.NewAttr("lease_check", "bool", false),
 			hclspec.NewLiteral("true"),

@@ -10,6 +10,7 @@
 //	plugin "themis-driver" {
 //	  config {
 //	    consul_address  = "127.0.0.1:8500"   # Consul holding the GPU leases
+//	    consul_token    = "..."   # Consul ACL token (examples/acl/driver.consul.hcl; default $CONSUL_HTTP_TOKEN)
 //	    lease_check     = true               # refuse tasks whose GPUs are not leased to them
 //	    checkpoint_root = "/tmp/themis/checkpoints"  # default: $TMPDIR/themis/checkpoints
 //	    keep_checkpoints = 3     # complete checkpoints kept per task (>= 1)

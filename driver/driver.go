@@ -168,7 +168,7 @@ func (d *Driver) SetConfig(c *base.Config) error {
 	}
 	reader := d.leaseOverride
 	if reader == nil {
-		r, err := NewConsulLeases(cfg.ConsulAddress)
+		r, err := NewConsulLeasesToken(cfg.ConsulAddress, cfg.ConsulToken)
 		if err != nil {
 			return fmt.Errorf("consul_address: %w", err)
 		}

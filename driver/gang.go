@@ -198,7 +198,7 @@ func (c *ConsulLeases) JoinGang(ctx context.Context, namespace, jobID, leaseID s
 	}
 	key := lease.GangKey(namespace, jobID, leaseID, m.Rank)
 	if _, err := c.kv.Put(&api.KVPair{Key: key, Value: v}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
+		return driverDenied(fmt.Errorf("write %s: %w", key, err), "write "+key, key, "write")
 	}
 	return nil
 }
@@ -208,7 +208,7 @@ func (c *ConsulLeases) GangMembers(ctx context.Context, namespace, jobID, leaseI
 	prefix := lease.GangPrefix(namespace, jobID, leaseID)
 	pairs, meta, err := c.kv.List(prefix, (&api.QueryOptions{WaitIndex: waitIndex, WaitTime: 2 * time.Second}).WithContext(ctx))
 	if err != nil {
-		return nil, waitIndex, fmt.Errorf("list %s: %w", prefix, err)
+		return nil, waitIndex, driverDenied(fmt.Errorf("list %s: %w", prefix, err), "list "+prefix, prefix, "write")
 	}
 	var out []lease.GangMember
 	for _, p := range pairs {

@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"github.com/themis-nomad/themis/planner/aclhint"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,8 +52,17 @@ type ConsulLeases struct {
 
 // NewConsulLeases returns a reader for the Consul agent at addr (host:port).
 func NewConsulLeases(addr string) (*ConsulLeases, error) {
+	return NewConsulLeasesToken(addr, "")
+}
+
+// NewConsulLeasesToken is NewConsulLeases with a Consul ACL token (empty:
+// $CONSUL_HTTP_TOKEN, if set).
+func NewConsulLeasesToken(addr, token string) (*ConsulLeases, error) {
 	cfg := api.DefaultConfig()
 	cfg.Address = addr
+	if token != "" {
+		cfg.Token = token
+	}
 	cfg.HttpClient = &http.Client{Timeout: consulTimeout}
 	c, err := api.NewClient(cfg)
 	if err != nil {
@@ -67,7 +78,7 @@ func (c *ConsulLeases) GPULeases(ctx context.Context, gpuIDs []string) (map[stri
 		key := lease.GPUKey(id)
 		pair, _, err := c.kv.Get(key, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
 		if err != nil {
-			return nil, fmt.Errorf("read lease %s from consul at %s: %w", key, c.addr, err)
+			return nil, driverDenied(fmt.Errorf("read lease %s from consul at %s: %w", key, c.addr, err), "read "+key, key, "read")
 		}
 		if pair == nil {
 			continue
@@ -89,7 +100,7 @@ func (c *ConsulLeases) JobLease(ctx context.Context, namespace, jobID string) (*
 	key := lease.JobKey(namespace, jobID)
 	pair, _, err := c.kv.Get(key, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("read lease %s from consul at %s: %w", key, c.addr, err)
+		return nil, driverDenied(fmt.Errorf("read lease %s from consul at %s: %w", key, c.addr, err), "read "+key, key, "read")
 	}
 	if pair == nil {
 		return nil, nil
@@ -196,7 +207,14 @@ func (c *ConsulLeases) ReportCheckpoint(ctx context.Context, rec lease.Checkpoin
 	}
 	key := lease.CheckpointKey(rec.Namespace, rec.JobID)
 	if _, err := c.kv.Put(&api.KVPair{Key: key, Value: v}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
+		return driverDenied(fmt.Errorf("write %s: %w", key, err), "write "+key, key, "write")
 	}
 	return nil
+}
+
+// driverDenied gives an ACL refusal of the driver's Consul call on key the
+// rule of examples/acl/driver.consul.hcl it needs (the plugin's
+// consul_token; docs/acl.md).
+func driverDenied(err error, call, key, verb string) error {
+	return aclhint.Wrap(err, "Consul", call, fmt.Sprintf("key_prefix %q { policy = %q }", aclhint.KeyPrefix(key), verb), "driver.consul.hcl")
 }

@@ -138,7 +138,7 @@ func (c *ConsulLeases) ReportProgress(ctx context.Context, rec lease.ProgressRec
 	}
 	key := lease.ProgressKey(rec.Namespace, rec.JobID)
 	if _, err := c.kv.Put(&api.KVPair{Key: key, Value: v}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
+		return driverDenied(fmt.Errorf("write %s: %w", key, err), "write "+key, key, "write")
 	}
 	return nil
 }

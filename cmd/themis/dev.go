@@ -49,6 +49,15 @@ Usage: themis dev [options]
 
     make dev ARGS="-clients 3"
 
+  With -acl (one dev agent only) Consul and Nomad run with ACLs on
+  (Consul default_policy deny); the stack bootstraps both with a
+  management token, loads the least-privilege policies of examples/acl
+  (planner, driver, read-only operator) with a token each, runs the
+  planner with the planner's tokens and the themis driver with its Consul
+  token, and prints the management and operator tokens (docs/acl.md).
+
+    make dev ARGS="-acl"
+
 Options:
 ` + flagHelp(devFlags(&devOptions{})))
 }
@@ -57,7 +66,7 @@ type devOptions struct {
 	nomadBin, consulBin, pluginDir, templates, topology, node, dataDir, logLevel, policy, vcConfig string
 	knobs                                                                                          stringList
 	consulPort, nomadPort, clients                                                                 int
-	keep, agentLogs                                                                                bool
+	keep, agentLogs, acl                                                                           bool
 	// set are the flags given on the command line.
 	set map[string]bool
 }
@@ -75,6 +84,7 @@ func devFlags(o *devOptions) *flag.FlagSet {
 	fs.IntVar(&o.consulPort, "consul-port", 8500, "Consul HTTP port (other Consul ports: 8300-8302)")
 	fs.IntVar(&o.nomadPort, "nomad-port", 4646, "Nomad HTTP port (RPC and Serf use the next two)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the data folder at exit")
+	fs.BoolVar(&o.acl, "acl", false, "ACLs on in Nomad and Consul, with the policies and tokens of examples/acl (docs/acl.md; not with -clients)")
 	fs.BoolVar(&o.agentLogs, "agent-logs", false, "also print the agents' logs (they always go to the data folder)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "planner log level")
 	fs.StringVar(&o.policy, "policy", "fitgpp", "the planner's queue policy: "+strings.Join(stack.LiveNames(), ", "))
@@ -124,6 +134,13 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 	if o.agentLogs {
 		cfg.AgentLogs = os.Stderr
 	}
+	if o.acl {
+		if o.clients != 0 {
+			return fmt.Errorf("-acl runs one dev agent; it does not go with -clients %d", o.clients)
+		}
+		cfg.ACL = true
+		cfg.ACLPolicyDir = filepath.Join(filepath.Dir(filepath.Clean(o.templates)), "acl")
+	}
 	start := time.Now()
 	var dev *devAgents
 	var err error
@@ -155,13 +172,13 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 %[5]s
   In another shell:
 
-    export NOMAD_ADDR=%[2]s CONSUL_HTTP_ADDR=%[3]s
+    export NOMAD_ADDR=%[2]s CONSUL_HTTP_ADDR=%[3]s%[7]s
     nomad job run examples/jobs/hello.nomad.hcl
     nomad job status hello
     themis status
 
   Ctrl-C stops everything.
-`, time.Since(start).Seconds(), dev.nomadAddr, dev.consulAddr, o.dataDir, dev.nodes, httpapi.DefaultAddr))
+`, time.Since(start).Seconds(), dev.nomadAddr, dev.consulAddr, o.dataDir, dev.nodes, httpapi.DefaultAddr, aclLines(dev.tokens)))
 	return runPlanner(ctx, plannerOptions{
 		nomadAddr: dev.nomadAddr, consulAddr: dev.consulAddr, policy: o.policy, knobs: o.knobs, vcConfig: o.vcConfig,
 		pendingPool: nomad.DefaultPendingPool, resync: 30 * time.Second, logLevel: o.logLevel, id: "themis-dev",
@@ -172,6 +189,8 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 		// raw_exec themis jobs checkpoint where the dev clients' themis
 		// driver does (checkpoint_root in the agent templates).
 		checkpointRoot: filepath.Join(o.dataDir, "checkpoints"), checkpointVolume: nomad.DefaultCheckpointVolume,
+		// -acl: the planner's tokens (examples/acl/planner.*.hcl).
+		nomadToken: dev.tokens.PlannerNomad, consulToken: dev.tokens.PlannerConsul,
 	}, log.Named("planner"))
 }
 
@@ -180,4 +199,19 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 // and that is no error.
 func stoppedStarting(ctx context.Context, err error) bool {
 	return err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled)
+}
+
+// aclLines are the token exports of the stack's banner with -acl: the
+// management token (to submit jobs) and, commented, the read-only
+// operator's (themis status, themis check, the UIs).
+func aclLines(t devstack.Tokens) string {
+	if t.Management == "" {
+		return ""
+	}
+	return fmt.Sprintf(`
+    # ACLs are on (docs/acl.md). Management token, for nomad job run:
+    export NOMAD_TOKEN=%[1]s CONSUL_HTTP_TOKEN=%[1]s
+    # Read-only operator (themis status, themis check, the UIs'
+    # "Sign in"): examples/acl/operator.*.hcl
+    #   export NOMAD_TOKEN=%[2]s CONSUL_HTTP_TOKEN=%[3]s`, t.Management, t.OperatorNomad, t.OperatorConsul)
 }

@@ -19,6 +19,8 @@ type devAgents struct {
 	// nodes is printed after the addresses: the cluster's clients.
 	nodes string
 	stop  func()
+	// tokens are the ACL tokens (-acl); zero otherwise.
+	tokens devstack.Tokens
 }
 
 // startDevAgent starts Consul and one Nomad dev agent (server + client).
@@ -27,7 +29,8 @@ func startDevAgent(ctx context.Context, cfg devstack.Config) (*devAgents, error)
 	if err != nil {
 		return nil, err
 	}
-	return &devAgents{what: "Nomad and Consul", nomadAddr: stack.NomadAddr(), consulAddr: stack.ConsulAddr(), stop: stack.Stop}, nil
+	return &devAgents{what: "Nomad and Consul", nomadAddr: stack.NomadAddr(), consulAddr: stack.ConsulAddr(), stop: stack.Stop,
+		tokens: stack.Tokens()}, nil
 }
 
 // startDevCluster starts Consul, a Nomad server and o.clients Nomad

@@ -16,6 +16,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/planner"
+	"github.com/themis-nomad/themis/planner/aclhint"
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
@@ -42,7 +43,10 @@ Usage: themis planner [options]
   naming the leader.
 
   Nomad and Consul are found through the usual NOMAD_ADDR / NOMAD_TOKEN and
-  CONSUL_HTTP_ADDR / CONSUL_HTTP_TOKEN variables, or the flags below.
+  CONSUL_HTTP_ADDR / CONSUL_HTTP_TOKEN variables, or the flags below. With
+  ACLs on, the tokens need the policies of examples/acl/planner.*.hcl
+  (docs/acl.md); the planner checks them at start and exits naming what a
+  token lacks.
 
 Options:
 ` + flagHelp(plannerFlags(&plannerOptions{})))
@@ -51,9 +55,12 @@ Options:
 type plannerOptions struct {
 	nomadAddr, consulAddr, policy, pendingPool, logLevel, id, vcConfig string
 	checkpointRoot, checkpointVolume                                   string
-	httpAddr, httpAdvertise                                            string
-	resync, maxKillTimeout, restoreGuard                               time.Duration
-	knobs                                                              stringList
+	// nomadToken and consulToken, when set, replace $NOMAD_TOKEN and
+	// $CONSUL_HTTP_TOKEN (`themis dev -acl`).
+	nomadToken, consulToken              string
+	httpAddr, httpAdvertise              string
+	resync, maxKillTimeout, restoreGuard time.Duration
+	knobs                                stringList
 }
 
 func plannerFlags(o *plannerOptions) *flag.FlagSet {
@@ -141,6 +148,9 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 	if o.nomadAddr != "" {
 		ncfg.Address = o.nomadAddr
 	}
+	if o.nomadToken != "" {
+		ncfg.SecretID = o.nomadToken
+	}
 	nc, err := nomadapi.NewClient(ncfg)
 	if err != nil {
 		return fmt.Errorf("nomad client: %w", err)
@@ -149,11 +159,17 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 	if o.consulAddr != "" {
 		ccfg.Address = o.consulAddr
 	}
+	if o.consulToken != "" {
+		ccfg.Token = o.consulToken
+	}
 	cc, err := consulapi.NewClient(ccfg)
 	if err != nil {
 		return fmt.Errorf("consul client: %w", err)
 	}
 	store := consul.NewStore(cc)
+	if err := checkACL(ctx, ncfg, nc, ccfg, store, o.pendingPool, log); err != nil {
+		return err
+	}
 	api, apiURL, err := startAPI(ctx, o, store, log)
 	if err != nil {
 		return err
@@ -164,6 +180,9 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if aclhint.Denied(err) {
+				return err
 			}
 			log.Error("cannot take the leader lock; retrying", "error", err)
 			select {
@@ -244,4 +263,28 @@ func reloadOnHUP(ctx context.Context, o plannerOptions, p *planner.Planner, log 
 		signal.Stop(hup)
 		close(done)
 	}
+}
+
+// checkACL, when the planner has a Nomad or Consul token (ACLs are on),
+// checks before it runs that the token allows what the planner does, so
+// that a token without the policies of examples/acl is refused at once with
+// the call and the capability (docs/acl.md) rather than failing every
+// round. Without tokens nothing is checked. A check that fails for another
+// reason (an agent not up yet) is only logged: the planner retries.
+func checkACL(ctx context.Context, ncfg *nomadapi.Config, nc *nomadapi.Client, ccfg *consulapi.Config, store *consul.Store, pool string, log hclog.Logger) error {
+	if ccfg.Token != "" {
+		if err := store.CheckACL(ctx); aclhint.Denied(err) {
+			return err
+		} else if err != nil {
+			log.Warn("cannot check the Consul token's permissions", "error", err)
+		}
+	}
+	if ncfg.SecretID != "" {
+		if err := nomad.NewClient(nc, pool, log).CheckACL(ctx); aclhint.Denied(err) {
+			return err
+		} else if err != nil {
+			log.Warn("cannot check the Nomad token's permissions", "error", err)
+		}
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/cli"
 	consulapi "github.com/hashicorp/consul/api"
 
+	"github.com/themis-nomad/themis/planner/aclhint"
 	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
@@ -79,7 +80,7 @@ func (c *statusCommand) Run(args []string) int {
 			return 0
 		}
 		if !errors.Is(err, httpapi.ErrNotServed) {
-			c.ui.Error("themis status: " + err.Error())
+			c.ui.Error("themis status: " + operatorHint(err).Error())
 			return 1
 		}
 		c.ui.Warn(fmt.Sprintf("themis status: no planner API at %s (%v); reading Consul's records, which know no queue positions", *apiAddr, err))
@@ -96,7 +97,7 @@ func (c *statusCommand) Run(args []string) int {
 	if *apps {
 		b, err := consul.NewStore(cc).Auction(ctx)
 		if err != nil {
-			c.ui.Error("themis status: " + err.Error())
+			c.ui.Error("themis status: " + operatorHint(err).Error())
 			return 1
 		}
 		if b == nil {
@@ -113,7 +114,7 @@ func (c *statusCommand) Run(args []string) int {
 	}
 	sts, err := consul.NewStore(cc).Statuses(ctx)
 	if err != nil {
-		c.ui.Error("themis status: " + err.Error())
+		c.ui.Error("themis status: " + operatorHint(err).Error())
 		return 1
 	}
 	if *queue {
@@ -122,7 +123,7 @@ func (c *statusCommand) Run(args []string) int {
 	}
 	progress, err := consul.NewStore(cc).Progress(ctx)
 	if err != nil {
-		c.ui.Error("themis status: " + err.Error())
+		c.ui.Error("themis status: " + operatorHint(err).Error())
 		return 1
 	}
 	sort.Slice(sts, func(i, j int) bool { return sts[i].Since.Before(sts[j].Since) })
@@ -222,4 +223,14 @@ func printAuction(out io.Writer, rep arbiter.RoundReport) {
 		fmt.Fprintf(w, "%s\t%.3f\t%s\t%d\t%s\t%s\t%s\n", a.App, a.Rho, bid, a.Won, after, dash(a.Placed), until)
 	}
 	w.Flush()
+}
+
+// operatorHint gives an ACL refusal of status's Consul reads the read-only
+// operator's policy (examples/acl/operator.consul.hcl; docs/acl.md).
+func operatorHint(err error) error {
+	var e *aclhint.Error
+	if errors.As(err, &e) {
+		err = e.Err
+	}
+	return aclhint.Wrap(err, "Consul", "themis status's read of themis/", `key_prefix "themis/" { policy = "read" }`, "operator.consul.hcl")
 }

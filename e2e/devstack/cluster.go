@@ -57,6 +57,9 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := cfg.check(false, true); err != nil {
 		return nil, err
 	}
+	if cfg.ACL {
+		return nil, errors.New("devstack: ACLs are for Start (one dev agent), not StartCluster")
+	}
 	if cfg.Ports.ConsulHTTP == 0 {
 		return nil, errors.New("devstack: StartCluster needs Ports.ConsulHTTP, the port of a running Consul agent")
 	}

@@ -69,6 +69,13 @@ type Config struct {
 	// created if missing.
 	DataDir string
 	Ports   Ports
+	// ACL starts both agents with ACLs on (Consul default_policy deny),
+	// bootstraps them with one management token, and loads the policies of
+	// ACLPolicyDir (default: the acl folder beside Templates, examples/acl)
+	// with a token each (Stack.Tokens); the themis driver gets the driver's
+	// Consul token. Start only, not StartCluster.
+	ACL          bool
+	ACLPolicyDir string
 	// AgentLogs, when set, also receives the agents' output.
 	AgentLogs io.Writer
 	Log       hclog.Logger
@@ -80,6 +87,7 @@ type Stack struct {
 	procs  []*exec.Cmd
 	logs   []*os.File
 	exited []chan error
+	tokens Tokens
 }
 
 // ConsulAddr is the Consul HTTP address (host:port).
@@ -125,6 +133,9 @@ func start(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 			s.Stop()
 		}
 	}()
+	if cfg.ACL {
+		s.tokens.Management = newSecret()
+	}
 	consulCfg, err := s.render("consul-dev.hcl.tmpl", "consul.hcl", nil)
 	if err != nil {
 		return nil, err
@@ -135,6 +146,11 @@ func start(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 	if err := s.waitFor(ctx, "Consul leader", 60*time.Second, s.consulReady); err != nil {
 		return nil, err
 	}
+	if cfg.ACL {
+		if err := s.consulACL(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if withNomad {
 		nomadCfg, err := s.render("nomad-dev.hcl.tmpl", "nomad.hcl", nil)
 		if err != nil {
@@ -144,6 +160,11 @@ func start(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 		// state.
 		if err := s.spawn("nomad", cfg.NomadBin, "agent", "-dev", "-config", nomadCfg); err != nil {
 			return nil, err
+		}
+		if cfg.ACL {
+			if err := s.nomadACL(ctx); err != nil {
+				return nil, err
+			}
 		}
 		if err := s.waitFor(ctx, "Nomad node with themis GPUs and driver", 90*time.Second, s.nomadReady); err != nil {
 			return nil, err
@@ -227,6 +248,7 @@ func (s *Stack) render(tmpl, out string, extra map[string]any) (string, error) {
 		"ConsulSerfLAN": s.cfg.Ports.ConsulSerfLAN, "ConsulSerfWAN": s.cfg.Ports.ConsulSerfWAN,
 		"NomadHTTP": s.cfg.Ports.NomadHTTP, "NomadRPC": s.cfg.Ports.NomadRPC, "NomadSerf": s.cfg.Ports.NomadSerf,
 		"NomadClientHTTP": s.cfg.Ports.NomadClientHTTP,
+		"ACL":             s.cfg.ACL, "ManagementToken": s.tokens.Management, "DriverConsulToken": s.tokens.DriverConsul,
 	}
 	for k, v := range extra {
 		data[k] = v
@@ -339,10 +361,16 @@ func (s *Stack) waitFor(ctx context.Context, what string, timeout time.Duration,
 	return fmt.Errorf("devstack: timed out after %s waiting for %s (last error: %v); agent logs are in %s", timeout, what, last, s.cfg.DataDir)
 }
 
-func getJSON(ctx context.Context, url string, v any) error {
+func getJSON(ctx context.Context, url string, v any) error { return getJSONToken(ctx, url, "", v) }
+
+// getJSONToken is getJSON with a Nomad ACL token (none: "").
+func getJSONToken(ctx context.Context, url, token string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
+	}
+	if token != "" {
+		req.Header.Set("X-Nomad-Token", token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -370,7 +398,7 @@ func (s *Stack) nomadReady(ctx context.Context) (bool, error) { return s.nodesRe
 // with the themis driver healthy and its themis GPUs fingerprinted.
 func (s *Stack) nodesReady(ctx context.Context, names []string) (bool, error) {
 	var nodes []nomadNode
-	if err := getJSON(ctx, s.NomadAddr()+"/v1/nodes?resources=true", &nodes); err != nil {
+	if err := getJSONToken(ctx, s.NomadAddr()+"/v1/nodes?resources=true", s.tokens.Management, &nodes); err != nil {
 		return false, err
 	}
 	if len(names) == 0 {

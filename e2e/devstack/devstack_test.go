@@ -103,3 +103,43 @@ func TestUnescapeMountinfo(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderACL: with Config.ACL the dev templates turn ACLs on with the
+// management token and give the driver its Consul token; without, they
+// render no acl block and no token (the non-ACL path as before).
+func TestRenderACL(t *testing.T) {
+	templates, err := filepath.Abs(filepath.Join("..", "..", "examples", "agents"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, acl := range []bool{false, true} {
+		s := &Stack{cfg: Config{Templates: templates, DataDir: t.TempDir(), PluginDir: "/plugins", Topology: "/t.hcl",
+			NodeName: "n1", ACL: acl, Ports: Ports{ConsulHTTP: 1001, NomadHTTP: 1005}}}
+		if acl {
+			s.tokens = Tokens{Management: "mgmt-secret", DriverConsul: "driver-secret"}
+		}
+		read := func(tmpl string) string {
+			dst, err := s.render(tmpl, strings.TrimSuffix(tmpl, ".tmpl"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		consul, nomad := read("consul-dev.hcl.tmpl"), read("nomad-dev.hcl.tmpl")
+		checks := map[string][]string{
+			consul: {"acl {", `default_policy = "deny"`, `initial_management = "mgmt-secret"`},
+			nomad:  {"acl {", `token   = "mgmt-secret"`, `consul_token    = "driver-secret"`},
+		}
+		for out, wants := range checks {
+			for _, want := range wants {
+				if got := strings.Contains(out, want); got != acl {
+					t.Errorf("ACL %v: config has %q: %v, want %v:\n%s", acl, want, got, acl, out)
+				}
+			}
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package check
 
 import (
+	"github.com/themis-nomad/themis/planner/aclhint"
+
 	"context"
 	"fmt"
 	"strconv"
@@ -78,7 +80,7 @@ func (r *Reader) read(ctx context.Context) (Snapshot, bool, error) {
 	q := (&consulapi.QueryOptions{RequireConsistent: true}).WithContext(ctx)
 	leases, meta, err := r.Consul.KV().List(Root+"leases/", q)
 	if err != nil {
-		return s, false, fmt.Errorf("read %sleases/: %w", Root, err)
+		return s, false, consulDenied(fmt.Errorf("read %sleases/: %w", Root, err), Root+"leases/")
 	}
 	before := meta.LastIndex
 	jobs, err := r.readJobs(ctx)
@@ -92,7 +94,7 @@ func (r *Reader) read(ctx context.Context) (Snapshot, bool, error) {
 	s.Now = now()
 	_, meta, err = r.Consul.KV().Keys(Root+"leases/", "", q)
 	if err != nil {
-		return s, false, fmt.Errorf("read %sleases/: %w", Root, err)
+		return s, false, consulDenied(fmt.Errorf("read %sleases/: %w", Root, err), Root+"leases/")
 	}
 	if meta.LastIndex != before {
 		return s, false, nil
@@ -121,7 +123,7 @@ func (r *Reader) read(ctx context.Context) (Snapshot, bool, error) {
 	}
 	sts, _, err := r.Consul.KV().List(StatusPath, q)
 	if err != nil {
-		return s, false, fmt.Errorf("read %s: %w", StatusPath, err)
+		return s, false, consulDenied(fmt.Errorf("read %s: %w", StatusPath, err), StatusPath)
 	}
 	for _, p := range sts {
 		ref, st, err := DecodeStatus(p.Key, p.Value)
@@ -133,7 +135,7 @@ func (r *Reader) read(ctx context.Context) (Snapshot, bool, error) {
 	}
 	recs, _, err := r.Consul.KV().Keys(RecordPath, "", q)
 	if err != nil {
-		return s, false, fmt.Errorf("read %s: %w", RecordPath, err)
+		return s, false, consulDenied(fmt.Errorf("read %s: %w", RecordPath, err), RecordPath)
 	}
 	for _, k := range recs {
 		if ns, job, err := splitJobKey(k, RecordPath); err == nil {
@@ -147,7 +149,7 @@ func (r *Reader) readJobs(ctx context.Context) ([]Job, error) {
 	q := (&nomadapi.QueryOptions{Namespace: "*"}).WithContext(ctx)
 	stubs, _, err := r.Nomad.Jobs().List(q)
 	if err != nil {
-		return nil, fmt.Errorf("list Nomad jobs: %w", err)
+		return nil, nomadDenied(fmt.Errorf("list Nomad jobs: %w", err), "list jobs (GET /v1/jobs?namespace=*)")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -166,7 +168,7 @@ func (r *Reader) readJobs(ctx context.Context) ([]Job, error) {
 				if strings.Contains(err.Error(), "404") {
 					continue // purged since the list
 				}
-				return nil, fmt.Errorf("read Nomad job %s: %w", ref, err)
+				return nil, nomadDenied(fmt.Errorf("read Nomad job %s: %w", ref, err), "read job "+ref.String())
 			}
 			c = cachedJob{index: st.JobModifyIndex, pool: deref(j.NodePool), themis: isThemis(j)}
 			r.jobs[ref] = c
@@ -203,7 +205,7 @@ func (r *Reader) readAllocs(ctx context.Context) ([]Alloc, error) {
 	q := (&nomadapi.QueryOptions{Namespace: "*", Params: map[string]string{"resources": "true", "task_states": "true"}}).WithContext(ctx)
 	stubs, _, err := r.Nomad.Allocations().List(q)
 	if err != nil {
-		return nil, fmt.Errorf("list Nomad allocations: %w", err)
+		return nil, nomadDenied(fmt.Errorf("list Nomad allocations: %w", err), "list allocations (GET /v1/allocations?namespace=*)")
 	}
 	out := make([]Alloc, 0, len(stubs))
 	for _, st := range stubs {
@@ -276,4 +278,14 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// consulDenied and nomadDenied give an ACL refusal of `themis check`'s reads
+// the read-only operator's policy (examples/acl/operator.*.hcl).
+func consulDenied(err error, prefix string) error {
+	return aclhint.Wrap(err, "Consul", "read "+prefix, `key_prefix "themis/" { policy = "read" }`, "operator.consul.hcl")
+}
+
+func nomadDenied(err error, call string) error {
+	return aclhint.Wrap(err, "Nomad", call, `namespace "*" { policy = "read" }`, "operator.nomad.hcl")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/themis-nomad/themis/planner/aclhint"
 	"github.com/themis-nomad/themis/planner/lease"
 )
 
@@ -49,7 +50,9 @@ func (s *Store) LeadAs(ctx context.Context, me LeaderInfo) (context.Context, fun
 	}
 	lost, err := lock.Lock(ctx.Done())
 	if err != nil {
-		return nil, nil, fmt.Errorf("acquire leader lock %s: %w", LeaderKey, err)
+		return nil, nil, aclhint.Wrap(fmt.Errorf("acquire leader lock %s: %w", LeaderKey, err), "Consul",
+			"the leader lock (a session, then "+LeaderKey+")",
+			`session_prefix "" { policy = "write" } and key "`+LeaderKey+`" { policy = "write" }`, PlannerPolicy)
 	}
 	if lost == nil {
 		return nil, nil, ctx.Err()

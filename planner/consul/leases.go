@@ -189,7 +189,7 @@ func (s *Store) PutStatus(ctx context.Context, st JobStatus) error {
 	}
 	key := StatusKey(core.JobKey{Namespace: st.Namespace, ID: st.JobID})
 	if _, err := s.api.KV().Put(&api.KVPair{Key: key, Value: v}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
+		return aclErr(fmt.Errorf("write %s: %w", key, err), "write "+key, key, "write")
 	}
 	return nil
 }

@@ -112,12 +112,29 @@ func recordOp(r JobRecord) (*api.TxnOp, error) {
 func (s *Store) txnOps(ctx context.Context, what string, ops api.TxnOps) (*api.TxnResponse, error) {
 	ok, resp, _, err := s.api.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, aclErr(fmt.Errorf("%s: %w", what, err), what, opKey(ops, 0), "write")
 	}
 	if !ok {
-		return nil, fmt.Errorf("%s: %s", what, rollback(resp, ops))
+		return nil, aclErr(fmt.Errorf("%s: %s", what, rollback(resp, ops)), what, opKey(ops, failedOp(resp)), "write")
 	}
 	return resp, nil
+}
+
+// failedOp is the index of the first failed operation of a rolled back
+// transaction (0 when it does not say).
+func failedOp(resp *api.TxnResponse) int {
+	if resp != nil && len(resp.Errors) > 0 {
+		return resp.Errors[0].OpIndex
+	}
+	return 0
+}
+
+// opKey is the key of operation i, or "" when it has none.
+func opKey(ops api.TxnOps, i int) string {
+	if i < len(ops) && ops[i].KV != nil {
+		return ops[i].KV.Key
+	}
+	return ""
 }
 
 func rollback(resp *api.TxnResponse, ops api.TxnOps) string {
@@ -163,7 +180,7 @@ func (s *Store) Progress(ctx context.Context) (map[core.JobKey]lease.ProgressRec
 func list[T any](ctx context.Context, s *Store, prefix string, each func(v T, index uint64)) error {
 	pairs, _, err := s.api.KV().List(prefix, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return fmt.Errorf("list %s: %w", prefix, err)
+		return aclErr(fmt.Errorf("list %s: %w", prefix, err), "list "+prefix, prefix, "read")
 	}
 	for _, p := range pairs {
 		var v T

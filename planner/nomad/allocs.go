@@ -56,7 +56,7 @@ func (a Alloc) RanFor(now time.Time) time.Duration {
 func (c *Client) allocations(ctx context.Context, jobs map[core.JobKey]*Job) (map[core.JobKey][]Alloc, error) {
 	stubs, _, err := c.api.Allocations().List((&api.QueryOptions{Namespace: "*"}).WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("list allocations: %w", err)
+		return nil, denied(fmt.Errorf("list allocations: %w", err), "list allocations (GET /v1/allocations?namespace=*)", `namespace "*" { capabilities = ["read-job"] }`)
 	}
 	out := map[core.JobKey][]Alloc{}
 	for _, s := range stubs {

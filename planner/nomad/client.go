@@ -1,6 +1,8 @@
 package nomad
 
 import (
+	"github.com/themis-nomad/themis/planner/aclhint"
+
 	"context"
 	"errors"
 	"fmt"
@@ -67,7 +69,8 @@ func (c *Client) EnsurePendingPool(ctx context.Context) error {
 		Description: "themis jobs wait here until the themis planner grants their GPUs; no node belongs to it",
 	}, (&api.WriteOptions{}).WithContext(ctx))
 	if err != nil {
-		return fmt.Errorf("create node pool %q: %w", c.pendingPool, err)
+		return denied(fmt.Errorf("create node pool %q: %w", c.pendingPool, err), "create node pool "+c.pendingPool,
+			`node_pool "`+c.pendingPool+`" { policy = "write" }`)
 	}
 	return nil
 }
@@ -89,7 +92,7 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 	q := (&api.QueryOptions{Params: map[string]string{"resources": "true"}}).WithContext(ctx)
 	stubs, _, err := c.api.Nodes().List(q)
 	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+		return nil, denied(fmt.Errorf("list nodes: %w", err), "list nodes (GET /v1/nodes)", `node { policy = "read" }`)
 	}
 	s := &Snapshot{Pools: map[string]string{}}
 	for _, n := range stubs {
@@ -105,7 +108,7 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	jobStubs, _, err := c.api.Jobs().List((&api.QueryOptions{Namespace: "*"}).WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, denied(fmt.Errorf("list jobs: %w", err), "list jobs (GET /v1/jobs?namespace=*)", `namespace "*" { capabilities = ["list-jobs", "read-job"] }`)
 	}
 	seen := make(map[core.JobKey]bool, len(jobStubs))
 	for _, js := range jobStubs {
@@ -121,7 +124,7 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 				if isNotFound(err) {
 					continue // deregistered since the list
 				}
-				return nil, fmt.Errorf("read job %s: %w", key, err)
+				return nil, denied(fmt.Errorf("read job %s: %w", key, err), "read job "+key.String(), `read-job in namespace "`+key.Namespace+`"`)
 			}
 			tj, err := ParseJob(full)
 			if errors.Is(err, ErrNotThemis) {
@@ -297,7 +300,7 @@ func (c *Client) fresh(ctx context.Context, j *Job) (*api.Job, error) {
 		if isNotFound(err) {
 			return nil, fmt.Errorf("job %s: %w", j.Key, ErrJobChanged)
 		}
-		return nil, fmt.Errorf("read job %s: %w", j.Key, err)
+		return nil, denied(fmt.Errorf("read job %s: %w", j.Key, err), "read job "+j.Key.String(), `read-job in namespace "`+j.Key.Namespace+`"`)
 	}
 	if deref(job.JobModifyIndex) != j.ModifyIndex() {
 		return nil, fmt.Errorf("job %s at index %d, planner saw %d: %w", j.Key, deref(job.JobModifyIndex), j.ModifyIndex(), ErrJobChanged)
@@ -312,7 +315,8 @@ func (c *Client) register(ctx context.Context, job *api.Job, j *Job) error {
 		if strings.Contains(err.Error(), "Enforcing job modify index") {
 			return fmt.Errorf("register %s: %w", j.Key, ErrJobChanged)
 		}
-		return fmt.Errorf("register %s: %w", j.Key, err)
+		return denied(fmt.Errorf("register %s: %w", j.Key, err), "register job "+j.Key.String()+" (pool "+deref(job.NodePool)+")",
+			`submit-job in namespace "`+j.Key.Namespace+`" and node_pool "`+deref(job.NodePool)+`" { policy = "read" }`)
 	}
 	return nil
 }
@@ -364,3 +368,29 @@ func isNotFound(err error) bool {
 }
 
 func unixNano(ns int64) time.Time { return time.Unix(0, ns) }
+
+// PlannerPolicy is the file of examples/acl with the planner's Nomad policy.
+const PlannerPolicy = "planner.nomad.hcl"
+
+// denied gives a Nomad ACL refusal of call the capability it needs.
+func denied(err error, call, need string) error {
+	return aclhint.Wrap(err, "Nomad", call, need, PlannerPolicy)
+}
+
+// CheckACL makes one of each of the planner's Nomad reads (nodes, jobs and
+// allocations of every namespace) and returns the first ACL refusal, with
+// its hint, or nil; other failures are returned as they are. The writes
+// (node pool, job register) name their capability when they are refused.
+func (c *Client) CheckACL(ctx context.Context) error {
+	q := func() *api.QueryOptions { return (&api.QueryOptions{Namespace: "*", PerPage: 1}).WithContext(ctx) }
+	if _, _, err := c.api.Nodes().List(q()); err != nil {
+		return denied(fmt.Errorf("list nodes: %w", err), "list nodes (GET /v1/nodes)", `node { policy = "read" }`)
+	}
+	if _, _, err := c.api.Jobs().List(q()); err != nil {
+		return denied(fmt.Errorf("list jobs: %w", err), "list jobs (GET /v1/jobs?namespace=*)", `namespace "*" { capabilities = ["list-jobs", "read-job"] }`)
+	}
+	if _, _, err := c.api.Allocations().List(q()); err != nil {
+		return denied(fmt.Errorf("list allocations: %w", err), "list allocations (GET /v1/allocations?namespace=*)", `namespace "*" { capabilities = ["read-job"] }`)
+	}
+	return nil
+}

@@ -20,7 +20,7 @@ func (c *Client) Watch(ctx context.Context, index uint64, poke func()) (uint64, 
 	}
 	ch, err := c.api.EventStream().Stream(ctx, topics, index, &api.QueryOptions{Namespace: "*"})
 	if err != nil {
-		return index, fmt.Errorf("open event stream: %w", err)
+		return index, denied(fmt.Errorf("open event stream: %w", err), "the event stream (GET /v1/event/stream)", `read-job in namespace "*" and node { policy = "read" }`)
 	}
 	for {
 		select {
@@ -31,7 +31,7 @@ func (c *Client) Watch(ctx context.Context, index uint64, poke func()) (uint64, 
 				return index, fmt.Errorf("event stream closed")
 			}
 			if evs.Err != nil {
-				return index, fmt.Errorf("event stream: %w", evs.Err)
+				return index, denied(fmt.Errorf("event stream: %w", evs.Err), "the event stream (GET /v1/event/stream)", `read-job in namespace "*" and node { policy = "read" }`)
 			}
 			if evs.IsHeartbeat() {
 				continue
