@@ -316,7 +316,8 @@ func runFidelitySim(t *testing.T, st *stack.Stack, tr *trace.Trace, startCost fl
 
 // simOnDevCluster runs tr in the simulator on the dev cluster's shape (3 x
 // 8 GPUs, two racks) with the live planner's placement and start cost.
-func simOnDevCluster(t *testing.T, st *stack.Stack, tr *trace.Trace, startCost float64) *sim.Result {
+// opts change the configuration further.
+func simOnDevCluster(t *testing.T, st *stack.Stack, tr *trace.Trace, startCost float64, opts ...func(*sim.Config)) *sim.Result {
 	cl, err := cluster.Mixed("dev-cluster", cluster.NodeGroup{Count: 2, GPUsPerNode: 8}, cluster.NodeGroup{Count: 1, GPUsPerNode: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -331,6 +332,9 @@ func simOnDevCluster(t *testing.T, st *stack.Stack, tr *trace.Trace, startCost f
 		h := pl.(*hived.Placer)
 		h.SetEqualParts(true) // as the live planner places
 		cfg.Placer = h
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	r, err := sim.Run(cfg)
 	if err != nil {

@@ -82,3 +82,36 @@ func TestAppResultsFromJobResults(t *testing.T) {
 		}
 	}
 }
+
+// With UnknownUntilRun the policy sees no remaining time or work for a
+// job until it has run: SRTF (which orders by remaining time) then cannot
+// put the short job that arrives second ahead of the long one.
+func TestUnknownUntilRun(t *testing.T) {
+	cl, err := cluster.Mixed("one", cluster.NodeGroup{Count: 1, GPUsPerNode: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &trace.Trace{Name: "u", Jobs: []trace.Job{
+		{ID: "run", GPUs: 4, Duration: 100, Submit: 0},
+		{ID: "long", GPUs: 4, Duration: 300, Submit: 1},
+		{ID: "short", GPUs: 4, Duration: 10, Submit: 2},
+	}}
+	ends := func(unknown bool) map[string]float64 {
+		r, err := Run(Config{Trace: tr, Cluster: cl, Policy: core.SRTF{}, Seed: 1, UnknownUntilRun: unknown})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, j := range r.Jobs {
+			out[j.ID] = j.End
+		}
+		return out
+	}
+	known, unknown := ends(false), ends(true)
+	if !(known["short"] < known["long"]) {
+		t.Errorf("known remaining times: short ends %v, long %v; want short first", known["short"], known["long"])
+	}
+	if !(unknown["short"] > unknown["long"]) {
+		t.Errorf("unknown until run: short ends %v, long %v; want arrival order (the policy cannot tell)", unknown["short"], unknown["long"])
+	}
+}
