@@ -187,14 +187,16 @@ func runFidelityLive(t *testing.T, policy string, opts stack.Options, jobs []fid
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
-			if b, err := store.Auction(ctx); err == nil && len(b) > 0 {
-				var rep arbiter.RoundReport
-				if json.Unmarshal(b, &rep) == nil {
-					mu.Lock()
-					for _, a := range rep.Apps {
-						auction[a.App] = a
+			if policy == "themis" {
+				if b, err := store.Auction(ctx); err == nil && len(b) > 0 {
+					var rep arbiter.RoundReport
+					if json.Unmarshal(b, &rep) == nil {
+						mu.Lock()
+						for _, a := range rep.Apps {
+							auction[a.App] = a
+						}
+						mu.Unlock()
 					}
-					mu.Unlock()
 				}
 			}
 			for _, j := range jobs {
