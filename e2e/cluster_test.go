@@ -92,14 +92,18 @@ func startMultiCluster(t testing.TB, ctx context.Context) *multiCluster {
 
 // runPlanner runs a planner with st (the stack of `themis planner`'s
 // -policy and -vc-config) against the cluster until the test ends.
-func (m *multiCluster) runPlanner(t *testing.T, ctx context.Context, st *stack.Stack) {
+func (m *multiCluster) runPlanner(t *testing.T, ctx context.Context, st *stack.Stack, opts ...func(*planner.Config)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
-	p := planner.New(planner.Config{
+	cfg := planner.Config{
 		Nomad: nomad.NewClient(m.nomad, "", env.log.Named("multi-nomad")), Store: consul.NewStore(m.consul),
 		Stack: st, Resync: 5 * time.Second,
 		MaxKillTimeout: 30 * time.Minute, RestoreGuard: 5 * time.Second, Log: env.log.Named("multi-planner"),
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p := planner.New(cfg)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	t.Cleanup(func() {

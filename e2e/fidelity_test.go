@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -14,7 +15,9 @@ import (
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/cluster"
+	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/sim"
@@ -52,12 +55,23 @@ type fidelityJob struct {
 	duration float64 // seconds of work (scaled)
 	class    string
 	vc       string // "" without virtual clusters
+	// app is the stanza's app ("": the job's own); iterations, when set,
+	// the stanza's iterations (hello reports its steps as its total).
+	app        string
+	iterations int
 }
 
 type fidelityResult struct {
 	avgJCT, p95JCT, avgQueue float64
 	preemptions              int
 	wall                     time.Duration
+	// Per job (live runs): its submission and its last run's end, in
+	// seconds after the run began, and its preemptions.
+	submits, ends map[string]float64
+	preempted     map[string]int
+	// auction is, per app, its part in the last auction round that
+	// included it (Themis: themis/auction/last, polled during the run).
+	auction map[string]arbiter.AppReport
 }
 
 // fidelityVCs are two teams of one node each on the dev cluster; the third
@@ -159,7 +173,10 @@ func runFidelityLive(t *testing.T, policy string, opts stack.Options, jobs []fid
 	granted := map[string]time.Time{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	// Grant times, from the lease keys, for the start-cost measurement.
+	// Grant times, from the lease keys, for the start-cost measurement;
+	// the auction rounds recorded in Consul, per app.
+	auction := map[string]arbiter.AppReport{}
+	store := consul.NewStore(m.consul)
 	stopWatch := make(chan struct{})
 	wg.Add(1)
 	go func() {
@@ -169,6 +186,18 @@ func runFidelityLive(t *testing.T, policy string, opts stack.Options, jobs []fid
 			case <-stopWatch:
 				return
 			case <-time.After(200 * time.Millisecond):
+			}
+			if policy == "themis" {
+				if b, err := store.Auction(ctx); err == nil && len(b) > 0 {
+					var rep arbiter.RoundReport
+					if json.Unmarshal(b, &rep) == nil {
+						mu.Lock()
+						for _, a := range rep.Apps {
+							auction[a.App] = a
+						}
+						mu.Unlock()
+					}
+				}
 			}
 			for _, j := range jobs {
 				mu.Lock()
@@ -189,7 +218,8 @@ func runFidelityLive(t *testing.T, policy string, opts stack.Options, jobs []fid
 		if d := time.Until(began.Add(time.Duration(j.submit * float64(time.Second)))); d > 0 {
 			time.Sleep(d)
 		}
-		job := trainJob{gpus: j.gpus, class: j.class, grace: "10s", vc: j.vc, steps: max(1, int(math.Round(j.duration*10)))}.build(t, j.id)
+		job := trainJob{gpus: j.gpus, class: j.class, grace: "10s", vc: j.vc, steps: max(1, int(math.Round(j.duration*10))),
+			app: j.app, iterations: j.iterations}.build(t, j.id)
 		if _, _, err := m.nomad.Jobs().Register(job, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +242,8 @@ func runFidelityLive(t *testing.T, policy string, opts stack.Options, jobs []fid
 	})
 	close(stopWatch)
 	wg.Wait()
-	res := fidelityResult{wall: time.Since(began)}
+	res := fidelityResult{wall: time.Since(began), submits: map[string]float64{}, ends: map[string]float64{},
+		preempted: map[string]int{}, auction: auction}
 	var jcts, starts []float64
 	for _, j := range jobs {
 		as, _, err := m.nomad.Jobs().Allocations(j.id, true, nil)
@@ -240,6 +271,8 @@ func runFidelityLive(t *testing.T, policy string, opts stack.Options, jobs []fid
 			t.Fatalf("%s: no finished run (%d allocations)", j.id, len(as))
 		}
 		res.preemptions += max(0, len(as)-1)
+		res.preempted[j.id] = max(0, len(as)-1)
+		res.submits[j.id], res.ends[j.id] = submitted[j.id].Sub(began).Seconds(), last.Sub(began).Seconds()
 		jct := last.Sub(submitted[j.id]).Seconds()
 		jcts = append(jcts, jct)
 		res.avgQueue += math.Max(0, jct-j.duration)
@@ -270,6 +303,23 @@ func taskState(a *nomadapi.Allocation) *nomadapi.TaskState {
 // runFidelitySim runs the scaled trace in the simulator on the dev
 // cluster's shape with the live planner's placement and the start cost.
 func runFidelitySim(t *testing.T, st *stack.Stack, tr *trace.Trace, startCost float64) fidelityResult {
+	r := simOnDevCluster(t, st, tr, startCost)
+	var res fidelityResult
+	var jcts []float64
+	for _, j := range r.Jobs {
+		jcts = append(jcts, j.End-j.Submit)
+		res.avgQueue += j.End - j.Submit - j.Duration
+		res.preemptions += j.Preemptions
+	}
+	res.avgJCT, res.p95JCT = mean(jcts), p95(jcts)
+	res.avgQueue /= float64(len(r.Jobs))
+	return res
+}
+
+// simOnDevCluster runs tr in the simulator on the dev cluster's shape (3 x
+// 8 GPUs, two racks) with the live planner's placement and start cost.
+// opts change the configuration further.
+func simOnDevCluster(t *testing.T, st *stack.Stack, tr *trace.Trace, startCost float64, opts ...func(*sim.Config)) *sim.Result {
 	cl, err := cluster.Mixed("dev-cluster", cluster.NodeGroup{Count: 2, GPUsPerNode: 8}, cluster.NodeGroup{Count: 1, GPUsPerNode: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -285,20 +335,14 @@ func runFidelitySim(t *testing.T, st *stack.Stack, tr *trace.Trace, startCost fl
 		h.SetEqualParts(true) // as the live planner places
 		cfg.Placer = h
 	}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	r, err := sim.Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res fidelityResult
-	var jcts []float64
-	for _, j := range r.Jobs {
-		jcts = append(jcts, j.End-j.Submit)
-		res.avgQueue += j.End - j.Submit - j.Duration
-		res.preemptions += j.Preemptions
-	}
-	res.avgJCT, res.p95JCT = mean(jcts), p95(jcts)
-	res.avgQueue /= float64(len(r.Jobs))
-	return res
+	return r
 }
 
 func mean(xs []float64) float64 {

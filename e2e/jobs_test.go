@@ -34,6 +34,8 @@ type trainJob struct {
 	shell string
 	// app is the stanza's app ("" = the job's own).
 	app string
+	// iterations is the stanza's iterations (0: unset).
+	iterations int
 }
 
 func (o trainJob) build(t testing.TB, id string) *nomadapi.Job {
@@ -59,6 +61,9 @@ func (o trainJob) build(t testing.TB, id string) *nomadapi.Job {
 	}
 	if o.app != "" {
 		stanza["app"] = o.app
+	}
+	if o.iterations > 0 {
+		stanza["iterations"] = o.iterations
 	}
 	if o.shell != "" {
 		task.Config["command"] = "/bin/sh"

@@ -3,12 +3,15 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/httpapi"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -28,7 +31,12 @@ func TestThemisLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.runPlanner(t, ctx, st)
+	// The planner's HTTP API, fed by its rounds, for /v1/apps.
+	api := httpapi.New(httpapi.Options{ID: "e2e-themis"})
+	api.SetLeading(true)
+	ts := httptest.NewServer(api.Handler())
+	defer ts.Close()
+	m.runPlanner(t, ctx, st, func(c *planner.Config) { c.OnRound = api.Publish })
 	type spec struct {
 		id, app string
 		gpus    int
@@ -82,7 +90,21 @@ func TestThemisLive(t *testing.T) {
 	if b, err := consul.NewStore(m.consul).Auction(ctx); err != nil || !strings.Contains(string(b), `"app":"sweep"`) {
 		t.Fatalf("the last auction round is not in Consul (%v): %s", err, b)
 	}
-	t.Logf("%s: first auction: %d jobs run", time.Since(began).Round(time.Millisecond), len(firstAlloc))
+	var apps httpapi.AppsResponse
+	if _, err := (&httpapi.Client{Addr: ts.URL}).Get(ctx, "/v1/apps", 0, 0, &apps); err != nil {
+		t.Fatalf("GET /v1/apps: %v", err)
+	}
+	won := 0
+	for _, a := range apps.Apps {
+		won += a.Won
+		if a.Won > 0 && (a.LeaseEnds == "" || a.Placed == "") {
+			t.Errorf("/v1/apps: %s won %d GPUs with no lease end or placement: %+v", a.App, a.Won, a)
+		}
+	}
+	if apps.Policy != "themis" || apps.Round == 0 || len(apps.Apps) == 0 || won == 0 {
+		t.Fatalf("/v1/apps %+v: want the last auction round with GPUs won", apps)
+	}
+	t.Logf("%s: first auction: %d jobs run; /v1/apps: round %d, %d apps", time.Since(began).Round(time.Millisecond), len(firstAlloc), apps.Round, len(apps.Apps))
 
 	// Past the first lease ends: every job ran at some point, the ones
 	// that kept their leases were not restarted, the others resumed.

@@ -137,10 +137,20 @@ func TestThemisLiveRecordsTheAuction(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newClusterHarness(t, 2, 8, st)
+	var v View
+	h.config.OnRound = func(nv View) { v = nv }
+	h.restart()
 	h.fn.submitApp("a", 8, "a")
 	h.fn.submitApp("b", 8, "b")
 	h.fn.submitApp("c", 4, "c")
 	h.round("auction")
+	// The published view (the API's /v1/apps) carries the same round.
+	if v.Auction == nil {
+		t.Fatal("the view has no auction round")
+	}
+	if b, _ := json.Marshal(*v.Auction); string(b) != string(h.fs.auction) {
+		t.Errorf("view's auction %s, recorded %s", b, h.fs.auction)
+	}
 	var rep arbiter.RoundReport
 	if err := json.Unmarshal(h.fs.auction, &rep); err != nil {
 		t.Fatalf("recorded auction %q: %v", h.fs.auction, err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
@@ -51,6 +52,10 @@ type View struct {
 	// Events are what the round did: grants, preemptions, releases and
 	// promotions, in order, as they were written.
 	Events []Event
+	// Auction is the last auction round the stack's policy ran, per app
+	// (Themis: arbiter.RoundReport; nil for other policies and before the
+	// first auction of this planner's stack).
+	Auction *arbiter.RoundReport
 }
 
 // JobView is one themis job as the round saw it.
@@ -246,6 +251,15 @@ func (p *Planner) fillView(v *View, r *round, d core.Decision) {
 		if pa, ok := a.(core.PromoteAction); ok && r.records[pa.Job].PromotedAt.Equal(r.now.UTC()) {
 			v.Events = append(v.Events, Event{Time: r.now.UTC(), Kind: EventPromote, Job: pa.Job,
 				Reason: "promoted to the highest-priority queue by " + st.Policy.Name() + " (starving)"})
+		}
+	}
+
+	if ar, ok := st.Policy.(interface {
+		LastRound() (arbiter.RoundReport, bool)
+	}); ok {
+		if rep, ok := ar.LastRound(); ok {
+			rep.Apps = slices.Clone(rep.Apps)
+			v.Auction = &rep
 		}
 	}
 

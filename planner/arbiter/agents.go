@@ -45,6 +45,15 @@ func (p *Policy) app(id string, js []*core.Job, t float64, free *core.FreeGPUs, 
 			c := *j
 			c.Remaining = p.unknownRemaining(j)
 			j = &c
+		} else if x, ok := p.LieRemaining[id]; ok {
+			// The simulator's progress lie: the app reports x times its
+			// remaining time, and a total off by as much.
+			c := *j
+			if c.Work >= c.Remaining {
+				c.Work += c.Remaining * (x - 1)
+			}
+			c.Remaining *= x
+			j = &c
 		}
 		sk, cr = max(sk, j.Skew), max(cr, j.CrossRack, j.Skew)
 		// The job's total work: known, or else what it has left plus what it

@@ -42,7 +42,9 @@
 // across machines of a rack, core.Job.CrossRack across racks (the
 // simulator's model classes). themis.lie scales one app's reported
 // cross-machine and cross-rack slowdowns (Figure 18's strategic lying); its
-// jobs still run at their true speed.
+// jobs still run at their true speed. themis.lie_remaining scales one app's
+// reported remaining time (and its total by as much): the simulator's
+// counterpart of a live workload misreporting its progress.
 //
 // Elapsed is the time since the policy first saw a job of the app; N_avg is
 // the time-weighted number of apps with visible jobs since then
@@ -101,6 +103,6 @@
 // its gang (revoke.go).
 //
 // Knobs: themis.f (fairness knob f, default 0.8), themis.lease (default
-// 10m; a Go duration or seconds), themis.lie (APP:+X% or APP:-X%; default
-// none), themis.revoke (on or off, default on; New leaves it off).
+// 10m; a Go duration or seconds), themis.lie and themis.lie_remaining
+// (APP:+X% or APP:-X%, comma-separated; default none), themis.revoke (on or off, default on; New leaves it off).
 package arbiter

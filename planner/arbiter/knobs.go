@@ -11,8 +11,8 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 )
 
-// FromKnobs builds a policy from themis.f, themis.lease, themis.lie and
-// themis.revoke.
+// FromKnobs builds a policy from themis.f, themis.lease, themis.lie,
+// themis.lie_remaining and themis.revoke.
 func FromKnobs(k core.Knobs) (*Policy, error) {
 	f, err := k.Float("themis.f", auction.DefaultFairness)
 	if err != nil {
@@ -35,18 +35,18 @@ func FromKnobs(k core.Knobs) (*Policy, error) {
 			return nil, fmt.Errorf("themis.lease = %q: want a positive duration", v)
 		}
 	}
-	lie := map[string]float64{}
-	if k.Has("themis.lie") {
-		for _, part := range strings.Split(k.String("themis.lie", ""), ",") {
-			app, pct, ok := strings.Cut(strings.TrimSpace(part), ":")
-			x, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(pct), "+"), "%"), 64)
-			if !ok || app == "" || err != nil || !(x > -100) || math.IsInf(x, 0) {
-				return nil, fmt.Errorf("themis.lie = %q: want APP:+X%% or APP:-X%% (a finite X, below 100 when negative)", part)
-			}
-			lie[app] = 1 + x/100
-		}
+	lie, err := lies(k, "themis.lie")
+	if err != nil {
+		return nil, err
+	}
+	lieRemaining, err := lies(k, "themis.lie_remaining")
+	if err != nil {
+		return nil, err
 	}
 	p := New(f, lease, lie)
+	if len(lieRemaining) > 0 {
+		p.LieRemaining = lieRemaining
+	}
 	switch v := k.String("themis.revoke", "on"); v {
 	case "on":
 		p.Revoke = true
@@ -55,4 +55,22 @@ func FromKnobs(k core.Knobs) (*Policy, error) {
 		return nil, fmt.Errorf("themis.revoke = %q: want on or off", v)
 	}
 	return p, nil
+}
+
+// lies parses a lie knob: APP:+X% or APP:-X%, comma-separated, into
+// factors 1 + X/100.
+func lies(k core.Knobs, name string) (map[string]float64, error) {
+	lie := map[string]float64{}
+	if !k.Has(name) {
+		return lie, nil
+	}
+	for _, part := range strings.Split(k.String(name, ""), ",") {
+		app, pct, ok := strings.Cut(strings.TrimSpace(part), ":")
+		x, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(pct), "+"), "%"), 64)
+		if !ok || app == "" || err != nil || !(x > -100) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("%s = %q: want APP:+X%% or APP:-X%% (a finite X, below 100 when negative)", name, part)
+		}
+		lie[app] = 1 + x/100
+	}
+	return lie, nil
 }

@@ -26,6 +26,11 @@ type Policy struct {
 	// Lie maps an app to the factor on its reported spread slowdowns'
 	// excess over 1 (1.2: reports 20% more slowdown).
 	Lie map[string]float64
+	// LieRemaining maps an app to the factor on every job's reported
+	// remaining time (0.5: reports half what it has left; its total shrinks
+	// by as much): a workload misreporting its progress, in the simulator
+	// (themis.lie_remaining; live, the workload's own progress reports).
+	LieRemaining map[string]float64
 	// Revoke ends the best-off apps' leases early for an app left behind
 	// by lease timing (revoke.go; themis.revoke).
 	Revoke bool

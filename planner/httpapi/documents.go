@@ -14,6 +14,7 @@ type docs struct {
 	nodes  NodesResponse
 	queue  QueueResponse
 	leases LeasesResponse
+	apps   AppsResponse
 	jobs   map[core.JobKey]*Job
 	list   JobsResponse
 	// digest tells whether a new view changes anything served.
@@ -22,7 +23,7 @@ type docs struct {
 
 func emptyDocs() *docs {
 	d := &docs{nodes: NodesResponse{Nodes: []Node{}}, queue: QueueResponse{VCs: []VCQueue{}},
-		leases: LeasesResponse{Leases: []Lease{}}, jobs: map[core.JobKey]*Job{}, list: JobsResponse{Jobs: []*Job{}}}
+		leases: LeasesResponse{Leases: []Lease{}}, apps: AppsResponse{Apps: []App{}}, jobs: map[core.JobKey]*Job{}, list: JobsResponse{Jobs: []*Job{}}}
 	d.digest = d.sum()
 	return d
 }
@@ -32,6 +33,7 @@ func buildDocs(v planner.View) *docs {
 		nodes:  buildNodes(v),
 		queue:  buildQueue(v),
 		leases: buildLeases(v),
+		apps:   buildApps(v),
 	}
 	d.jobs, d.list = buildJobs(v, d)
 	d.digest = d.sum()
@@ -39,7 +41,7 @@ func buildDocs(v planner.View) *docs {
 }
 
 func (d *docs) sum() [sha256.Size]byte {
-	b, _ := json.Marshal([]any{d.nodes, d.queue, d.leases, d.list})
+	b, _ := json.Marshal([]any{d.nodes, d.queue, d.leases, d.apps, d.list})
 	return sha256.Sum256(b)
 }
 

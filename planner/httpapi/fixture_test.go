@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/themis-nomad/themis/planner"
+	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
@@ -83,6 +84,20 @@ func vcFixture() planner.View {
 			"g1": {Name: "g1", VC: "vision", Bound: "vision/socket2.0/gpu.1"},
 		},
 	}
+	return v
+}
+
+// themisFixture is fixture's view under Themis after an auction round at
+// t0: app a (2 GPUs, in one machine, 30 s lease) and sweep s (leftovers)
+// won; c bid and lost.
+func themisFixture() planner.View {
+	v := fixture()
+	v.Policy = "themis"
+	v.Auction = &arbiter.RoundReport{At: t0, Round: 4, Offer: 6, Apps: []arbiter.AppReport{
+		{App: "a", Rho: 3.5, RhoAfter: 1.25, Bid: true, Won: 2, Placed: "machine", C: 1, Lease: 30},
+		{App: "c", Rho: 2.75, Bid: true},
+		{App: "s", Rho: 1.5, RhoAfter: 1.1, Won: 1, Placed: "machine", Lease: 30},
+	}}
 	return v
 }
 

@@ -12,6 +12,7 @@ func (s *Server) routes() {
 	m.Handle("GET /v1/nodes", s.leaderOnly(s.nodes))
 	m.Handle("GET /v1/queue", s.leaderOnly(s.queue))
 	m.Handle("GET /v1/leases", s.leaderOnly(s.leases))
+	m.Handle("GET /v1/apps", s.leaderOnly(s.apps))
 	m.Handle("GET /v1/decisions", s.leaderOnly(s.decisions))
 	m.Handle("GET /v1/jobs", s.leaderOnly(s.jobs))
 	m.Handle("GET /v1/jobs/", s.leaderOnly(s.job))

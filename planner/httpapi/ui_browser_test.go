@@ -25,11 +25,11 @@ func chromium(t *testing.T) string {
 
 // The dashboard in a real (headless) browser: the GPU grid is coloured by
 // job, the revoking and unhealthy GPUs are marked, the queue and the
-// decisions are listed. (#once draws once: the live loop's blocking
+// decisions are listed, and the apps of the last auction round. (#once draws once: the live loop's blocking
 // queries would keep the headless browser's virtual clock from running.)
 func TestUIInBrowser(t *testing.T) {
 	bin := chromium(t)
-	_, ts := leader(t, fixture())
+	_, ts := leader(t, themisFixture())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -49,7 +49,10 @@ func TestUIInBrowser(t *testing.T) {
 		`<tr data-job="default/c"><td>—</td><td>1</td>`,
 		`waiting for default/b to stop`,
 		`<tr data-kind="preempt">`,
-		`p1 (leader) · fitgpp`,
+		`p1 (leader) · themis`,
+		`<tr data-app="a"><td>a</td><td>3.500</td><td>yes</td><td>2</td><td>1.250</td><td>machine (c 1.00)</td>`,
+		`<tr data-app="c"><td>c</td><td>2.750</td><td>yes</td><td></td>`,
+		`round 4 at `,
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered page lacks %s", want)

@@ -12,6 +12,8 @@ func TestUIAssets(t *testing.T) {
 	for _, tc := range []struct{ path, ctype, has string }{
 		{"/ui/", "text/html", `<div id="nodes"`},
 		{"/ui/app.js", "javascript", "/v1/queue"},
+		{"/ui/app.js", "javascript", "/v1/apps"},
+		{"/ui/", "text/html", `<table id="apps"`},
 		{"/ui/style.css", "text/css", ".gpu"},
 	} {
 		resp, err := http.Get(ts.URL + tc.path)

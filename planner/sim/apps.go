@@ -115,6 +115,19 @@ type AppResult struct {
 	SharedIdeal, SharedRho, Floor float64
 }
 
+// AppResults computes the apps' finish-time fairness from job results
+// that came from elsewhere (a live run's jobs, for comparing it with a
+// simulated one: e2e's Themis scenario), as Run computes Result.Apps:
+// Placement stays 0 (the job results' slowdown is not used).
+func AppResults(jobs []JobResult, clusterGPUs int) []AppResult {
+	js := make([]*job, len(jobs))
+	for i, r := range jobs {
+		js[i] = &job{tj: trace.Job{ID: r.ID, App: r.App, Phase: r.Phase, Submit: r.Submit, GPUs: r.GPUs, Duration: r.Duration},
+			finished: r.Finished, end: r.End}
+	}
+	return appResults(js, clusterGPUs)
+}
+
 // appResults groups the jobs into apps and computes their finish-time
 // fairness.
 func appResults(jobs []*job, clusterGPUs int) []AppResult {

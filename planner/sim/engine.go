@@ -41,6 +41,12 @@ type Config struct {
 	// EqualParts: one node, or equal parts on whole nodes), for comparing
 	// the simulator with the live system.
 	EqualParts bool
+	// UnknownUntilRun hides a job's remaining time and work from the
+	// policy (core.Job.Remaining -1, Work 0) until it has run, as live,
+	// where they come from the workload's progress reports and the rate
+	// the driver measures once the job runs (docs/themis.md, the 3-app
+	// scenario). Off in the papers' models: every job's is known.
+	UnknownUntilRun bool
 	// Progress, if set, is called with the number of jobs finished or
 	// started so far and the total, at most once per 1% of progress.
 	Progress func(done, total int)
@@ -165,6 +171,9 @@ func Run(cfg Config) (*Result, error) {
 				CrossRack: cls.CrossRack, CPU: tj.CPUs, Memory: tj.MemoryGB, GracePeriod: tj.GracePeriod,
 				App: tj.App,
 			},
+		}
+		if cfg.UnknownUntilRun {
+			jobs[i].c.Remaining, jobs[i].c.Work = -1, 0
 		}
 		if tj.App != "" && tj.Phase > 0 {
 			jobs[i].c.LaterPhases = lastPhase[tj.App] - tj.Phase
@@ -471,7 +480,9 @@ func (s *state) advance(to float64) {
 		j.remaining = math.Max(0, j.remaining-work*j.speed)
 		j.runSec += work
 		j.slowSec += work / j.speed
-		j.c.Remaining = j.remaining
+		if !s.cfg.UnknownUntilRun || j.runSec > 0 {
+			j.c.Remaining, j.c.Work = j.remaining, j.tj.Duration
+		}
 		j.c.RestoreLeft = j.overhead
 		j.c.Executed += work
 		j.c.Attained += work * float64(j.tj.GPUs)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/themis-nomad/themis/planner/cluster"
+	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -50,5 +51,67 @@ func TestShareIdeal(t *testing.T) {
 	}
 	if c.Apps[0].SharedIdeal != 60 || c.Apps[0].SharedRho != 0.5 {
 		t.Errorf("other trace: %+v", c.Apps[0])
+	}
+}
+
+// AppResults on a run's own job results gives the run's apps (less their
+// placement): what a live run's jobs are compared with.
+func TestAppResultsFromJobResults(t *testing.T) {
+	cl, err := cluster.Preset("themis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &trace.Trace{Name: "apps", Jobs: []trace.Job{
+		{ID: "s1", App: "s", GPUs: 4, Duration: 100, Submit: 0},
+		{ID: "s2", App: "s", GPUs: 4, Duration: 50, Submit: 10},
+		{ID: "big", GPUs: 16, Duration: 80, Submit: 5},
+		{ID: "late", App: "l", GPUs: 8, Duration: 30, Submit: 60},
+	}}
+	r, err := Run(Config{Trace: tr, Cluster: cl, Policy: core.FIFO{}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := AppResults(r.Jobs, r.TotalGPUs)
+	if len(got) != len(r.Apps) {
+		t.Fatalf("%d apps, want %d", len(got), len(r.Apps))
+	}
+	for i, a := range r.Apps {
+		g := got[i]
+		if g.ID != a.ID || g.End != a.End || g.Arrival != a.Arrival || math.Abs(g.Rho-a.Rho) > 1e-12 || g.NAvg != a.NAvg {
+			t.Errorf("app %s: %+v, the run says %+v", a.ID, g, a)
+		}
+	}
+}
+
+// With UnknownUntilRun the policy sees no remaining time or work for a
+// job until it has run: SRTF (which orders by remaining time) then cannot
+// put the short job that arrives second ahead of the long one.
+func TestUnknownUntilRun(t *testing.T) {
+	cl, err := cluster.Mixed("one", cluster.NodeGroup{Count: 1, GPUsPerNode: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &trace.Trace{Name: "u", Jobs: []trace.Job{
+		{ID: "run", GPUs: 4, Duration: 100, Submit: 0},
+		{ID: "long", GPUs: 4, Duration: 300, Submit: 1},
+		{ID: "short", GPUs: 4, Duration: 10, Submit: 2},
+	}}
+	ends := func(unknown bool) map[string]float64 {
+		r, err := Run(Config{Trace: tr, Cluster: cl, Policy: core.SRTF{}, Seed: 1, UnknownUntilRun: unknown})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, j := range r.Jobs {
+			out[j.ID] = j.End
+		}
+		return out
+	}
+	known, unknown := ends(false), ends(true)
+	if !(known["short"] < known["long"]) {
+		t.Errorf("known remaining times: short ends %v, long %v; want short first", known["short"], known["long"])
+	}
+	if !(unknown["short"] > unknown["long"]) {
+		t.Errorf("unknown until run: short ends %v, long %v; want arrival order (the policy cannot tell)", unknown["short"], unknown["long"])
 	}
 }

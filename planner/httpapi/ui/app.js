@@ -76,6 +76,22 @@ function drawQueue(doc) {
   $("#queue-empty").hidden = n > 0;
 }
 
+// drawApps shows the last auction round per app (Themis; hidden for
+// policies that run none).
+function drawApps(doc) {
+  $("#apps-section").hidden = !doc.round;
+  if (!doc.round) return;
+  $("#apps-round").textContent = `round ${doc.round} at ${new Date(doc.at).toLocaleTimeString()}, ${doc.offer_gpus} GPUs offered`;
+  const body = $("#apps tbody");
+  body.replaceChildren();
+  const rho = (x) => (x ? x.toFixed(3) : "");
+  for (const a of doc.apps) {
+    body.append(el("tr", { "data-app": a.app }, el("td", {}, a.app), el("td", {}, rho(a.rho)), el("td", {}, a.bid ? "yes" : "no"),
+      el("td", {}, a.won || ""), el("td", {}, rho(a.rho_after)), el("td", {}, a.placed ? `${a.placed}${a.c ? ` (c ${a.c.toFixed(2)})` : ""}` : ""),
+      el("td", {}, a.lease_ends ? new Date(a.lease_ends).toLocaleTimeString() : "")));
+  }
+}
+
 function drawDecisions(doc) {
   const body = $("#decisions tbody");
   body.replaceChildren();
@@ -87,8 +103,8 @@ function drawDecisions(doc) {
 }
 
 async function refresh() {
-  const [nodes, queue, decisions, planner] = await Promise.all([
-    get("/v1/nodes"), get("/v1/queue"), get("/v1/decisions?limit=50"), get("/v1/planner")]);
+  const [nodes, queue, decisions, planner, apps] = await Promise.all([
+    get("/v1/nodes"), get("/v1/queue"), get("/v1/decisions?limit=50"), get("/v1/planner"), get("/v1/apps")]);
   const p = planner.body;
   $("#planner").textContent = `${p.id}${p.leading ? " (leader)" : " (standby)"}` +
     (nodes.body.policy ? ` · ${nodes.body.policy}` : "") +
@@ -105,6 +121,7 @@ async function refresh() {
   }
   $("#standby").hidden = true;
   drawNodes(nodes.body);
+  drawApps(apps.body);
   drawQueue(queue.body);
   drawDecisions(decisions.body);
   $("#index").textContent = `index ${nodes.index}`;
