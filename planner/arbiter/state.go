@@ -32,12 +32,15 @@ type state struct {
 	Target    []string                `json:"target,omitempty"`
 	Rounds    uint64                  `json:"rounds"`
 	Ran       []string                `json:"ran"`
+	// Last is the last round's result (report.go), so that a new leader
+	// shows it (themis status -apps, /v1/apps) before its own first round.
+	Last *RoundReport `json:"last,omitempty"`
 }
 
 // ExportState implements core.Stateful.
 func (p *Policy) ExportState() ([]byte, error) {
 	s := state{Leases: map[string]time.Time{}, First: p.first, Marks: p.marks, Cont: p.cont.State(), Seed: p.seed,
-		Reserving: p.reserving, Rounds: p.rounds, Ran: slices.Sorted(maps.Keys(p.ran))}
+		Reserving: p.reserving, Rounds: p.rounds, Ran: slices.Sorted(maps.Keys(p.ran)), Last: p.last}
 	for k, e := range p.leases {
 		s.Leases[k.String()] = e.UTC()
 	}
@@ -75,6 +78,7 @@ func (p *Policy) ImportState(b []byte) error {
 	for _, a := range s.Ran {
 		p.ran[a] = true
 	}
+	p.last = s.Last
 	return nil
 }
 
