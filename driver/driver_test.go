@@ -449,6 +449,9 @@ func TestRecoverTask(t *testing.T) {
 	must.NoError(t, err)
 	must.NoError(t, e.h.WaitUntilStarted(task.ID, 5*time.Second))
 
+	// The old driver process is gone (a plugin restart): it neither waits
+	// for the task nor stops its executor any more.
+	e.d.detach(task.ID)
 	fresh := newTestEnv(t, false, nil)
 	must.NoError(t, fresh.h.RecoverTask(handle))
 	st, err := fresh.h.InspectTask(task.ID)
@@ -635,5 +638,16 @@ func TestAllocatedGPUs(t *testing.T) {
 				Resources: &drivers.Resources{NomadResources: &structs.AllocatedTaskResources{Devices: c.devices}}}
 			must.Eq(t, c.want, allocatedGPUs(cfg))
 		})
+	}
+}
+
+// detach makes the driver let go of a task without stopping it, as a driver
+// process that exits leaves its tasks' executors to the next one.
+func (d *Driver) detach(id string) {
+	d.tasksMu.Lock()
+	defer d.tasksMu.Unlock()
+	if h, ok := d.tasks[id]; ok {
+		h.detached.Store(true)
+		delete(d.tasks, id)
 	}
 }

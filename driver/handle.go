@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,6 +53,9 @@ type taskHandle struct {
 	recovered    bool
 	proto        protocol
 	done         chan struct{} // closed once the process has exited
+	// detached is set when another driver process took the task over (a
+	// plugin restart): this handle must leave the executor to it.
+	detached atomic.Bool
 
 	mu          sync.Mutex
 	state       drivers.TaskState
@@ -72,6 +76,9 @@ func (h *taskHandle) run() {
 		if res.Signal == int(syscall.SIGKILL) && !res.OOMKilled {
 			res.OOMKilled = oomKilled(statsCgroup(h.cfg))
 		}
+	}
+	if h.detached.Load() {
+		return // the driver that re-attached to the executor owns it now
 	}
 	h.pluginClient.Kill()
 	h.finish(res)
