@@ -60,7 +60,7 @@ func (p Planner) allocate(d *Decision, a Allocator, now time.Time, active []*Job
 			p.waitKey(d, g.Job, "allocator granted GPUs to a job that runs or was granted already")
 		case len(g.GPUs) != j.GPUs:
 			p.waitKey(d, g.Job, fmt.Sprintf("allocator granted %d GPUs to a gang of %d", len(g.GPUs), j.GPUs))
-		case free.equalParts && !free.pinnable(g):
+		case free.equalParts && !free.Pinnable(g):
 			p.waitKey(d, g.Job, fmt.Sprintf("%s placed the gang across nodes in a shape the live planner cannot run (a gang that a node holds runs on one node; a larger one in equal parts); it waits for a better offer", p.Policy.Name()))
 		case !free.Take(g):
 			p.waitKey(d, g.Job, "allocator granted GPUs that are not free")

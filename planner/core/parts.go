@@ -47,10 +47,6 @@ func (x *ClusterIndex) Shape(k int) (nodes, per int, ok bool) {
 	return 0, 0, false
 }
 
-// Shape is the index's Shape, for a Placer that must check the shape of a
-// gang it placed itself.
-func (f *FreeGPUs) Shape(k int) (nodes, per int, ok bool) { return f.x.Shape(k) }
-
 // Holds reports whether a gang of k GPUs could ever be placed on this
 // cluster: it has k healthy GPUs (on one node, or in equal parts, when the
 // placements must be so).
@@ -142,9 +138,10 @@ func (f *FreeGPUs) fewestFree(cands []int, n, per int) ([]int, int) {
 	return c[:n], left
 }
 
-// pinnable reports whether a grant has the live shape of its gang: one node
-// for a gang a node can hold, else Shape's equal parts.
-func (f *FreeGPUs) pinnable(g Grant) bool {
+// Pinnable reports whether a grant has the live shape of its gang: one node
+// for a gang a node can hold, else Shape's equal parts (for an Allocator's
+// or a Placer's grant, which the core did not shape itself).
+func (f *FreeGPUs) Pinnable(g Grant) bool {
 	per := map[int]int{}
 	for _, id := range g.GPUs {
 		p, ok := f.x.gpus[id]

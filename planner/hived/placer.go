@@ -13,11 +13,9 @@ import (
 type Placer struct {
 	c    *Cluster
 	gpus map[string]int // each VC's GPUs
-	// singleNode keeps every gang on one node.
-	singleNode bool
 	// equalParts keeps a gang that a node can hold on one node, and takes
 	// a larger one only in equal parts on whole nodes (the live planner
-	// runs such a gang as one task group: core.FreeGPUs.Shape).
+	// runs such a gang as one task group: core.ClusterIndex.Shape).
 	equalParts bool
 }
 
@@ -32,33 +30,20 @@ func NewPlacer(c *Cluster) *Placer {
 	return h
 }
 
-// SetSingleNode keeps every gang on one node.
-func (h *Placer) SetSingleNode(on bool) { h.singleNode = on }
-
 // SetEqualParts places gangs as the live planner can run them: on one node
 // when a node can hold the gang, else in equal parts, one per node.
 func (h *Placer) SetEqualParts(on bool) { h.equalParts = on }
 
 // oneNode is whether j's gang must stay on one node.
 func (h *Placer) oneNode(j *core.Job, free *core.FreeGPUs) bool {
-	return h.singleNode || (h.equalParts && j.GPUs <= free.Largest())
+	return h.equalParts && j.GPUs <= free.Largest()
 }
 
 // badShape says why a (multi-node) allocation cannot run live under equal
 // parts, "" when it can.
 func (h *Placer) badShape(a Allocation, free *core.FreeGPUs) string {
-	if !h.equalParts || len(a.Grants) <= 1 {
+	if !h.equalParts || len(a.Grants) <= 1 || free.Pinnable(a.Grant()) {
 		return ""
-	}
-	n, per, ok := free.Shape(len(a.Grant().GPUs))
-	if ok && n == len(a.Grants) {
-		equal := true
-		for _, g := range a.Grants {
-			equal = equal && len(g.GPUs) == per
-		}
-		if equal {
-			return ""
-		}
 	}
 	sizes := make([]int, len(a.Grants))
 	for i, g := range a.Grants {
