@@ -45,16 +45,16 @@ const (
 
 // Environment variables the driver sets for every task.
 const (
-	EnvJobID          = "THEMIS_JOB_ID"
-	EnvVC             = "THEMIS_VC"
-	EnvClass          = "THEMIS_CLASS"
-	EnvGPUs           = "THEMIS_GPUS"
+	EnvJobID          = spec.EnvJobID
+	EnvVC             = spec.EnvVC
+	EnvClass          = spec.EnvClass
+	EnvGPUs           = spec.EnvGPUs
 	EnvGPUIDs         = "THEMIS_GPU_IDS"
-	EnvGracePeriod    = "THEMIS_GRACE_PERIOD"
-	EnvCheckpointDir  = "THEMIS_CHECKPOINT_DIR"
+	EnvGracePeriod    = spec.EnvGracePeriod
+	EnvCheckpointDir  = spec.EnvCheckpointDir
 	EnvPriority       = "THEMIS_PRIORITY"
 	EnvResumeFrom     = "THEMIS_RESUME_FROM"
-	EnvRestartCount   = "THEMIS_RESTART_COUNT"
+	EnvRestartCount   = spec.EnvRestartCount
 	EnvNoticeFile     = "THEMIS_NOTICE_FILE"
 	attrVersion       = "driver.themis.version"
 	attrLeaseCheck    = "driver.themis.lease_check"

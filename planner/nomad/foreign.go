@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/hashicorp/nomad/api"
+	"github.com/themis-nomad/themis/planner/spec"
 )
 
 // Tasks of other drivers (docker, exec, raw_exec) carry the stanza in meta
@@ -56,17 +57,6 @@ func DefaultForeignCheckpoints() ForeignCheckpoints {
 	return ForeignCheckpoints{Root: filepath.Join(os.TempDir(), "themis", "checkpoints"), Volume: DefaultCheckpointVolume}
 }
 
-// Env names the pin gives a foreign task (the driver's names).
-const (
-	envCheckpointDir = "THEMIS_CHECKPOINT_DIR"
-	envRestartCount  = "THEMIS_RESTART_COUNT"
-	envJobID         = "THEMIS_JOB_ID"
-	envVC            = "THEMIS_VC"
-	envClass         = "THEMIS_CLASS"
-	envGPUs          = "THEMIS_GPUS"
-	envGracePeriod   = "THEMIS_GRACE_PERIOD"
-)
-
 // isolated reports whether a driver runs tasks in their own filesystem.
 func isolated(driver string) bool { return driver != "raw_exec" }
 
@@ -101,11 +91,11 @@ func (c *Client) pinForeign(j *Job, tg *api.TaskGroup, task *api.Task, restarts 
 	if task.Env == nil {
 		task.Env = map[string]string{}
 	}
-	task.Env[envCheckpointDir] = dir
-	task.Env[envRestartCount] = strconv.Itoa(restarts)
-	task.Env[envJobID] = j.Key.ID
-	task.Env[envVC] = j.Intent.VC
-	task.Env[envClass] = string(j.Intent.Class)
-	task.Env[envGPUs] = strconv.Itoa(j.Intent.GPUs)
-	task.Env[envGracePeriod] = strconv.FormatFloat(j.Intent.GracePeriod.Seconds(), 'f', -1, 64)
+	task.Env[spec.EnvCheckpointDir] = dir
+	task.Env[spec.EnvRestartCount] = strconv.Itoa(restarts)
+	task.Env[spec.EnvJobID] = j.Key.ID
+	task.Env[spec.EnvVC] = j.Intent.VC
+	task.Env[spec.EnvClass] = string(j.Intent.Class)
+	task.Env[spec.EnvGPUs] = strconv.Itoa(j.Intent.GPUs)
+	task.Env[spec.EnvGracePeriod] = strconv.FormatFloat(j.Intent.GracePeriod.Seconds(), 'f', -1, 64)
 }

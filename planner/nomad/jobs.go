@@ -52,12 +52,6 @@ func metaOf(tg *api.TaskGroup, t *api.Task) map[string]string {
 	return m
 }
 
-// hasStanzaMeta reports whether meta holds a stanza field (spec.FromMeta).
-func hasStanzaMeta(meta map[string]string) bool {
-	_, found, _ := spec.FromMeta(meta)
-	return found
-}
-
 // ModifyIndex is the Nomad index of the job's last user-visible change.
 func (j *Job) ModifyIndex() uint64 { return deref(j.Job.JobModifyIndex) }
 
@@ -119,7 +113,7 @@ func ParseJob(job *api.Job) (*Job, error) {
 	var group *api.TaskGroup
 	for _, tg := range job.TaskGroups {
 		for _, t := range tg.Tasks {
-			if t.Driver == DriverName || hasStanzaMeta(metaOf(tg, t)) {
+			if t.Driver == DriverName || spec.HasMetaStanza(metaOf(tg, t)) {
 				found = append(found, loc{deref(tg.Name), t.Name})
 				groupTask, group = t, tg
 			}

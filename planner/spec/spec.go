@@ -63,6 +63,19 @@ var Fields = []string{"gpus", "vc", "class", "priority", "grace_period", "checkp
 // convention or by agreement.
 var CheckpointSignals = []string{"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"}
 
+// The task environment the themis driver sets, and the planner's pin sets
+// for tasks of other drivers (planner/nomad/foreign.go): one list of names
+// for both.
+const (
+	EnvJobID         = "THEMIS_JOB_ID"
+	EnvVC            = "THEMIS_VC"
+	EnvClass         = "THEMIS_CLASS"
+	EnvGPUs          = "THEMIS_GPUS"
+	EnvGracePeriod   = "THEMIS_GRACE_PERIOD"
+	EnvCheckpointDir = "THEMIS_CHECKPOINT_DIR"
+	EnvRestartCount  = "THEMIS_RESTART_COUNT"
+)
+
 // MetaRestartCount is the job meta key the planner sets when it pins a job:
 // how many times the job was preempted and resumed, in decimal. Nomad
 // exposes it to the task as NOMAD_META_themis.restart_count (and upper-cased,
@@ -351,9 +364,9 @@ var reservedMeta = map[string]bool{MetaRestartCount: true}
 func FromMeta(meta map[string]string) (in Intent, found bool, err error) {
 	m := map[string]any{}
 	for k, v := range meta {
-		field, ok := strings.CutPrefix(k, MetaPrefix)
-		if !ok || reservedMeta[k] || strings.Contains(field, ".") {
-			continue // another namespace's key, or one the planner writes (themis.lease, ...)
+		field, ok := metaField(k)
+		if !ok {
+			continue
 		}
 		switch field {
 		case "gpus", "priority", "iterations":
@@ -371,4 +384,25 @@ func FromMeta(meta map[string]string) (in Intent, found bool, err error) {
 	}
 	in, err = fromMap(m)
 	return in, true, err
+}
+
+// HasMetaStanza reports whether meta holds a stanza key (FromMeta's found),
+// without parsing it.
+func HasMetaStanza(meta map[string]string) bool {
+	for k := range meta {
+		if _, ok := metaField(k); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// metaField is the stanza field a meta key names; ok is false for another
+// namespace's key or one the planner writes (themis.lease, ...).
+func metaField(key string) (field string, ok bool) {
+	field, ok = strings.CutPrefix(key, MetaPrefix)
+	if !ok || reservedMeta[key] || strings.Contains(field, ".") {
+		return "", false
+	}
+	return field, true
 }
