@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -138,17 +137,12 @@ func (m *multiCluster) running(id string) (*nomadapi.Allocation, string, error) 
 		if err != nil {
 			return nil, "", err
 		}
-		r, err := m.nomad.AllocFS().Cat(a, "alloc/logs/hello.stdout.0", nil)
+		out, err := catStdout(m.nomad, a)
 		if err != nil {
 			return nil, "", err
 		}
-		b, err := io.ReadAll(r)
-		r.Close()
-		if err != nil {
-			return nil, "", err
-		}
-		if visibleRE.Match(b) && stepRE.Match(b) {
-			return a, string(b), nil
+		if visibleRE.MatchString(out) && stepRE.MatchString(out) {
+			return a, out, nil
 		}
 	}
 	return nil, "", fmt.Errorf("%s: no running allocation that printed its GPUs yet", id)
@@ -254,16 +248,11 @@ func TestMultiClientCluster(t *testing.T) {
 
 func taskOutput(t *testing.T, nomad *nomadapi.Client, a *nomadapi.Allocation) string {
 	t.Helper()
-	r, err := nomad.AllocFS().Cat(a, "alloc/logs/hello.stdout.0", nil)
+	out, err := catStdout(nomad, a)
 	if err != nil {
 		t.Fatalf("stdout of %s: %v", a.ID, err)
 	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatalf("stdout of %s: %v", a.ID, err)
-	}
-	return string(b)
+	return out
 }
 
 // checkPinned: the allocation runs on the leased node with exactly the

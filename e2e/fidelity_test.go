@@ -18,7 +18,6 @@ import (
 	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/consul"
-	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/sim"
 	"github.com/themis-nomad/themis/planner/stack"
@@ -130,12 +129,9 @@ func TestFidelity(t *testing.T) {
 	for _, name := range policies {
 		policy, hivedMode := strings.CutSuffix(name, "+hived")
 		jobs, tr := fidelityJobs(t, hivedMode)
-		k, err := core.ParseKnobs(knobs[policy])
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts := stack.Options{Knobs: k}
+		opts := stack.Options{Knobs: mustKnobs(t, knobs[policy]...)}
 		if hivedMode {
+			var err error
 			if opts.VCs, err = hived.ParseConfig("fidelity-vcs.hcl", []byte(fidelityVCs)); err != nil {
 				t.Fatal(err)
 			}

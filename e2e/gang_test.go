@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -50,16 +49,6 @@ func (m *multiCluster) gangParts(id string, want int) (map[int]*nomadapi.Allocat
 		return nil, nil, fmt.Errorf("%s: %d of %d gang parts run and printed their rank", id, len(allocs), want)
 	}
 	return allocs, outs, nil
-}
-
-func catStdout(c *nomadapi.Client, a *nomadapi.Allocation) (string, error) {
-	r, err := c.AllocFS().Cat(a, "alloc/logs/hello.stdout.0", nil)
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	return string(b), err
 }
 
 // TestGangAcrossNodes runs a 16-GPU job on the 3-client dev cluster (8

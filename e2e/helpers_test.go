@@ -155,12 +155,20 @@ func taskStdout(t testing.TB, allocID string) string {
 	return out
 }
 
-func readStdout(allocID string) (string, error) {
-	a, _, err := env.nomad.Allocations().Info(allocID, nil)
+func readStdout(allocID string) (string, error) { return allocStdout(env.nomad, allocID) }
+
+// allocStdout is what hello printed in an allocation of the Nomad at c.
+func allocStdout(c *nomadapi.Client, allocID string) (string, error) {
+	a, _, err := c.Allocations().Info(allocID, nil)
 	if err != nil {
 		return "", err
 	}
-	r, err := env.nomad.AllocFS().Cat(a, "alloc/logs/hello.stdout.0", nil)
+	return catStdout(c, a)
+}
+
+// catStdout is what hello printed in allocation a.
+func catStdout(c *nomadapi.Client, a *nomadapi.Allocation) (string, error) {
+	r, err := c.AllocFS().Cat(a, "alloc/logs/hello.stdout.0", nil)
 	if err != nil {
 		return "", err
 	}

@@ -96,11 +96,7 @@ func usePolicy(t testing.TB, name string, settings ...string) {
 // mustPolicy builds a policy by name and knobs.
 func mustPolicy(t testing.TB, name string, settings ...string) core.Policy {
 	t.Helper()
-	knobs, err := core.ParseKnobs(settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := stack.Build(name, stack.Options{Knobs: knobs})
+	st, err := stack.Build(name, stack.Options{Knobs: mustKnobs(t, settings...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,4 +104,15 @@ func mustPolicy(t testing.TB, name string, settings ...string) core.Policy {
 		t.Fatal(err)
 	}
 	return st.Policy
+}
+
+// mustKnobs parses knob settings ("themis.lease=15s"), failing the test on
+// error.
+func mustKnobs(t testing.TB, settings ...string) core.Knobs {
+	t.Helper()
+	k, err := core.ParseKnobs(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/consul"
-	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
@@ -74,11 +73,7 @@ func BenchmarkLiveRound200Queued4VCs(b *testing.B) {
 //	make agents && THEMIS_AGENTS_DIR=$(e2e/agents/build.sh) \
 //	  go test ./e2e -run '^$' -bench LiveRoundThemis -benchtime 50x
 func BenchmarkLiveRoundThemis(b *testing.B) {
-	k, err := core.ParseKnobs([]string{"themis.lease=10m"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := stack.Build("themis", stack.Options{Knobs: k})
+	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(b, "themis.lease=10m")})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestThemisScenario(t *testing.T) {
 	if os.Getenv("THEMIS_E2E_SLOW") == "" {
 		t.Skip("runs a 3-app scenario live (about 2 minutes): THEMIS_E2E_SLOW=1")
 	}
-	knobs := mustKnobsE2E(t, "themis.lease=20s")
+	knobs := mustKnobs(t, "themis.lease=20s")
 	type spec struct {
 		id, app  string
 		gpus     int

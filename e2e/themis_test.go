@@ -10,7 +10,6 @@ import (
 
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/consul"
-	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/httpapi"
 	"github.com/themis-nomad/themis/planner/stack"
 )
@@ -27,7 +26,7 @@ func TestThemisLive(t *testing.T) {
 	defer cancel()
 	began := time.Now()
 	m := startMultiCluster(t, ctx)
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobsE2E(t, "themis.lease=15s")})
+	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease=15s")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +141,7 @@ func TestThemisLive(t *testing.T) {
 				if a.ID == first || a.ClientStatus != "running" {
 					continue
 				}
-				out, err := readStdoutOf(m, a.ID)
+				out, err := allocStdout(m.nomad, a.ID)
 				if err == nil && strings.Contains(out, "hello: restart count") && stepOf(resumedRE, out) >= 1 {
 					return true, nil
 				}
@@ -167,7 +166,7 @@ func TestThemisLive(t *testing.T) {
 			if a.ID == first || a.ClientStatus != "running" {
 				continue
 			}
-			out, err := readStdoutOf(m, a.ID)
+			out, err := allocStdout(m.nomad, a.ID)
 			if err == nil && strings.Contains(out, "hello: restart count") && stepOf(resumedRE, out) >= 1 {
 				resumed++
 			}
@@ -177,21 +176,4 @@ func TestThemisLive(t *testing.T) {
 	if resumed == 0 {
 		t.Fatal("no job resumed from its checkpoint")
 	}
-}
-
-func readStdoutOf(m *multiCluster, allocID string) (string, error) {
-	a, _, err := m.nomad.Allocations().Info(allocID, nil)
-	if err != nil {
-		return "", err
-	}
-	return catStdout(m.nomad, a)
-}
-
-func mustKnobsE2E(t *testing.T, settings ...string) core.Knobs {
-	t.Helper()
-	k, err := core.ParseKnobs(settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
 }

@@ -81,11 +81,7 @@ func lieSim(t *testing.T, liar string, x float64, unknownUntilRun bool) map[stri
 // after the first).
 func lieRun(t *testing.T, liar string, lie func(iter, total int64) int64) (finish map[string]float64, preempted map[string]int) {
 	t.Helper()
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease=20s")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newClusterHarness(t, 2, 8, st)
+	h := newClusterHarness(t, 2, 8, themisStack(t, "20s"))
 	type job struct {
 		id, app    string
 		gpus       int

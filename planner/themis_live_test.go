@@ -22,6 +22,25 @@ func (f *fakeNomad) submitApp(id string, gpus int, app string) {
 	cfg["app"] = app
 }
 
+// themisStack builds the themis stack with a lease, failing the test on
+// error.
+func themisStack(t *testing.T, lease string) *stack.Stack {
+	t.Helper()
+	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease="+lease)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// submitSweepAndBig submits a 4-job sweep of 2 GPUs and an 8-GPU app.
+func (f *fakeNomad) submitSweepAndBig() {
+	for i := range 4 {
+		f.submitApp("sweep-"+strconv.Itoa(i), 2, "sweep")
+	}
+	f.submitApp("big", 8, "big")
+}
+
 // Themis live, round by round: three apps (one a 4-job sweep) on two
 // 8-GPU nodes with a 60 s lease. Every lease key shows its end; the
 // planner's next wake-up is the first lease end; at a lease end the round
@@ -30,18 +49,12 @@ func (f *fakeNomad) submitApp(id string, gpus int, app string) {
 // memory survives a planner restart (TestRestartEquivalence/themis checks
 // that in general).
 func TestThemisLiveRounds(t *testing.T) {
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease=60s")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := themisStack(t, "60s")
 	if err := st.Live(); err != nil {
 		t.Fatalf("themis refused live: %v", err)
 	}
 	h := newClusterHarness(t, 2, 8, st)
-	for i := range 4 {
-		h.fn.submitApp("sweep-"+strconv.Itoa(i), 2, "sweep")
-	}
-	h.fn.submitApp("big", 8, "big")
+	h.fn.submitSweepAndBig()
 	h.fn.submitApp("mid", 4, "mid")
 	start := h.clock
 	h.round("first auction")
@@ -109,15 +122,8 @@ func TestThemisLiveRounds(t *testing.T) {
 // The job that waited the first lease out (mid) runs once the leases that
 // lost the round are released.
 func TestThemisLiveWaiterRunsAtLeaseEnd(t *testing.T) {
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease=60s")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newClusterHarness(t, 2, 8, st)
-	for i := range 4 {
-		h.fn.submitApp("sweep-"+strconv.Itoa(i), 2, "sweep")
-	}
-	h.fn.submitApp("big", 8, "big")
+	h := newClusterHarness(t, 2, 8, themisStack(t, "60s"))
+	h.fn.submitSweepAndBig()
 	h.fn.submitApp("mid", 4, "mid")
 	start := h.clock
 	for h.clock.Before(start.Add(90 * time.Second)) {
@@ -132,11 +138,7 @@ func TestThemisLiveWaiterRunsAtLeaseEnd(t *testing.T) {
 
 // Each auction round's result per app is recorded for operators.
 func TestThemisLiveRecordsTheAuction(t *testing.T) {
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease=60s")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newClusterHarness(t, 2, 8, st)
+	h := newClusterHarness(t, 2, 8, themisStack(t, "60s"))
 	var v View
 	h.config.OnRound = func(nv View) { v = nv }
 	h.restart()
@@ -175,13 +177,7 @@ func TestThemisSurvivesACrashAtEveryWrite(t *testing.T) {
 	for crashAfter := 0; crashAfter <= 12; crashAfter++ {
 		t.Run("after "+itoa(crashAfter)+" writes", func(t *testing.T) {
 			ctx := context.Background()
-			build := func() *stack.Stack {
-				st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease=30s")})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return st
-			}
+			build := func() *stack.Stack { return themisStack(t, "30s") }
 			h := newClusterHarness(t, 2, 8, build())
 			newPlanner := func(b *budget) *Planner {
 				h.fn.crash, h.fs.crash = b, b
@@ -190,10 +186,7 @@ func TestThemisSurvivesACrashAtEveryWrite(t *testing.T) {
 				return New(cfg)
 			}
 			h.p = newPlanner(nil)
-			for i := range 4 {
-				h.fn.submitApp("sweep-"+strconv.Itoa(i), 2, "sweep")
-			}
-			h.fn.submitApp("big", 8, "big")
+			h.fn.submitSweepAndBig()
 			h.round("first auction")
 			h.fn.submitApp("late", 8, "late")
 			h.clock = h.clock.Add(30 * time.Second) // the first leases end
