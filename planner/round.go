@@ -42,6 +42,9 @@ type round struct {
 	cells func(core.JobKey) []string
 	// gpuNode maps each GPU to its node, built when a grant needs it.
 	gpuNode map[string]string
+	// learned says the policy was told of a finished job's size this
+	// round (its recorded state may have changed after the decision).
+	learned bool
 	// vcs is the round's virtual clusters (nil without), for the View.
 	vcs *hived.Cluster
 }
@@ -88,9 +91,11 @@ func (p *Planner) Reconcile(ctx context.Context) (err error) {
 	p.act(ctx, r, d)
 	p.renewLeases(ctx, r)
 	r.fail(p.recordAuction(ctx))
-	// What the policy learned from the jobs this round released
-	// (tiresias-gittins' job sizes).
-	r.fail(p.saveState(ctx))
+	if r.learned {
+		// What the policy learned from the jobs this round released
+		// (tiresias-gittins' job sizes).
+		r.fail(p.saveState(ctx))
+	}
 	for k, st := range r.status {
 		if j := r.jobs[k]; j != nil && j.Foreign() {
 			st.Driver = j.Driver
@@ -248,6 +253,7 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 				continue
 			}
 			p.learn(r, a.Grant.Job, l)
+			r.learned = true
 			r.fail(p.release(ctx, r, l, nil, "job finished"))
 			r.fail(p.dropRecord(ctx, r, a.Grant.Job))
 		case core.PromoteAction:
