@@ -258,6 +258,7 @@ type fakeStore struct {
 	statuses map[core.JobKey]consul.JobStatus
 	ckpts    map[core.JobKey]lease.CheckpointRecord
 	progress map[core.JobKey]lease.ProgressRecord
+	pending  map[core.JobKey]lease.Pending
 	policy   map[string][]byte
 	auction  []byte
 }
@@ -370,6 +371,29 @@ func (s *fakeStore) Checkpoints(context.Context) (map[core.JobKey]lease.Checkpoi
 
 func (s *fakeStore) Progress(context.Context) (map[core.JobKey]lease.ProgressRecord, error) {
 	return maps.Clone(s.progress), nil
+}
+
+func (s *fakeStore) Pending(context.Context) (map[core.JobKey]lease.Pending, error) {
+	return maps.Clone(s.pending), nil
+}
+
+func (s *fakeStore) PutPending(_ context.Context, pg lease.Pending) error {
+	if err := s.crash.spend(); err != nil {
+		return err
+	}
+	if s.pending == nil {
+		s.pending = map[core.JobKey]lease.Pending{}
+	}
+	s.pending[core.JobKey{Namespace: pg.Namespace, ID: pg.JobID}] = pg
+	return nil
+}
+
+func (s *fakeStore) DeletePending(_ context.Context, k core.JobKey) error {
+	if err := s.crash.spend(); err != nil {
+		return err
+	}
+	delete(s.pending, k)
+	return nil
 }
 
 func (s *fakeStore) PolicyState(_ context.Context, name string) ([]byte, error) {

@@ -64,17 +64,9 @@ func (p *Planner) grant(ctx context.Context, r *round, g core.Grant) (consul.Job
 // gang's ranks); every part must hold as many GPUs as the first, since
 // Nomad runs the parts as allocations of one task group.
 func (r *round) parts(g core.Grant) ([]lease.Part, error) {
-	if r.gpuNode == nil {
-		r.gpuNode = map[string]string{}
-		for _, n := range r.snap.Nodes {
-			for _, gpu := range n.GPUs {
-				r.gpuNode[gpu.ID] = n.ID
-			}
-		}
-	}
 	var parts []lease.Part
 	for _, id := range g.GPUs {
-		node, ok := r.gpuNode[id]
+		node, ok := r.gpuNodeOf(id)
 		if !ok {
 			return nil, fmt.Errorf("grant %s: GPU %s is on no node Nomad reports", g.Job, id)
 		}
@@ -101,6 +93,20 @@ func (r *round) parts(g core.Grant) ([]lease.Part, error) {
 		}
 	}
 	return parts, nil
+}
+
+// gpuNodeOf is the node of a GPU Nomad reports.
+func (r *round) gpuNodeOf(id string) (string, bool) {
+	if r.gpuNode == nil {
+		r.gpuNode = map[string]string{}
+		for _, n := range r.snap.Nodes {
+			for _, gpu := range n.GPUs {
+				r.gpuNode[gpu.ID] = n.ID
+			}
+		}
+	}
+	node, ok := r.gpuNode[id]
+	return node, ok
 }
 
 func (p *Planner) pin(ctx context.Context, r *round, j *nomad.Job, l lease.JobLease) error {

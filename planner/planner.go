@@ -56,6 +56,9 @@ type Store interface {
 	DeleteRecord(ctx context.Context, k core.JobKey) error
 	Checkpoints(ctx context.Context) (map[core.JobKey]lease.CheckpointRecord, error)
 	Progress(ctx context.Context) (map[core.JobKey]lease.ProgressRecord, error)
+	Pending(ctx context.Context) (map[core.JobKey]lease.Pending, error)
+	PutPending(ctx context.Context, pg lease.Pending) error
+	DeletePending(ctx context.Context, k core.JobKey) error
 	PolicyState(ctx context.Context, name string) ([]byte, error)
 	PutPolicyState(ctx context.Context, name string, state []byte) error
 	SetLeaseEnd(ctx context.Context, l lease.JobLease) error

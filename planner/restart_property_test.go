@@ -43,13 +43,17 @@ func (w *twin) restart() {
 }
 
 // state is what must agree between the twins: who holds which GPUs, which
-// lease is being taken back, which allocations run, the job records and
-// statuses.
+// lease is being taken back, which grants wait for their GPUs, which
+// allocations run, the job records and statuses.
 func (w *twin) state() string {
 	var b strings.Builder
 	for _, k := range slices.SortedFunc(maps.Keys(w.fs.leases), compareKeys) {
 		l := w.fs.leases[k]
 		fmt.Fprintf(&b, "lease %s %v cells=%v revoking=%v ends=%d\n", k, l.GPUs, l.Cells, l.Revoke != nil, l.Ends.Unix())
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(w.fs.pending), compareKeys) {
+		pg := w.fs.pending[k]
+		fmt.Fprintf(&b, "pending %s %v ends=%d\n", k, pg.GPUs, pg.Ends.Unix())
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(w.fn.allocs), compareKeys) {
 		for _, a := range w.fn.allocs[k] {
@@ -127,10 +131,14 @@ func TestRestartEquivalence(t *testing.T) {
 					return st
 				}
 			}
-			revoked := 0
+			revoked, pended := 0, 0
 			for trial := range trials {
-				if restartTrial(t, build, int64(trial)) {
+				r, p := restartTrial(t, build, int64(trial))
+				if r {
 					revoked++
+				}
+				if p {
+					pended++
 				}
 			}
 			// The preemptive stacks' paths are exercised: some trials
@@ -139,13 +147,19 @@ func TestRestartEquivalence(t *testing.T) {
 			if policy != "fifo" && revoked == 0 {
 				t.Errorf("no trial of %d revoked a lease", trials)
 			}
+			// Under Themis, grants wait for GPUs still held as pending
+			// grants (pending.go), recorded in Consul: some trials have one.
+			if _, leases := st.Policy.(core.LeaseEnder); leases && pended == 0 {
+				t.Errorf("no trial of %d left a grant pending", trials)
+			}
+			t.Logf("%d of %d trials revoked a lease, %d left a grant pending", revoked, trials, pended)
 		})
 	}
 }
 
 // restartTrial runs one random sequence; revoked says whether some
 // guaranteed job's lease was being taken back after some round.
-func restartTrial(t *testing.T, build func() *stack.Stack, seed int64) (revoked bool) {
+func restartTrial(t *testing.T, build func() *stack.Stack, seed int64) (revoked, pended bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewSource(seed))
 	start := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
@@ -205,12 +219,13 @@ func restartTrial(t *testing.T, build func() *stack.Stack, seed int64) (revoked 
 		for _, l := range a.fs.leases {
 			revoked = revoked || l.Revoke != nil && prio[l.JobID] >= 0
 		}
+		pended = pended || len(a.fs.pending) > 0
 		if sa, sb := a.state(), b.state(); sa != sb {
 			t.Fatalf("seed %d round %d: the restarted planner's cluster differs from the other's\nevents: %s\nrestarted:\n%s\nnever stopped:\n%s",
 				seed, round, strings.Join(log, "; "), sa, sb)
 		}
 	}
-	return revoked
+	return revoked, pended
 }
 
 const twoTeamsTwoNodes = `

@@ -47,6 +47,10 @@ type round struct {
 	learned bool
 	// vcs is the round's virtual clusters (nil without), for the View.
 	vcs *hived.Cluster
+	// pending is the grants that wait for their GPUs (pending.go); shown
+	// the grants of those the core sees as holding them this round.
+	pending map[core.JobKey]lease.Pending
+	shown   []core.Grant
 }
 
 func (r *round) fail(err error) {
@@ -129,13 +133,20 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 	if err != nil {
 		return nil, core.State{}, err
 	}
+	pending, err := p.cfg.Store.Pending(ctx)
+	if err != nil {
+		return nil, core.State{}, err
+	}
+	if pending == nil {
+		pending = map[core.JobKey]lease.Pending{}
+	}
 	snap, err := p.cfg.Nomad.Snapshot(ctx)
 	if err != nil {
 		return nil, core.State{}, err
 	}
 	r := &round{
 		now: p.cfg.Now(), snap: snap, jobs: map[core.JobKey]*nomad.Job{}, nodes: map[string]core.Node{},
-		leases: leases, records: records, checkpoints: checkpoints, progress: progress,
+		leases: leases, records: records, checkpoints: checkpoints, progress: progress, pending: pending,
 		held: map[string]lease.JobLease{}, status: map[core.JobKey]consul.JobStatus{},
 	}
 	for _, n := range snap.Nodes {
@@ -151,6 +162,11 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 			p.advanceRevoke(ctx, r, j, l)
 		}
 	}
+	for _, k := range sortedKeys(r.pending) {
+		if r.jobs[k] == nil {
+			p.withdraw(ctx, r, k, "job gone from Nomad")
+		}
+	}
 	state := core.State{Nodes: snap.Nodes}
 	for _, j := range snap.Jobs {
 		if cj, ok := p.observeJob(ctx, r, j); ok {
@@ -163,6 +179,7 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 		}
 		state.Grants = append(state.Grants, leaseGrant(l))
 	}
+	state.Grants = append(state.Grants, r.shown...)
 	slices.SortFunc(state.Grants, func(a, b core.Grant) int { return compareKeys(a.Job, b.Job) })
 	return r, state, nil
 }
@@ -171,6 +188,11 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 // false for jobs the core must not see this round (rejected, being moved to
 // the pending pool, or still stopping after a revoke).
 func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.Job, bool) {
+	if pg, ok := r.pending[j.Key]; ok {
+		if cj, ok := p.observePending(ctx, r, j, pg); ok {
+			return cj, true
+		}
+	}
 	l, has := r.leases[j.Key]
 	if has && l.Revoke != nil {
 		return core.Job{}, false // still revoking: advanceRevoke set its status
@@ -245,6 +267,14 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 // preemptions, grants.
 func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 	for _, a := range d.Actions {
+		if k, ok := takesBack(a); ok {
+			if _, ok := r.pending[k]; ok {
+				// Its GPUs were never leased to it: nothing to take back.
+				p.withdraw(ctx, r, k, "taken back before its GPUs were released")
+				r.status[k] = consul.JobStatus{State: "queued", Reason: "its pending grant was taken back", Preemptions: r.records[k].Preemptions}
+				continue
+			}
+		}
 		switch a := a.(type) {
 		case core.ReleaseAction:
 			l := r.leases[a.Grant.Job]
@@ -261,11 +291,21 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 		case core.PreemptAction:
 			r.fail(p.preempt(ctx, r, a.Grant, d))
 		case core.GrantAction:
+			if _, ok := r.leases[a.Grant.Job]; ok && p.defers() {
+				// Moved (preempted and granted elsewhere in one round):
+				// it checkpoints first, then resumes there.
+				p.pend(ctx, r, a.Grant, "moving: checkpointing before it resumes on "+r.nodeNames(a.Grant))
+				continue
+			}
 			if _, ok := r.leases[a.Grant.Job]; ok {
 				// Moved (preempted and granted elsewhere in one round):
 				// it checkpoints first; the round after its release
 				// grants it again.
 				r.status[a.Grant.Job] = consul.JobStatus{State: "queued", Reason: "moving: checkpointing before it resumes elsewhere", Preemptions: r.records[a.Grant.Job].Preemptions}
+				continue
+			}
+			if victim, ok := p.heldBy(r, a.Grant); ok && p.defers() {
+				p.pend(ctx, r, a.Grant, waitingFor(victim, r.nodeNames(a.Grant), a.Grant))
 				continue
 			}
 			if victim, ok := p.heldBy(r, a.Grant); ok {
@@ -280,6 +320,7 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 			r.status[a.Grant.Job] = st
 		}
 	}
+	p.carryOut(ctx, r)
 	for _, w := range d.Waits {
 		st := consul.JobStatus{State: "queued", Reason: w.Reason}
 		if j := r.jobs[w.Job]; j != nil && j.SuspendedLease() != "" {
@@ -288,6 +329,17 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 		st.Preemptions = r.records[w.Job].Preemptions
 		r.status[w.Job] = st
 	}
+}
+
+// takesBack is the job whose grant a release or preemption ends.
+func takesBack(a core.Action) (core.JobKey, bool) {
+	switch a := a.(type) {
+	case core.ReleaseAction:
+		return a.Grant.Job, true
+	case core.PreemptAction:
+		return a.Grant.Job, true
+	}
+	return core.JobKey{}, false
 }
 
 // nodeNames names the nodes of a grant's GPUs, comma-separated.

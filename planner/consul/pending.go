@@ -1,0 +1,44 @@
+package consul
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
+)
+
+// Pending lists the grants that wait for their GPUs (lease.Pending), keyed
+// by job.
+func (s *Store) Pending(ctx context.Context) (map[core.JobKey]lease.Pending, error) {
+	out := map[core.JobKey]lease.Pending{}
+	err := list(ctx, s, lease.PendingPrefix(), func(pg lease.Pending, _ uint64) {
+		out[core.JobKey{Namespace: pg.Namespace, ID: pg.JobID}] = pg
+	})
+	return out, err
+}
+
+// PutPending records a grant that waits for its GPUs.
+func (s *Store) PutPending(ctx context.Context, pg lease.Pending) error {
+	v, err := json.Marshal(pg)
+	if err != nil {
+		return err
+	}
+	key := lease.PendingKey(pg.Namespace, pg.JobID)
+	if _, err := s.api.KV().Put(&api.KVPair{Key: key, Value: v}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return aclErr(fmt.Errorf("write %s: %w", key, err), "write "+key, key, "write")
+	}
+	return nil
+}
+
+// DeletePending removes a job's pending grant (carried out or withdrawn).
+func (s *Store) DeletePending(ctx context.Context, k core.JobKey) error {
+	key := lease.PendingKey(k.Namespace, k.ID)
+	if _, err := s.api.KV().Delete(key, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	return nil
+}

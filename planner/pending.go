@@ -1,0 +1,162 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/nomad"
+)
+
+// Grants that wait for their GPUs, under a leasing policy (Themis). The
+// simulator carries out an auction's answer at once: a job whose lease
+// ends stops and the winner starts on its GPUs in the same instant, and a
+// job the auction moves stops and starts elsewhere in that instant. Live,
+// the GPUs are free only once the stopping job has checkpointed. Deciding
+// again every round until then would not carry out the auction: each
+// round is an auction of its own (another tie-break, another answer), and
+// the lease, counted from the late grant, would end rounds after the
+// others of its auction, so that the next lease ends are auctioned apart.
+// So a grant on held GPUs (a victim still stopping, or the job's own
+// allocation checkpointing before it moves) is recorded as pending
+// (lease.Pending, themis/leases/pending/) before the round acts; from then
+// on the decision core sees the job as holding those GPUs, as in the
+// simulator, with the lease end its auction gave it, and the planner
+// leases them to the job as soon as they are released. A later round may
+// still take them back (the lease ended, or the job is preempted): the
+// pending grant is then withdrawn.
+
+// defers reports whether grants on held GPUs wait as pending grants: under
+// a policy whose grants carry lease ends, without virtual clusters (whose
+// cells a grant binds in its own round).
+func (p *Planner) defers() bool {
+	_, ok := p.stack().Policy.(core.LeaseEnder)
+	return ok && p.stack().VCs == nil
+}
+
+// observePending is the core's view of a job with a pending grant: granted
+// those GPUs, when the grant still stands. ok is false when it does not
+// (it is withdrawn, and the job is classified as any other).
+func (p *Planner) observePending(ctx context.Context, r *round, j *nomad.Job, pg lease.Pending) (core.Job, bool) {
+	k := j.Key
+	_, has := r.leases[k] // a revoking lease: pendingStale drops any other
+	if why := p.pendingStale(r, j, pg); why != "" {
+		p.withdraw(ctx, r, k, why)
+		return core.Job{}, false
+	}
+	rec, err := p.record(ctx, r, j)
+	if err != nil {
+		r.fail(err)
+		return core.Job{}, false
+	}
+	g := pendingGrant(pg)
+	st := consul.JobStatus{State: "queued", Preemptions: rec.Preemptions, GPUs: pg.GPUs, Node: r.nodeNames(g)}
+	if victim, ok := p.heldBy(r, g); ok {
+		st.Reason = waitingFor(victim, st.Node, g)
+	}
+	if has { // its own allocation still checkpointing
+		st.Reason = "moving: checkpointing before it resumes on " + st.Node
+	}
+	r.status[k] = st
+	r.shown = append(r.shown, g)
+	return withProgress(p.account(j, core.Granted, rec, nil, nil, lease.CheckpointRecord{}, r.now), r.progress), true
+}
+
+// pendingStale says why a pending grant no longer stands ("" when it does).
+func (p *Planner) pendingStale(r *round, j *nomad.Job, pg lease.Pending) string {
+	if !p.defers() {
+		return "the policy no longer leases"
+	}
+	if j.Err != nil || j.Finished() {
+		return "job finished or rejected"
+	}
+	if l, ok := r.leases[j.Key]; ok && l.Revoke == nil {
+		return "job holds a lease" // carried out (a planner stopped before deleting the record)
+	}
+	if l, ok := r.leases[j.Key]; ok && l.Revoke.Resubmitted {
+		return "job resubmitted"
+	}
+	for _, id := range pg.GPUs {
+		if _, ok := r.gpuNodeOf(id); !ok {
+			return "GPU " + id + " is on no node Nomad reports"
+		}
+		for k, l := range r.leases {
+			if k != j.Key && l.Revoke == nil && slices.Contains(l.GPUs, id) {
+				return fmt.Sprintf("GPU %s is leased to %s", id, k)
+			}
+		}
+	}
+	return ""
+}
+
+// pend records a grant that waits for its GPUs (before any of them is
+// released, so a planner that stops now finds it).
+func (p *Planner) pend(ctx context.Context, r *round, g core.Grant, why string) {
+	pg := lease.Pending{Namespace: g.Job.Namespace, JobID: g.Job.ID, Node: g.Node, GPUs: g.GPUs, DecidedAt: r.now.UTC()}
+	if le, ok := p.stack().Policy.(core.LeaseEnder); ok {
+		if e, ok := le.LeaseEnd(g.Job); ok {
+			pg.Ends = e.UTC()
+		}
+	}
+	if err := p.cfg.Store.PutPending(ctx, pg); err != nil {
+		r.fail(err)
+		return
+	}
+	r.pending[g.Job] = pg
+	r.status[g.Job] = consul.JobStatus{State: "queued", Reason: why, GPUs: g.GPUs, Node: r.nodeNames(g), Preemptions: r.records[g.Job].Preemptions}
+	p.log.Info("grant pending until its GPUs are released", "job", g.Job, "gpus", g.GPUs, "lease_ends", pg.Ends, "why", why)
+}
+
+// withdraw deletes a pending grant that no longer stands.
+func (p *Planner) withdraw(ctx context.Context, r *round, k core.JobKey, why string) {
+	if err := p.cfg.Store.DeletePending(ctx, k); err != nil {
+		r.fail(err)
+		return
+	}
+	delete(r.pending, k)
+	p.log.Info("pending grant withdrawn", "job", k, "why", why)
+}
+
+// carryOut leases to each job with a pending grant its GPUs once none is
+// held any more and the job's own old lease is released.
+func (p *Planner) carryOut(ctx context.Context, r *round) {
+	for _, k := range sortedKeys(r.pending) {
+		pg := r.pending[k]
+		g := pendingGrant(pg)
+		if _, leased := r.leases[k]; leased {
+			continue // its own allocation is still checkpointing
+		}
+		if _, held := p.heldBy(r, g); held || r.jobs[k] == nil {
+			continue
+		}
+		st, err := p.grant(ctx, r, g)
+		if err != nil {
+			r.fail(err)
+			continue
+		}
+		r.status[k] = st
+		// Once the lease is written: a planner stopped in between finds
+		// the pending grant stale (the job holds a lease) and deletes it.
+		if err := p.cfg.Store.DeletePending(ctx, k); err != nil {
+			r.fail(err)
+			continue
+		}
+		delete(r.pending, k)
+	}
+}
+
+func pendingGrant(pg lease.Pending) core.Grant {
+	return core.Grant{Job: core.JobKey{Namespace: pg.Namespace, ID: pg.JobID}, Node: pg.Node, GPUs: pg.GPUs}
+}
+
+func sortedKeys[V any](m map[core.JobKey]V) []core.JobKey {
+	ks := make([]core.JobKey, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, compareKeys)
+	return ks
+}
