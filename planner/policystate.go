@@ -63,6 +63,14 @@ func (p *Planner) saveState(ctx context.Context) error {
 	return nil
 }
 
+// carriedOut tells a policy that records its last decision (Themis, for a
+// planner killed mid-round: planner/arbiter/resume.go) that the round
+// carried it out, and reports whether that changed its state.
+func (p *Planner) carriedOut() bool {
+	c, ok := p.stack().Policy.(interface{ CarriedOut() bool })
+	return ok && c.CarriedOut()
+}
+
 // renewLeases writes into each lease in force the end its policy now gives
 // it (a Themis winner that keeps its GPUs: the lease is renewed in place),
 // so the lease key shows it.

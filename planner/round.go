@@ -95,9 +95,10 @@ func (p *Planner) Reconcile(ctx context.Context) (err error) {
 	p.act(ctx, r, d)
 	p.renewLeases(ctx, r)
 	r.fail(p.recordAuction(ctx))
-	if r.learned {
-		// What the policy learned from the jobs this round released
-		// (tiresias-gittins' job sizes).
+	if p.carriedOut() || r.learned {
+		// The decision is carried out (Themis: a new leader has nothing
+		// of it left to finish), or what the policy learned from the jobs
+		// this round released (tiresias-gittins' job sizes).
 		r.fail(p.saveState(ctx))
 	}
 	for k, st := range r.status {

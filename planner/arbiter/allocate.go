@@ -48,8 +48,22 @@ type round struct {
 // an app left behind (themis.revoke); hold GPUs for the worst-off app's
 // gang (the reservation); run the auction; grant the awards, keeping jobs
 // in place where the round allows; stop the expired jobs that lost or
-// moved.
+// moved. After an import, what is left of the recorded last decision is
+// carried out first (resume.go).
 func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, held []core.Grant) ([]core.Grant, []core.JobKey) {
+	if p.resume {
+		p.resume = false
+		if grants, stops, ok := p.redo(jobs, held); ok {
+			return grants, stops // the last decision's answer, not a new auction
+		}
+	}
+	grants, stops := p.allocate(now, jobs, free, held)
+	p.remember(now, grants, stops)
+	return grants, stops
+}
+
+// allocate is one round, as Allocate describes it.
+func (p *Policy) allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, held []core.Grant) ([]core.Grant, []core.JobKey) {
 	r := p.observe(now, jobs, free, held)
 	if r.queued == 0 && len(r.expiredJobs) == 0 {
 		return nil, nil // nothing waits and no lease is over

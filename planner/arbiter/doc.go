@@ -21,6 +21,10 @@
 //	stay, repack keep jobs on their own GPUs, gangs whole       awards.go
 //	endLeases    stop the expired jobs that lost or moved       leases.go
 //
+// After the live planner imports the state (a restart, a new leader), the
+// first decision carries out what is left of the recorded last one
+// instead (resume.go): a planner killed mid-round gets the same answer.
+//
 // The Policy, its knobs and its state between rounds are in policy.go and
 // knobs.go; GPU-set helpers (placement class, node) in gpus.go.
 //

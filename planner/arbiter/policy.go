@@ -52,6 +52,13 @@ type Policy struct {
 	ran map[string]bool
 	// last is the last round's result, for operators (report.go).
 	last *RoundReport
+	// lastAt, lastGrants and lastStops are the last decision; resume says
+	// the state was imported and the next decision carries out what is
+	// left of it (resume.go).
+	lastAt     time.Time
+	lastGrants []core.Grant
+	lastStops  []core.JobKey
+	resume     bool
 }
 
 // New returns a policy with f, lease (seconds) and the liars.

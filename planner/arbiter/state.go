@@ -35,12 +35,15 @@ type state struct {
 	// Last is the last round's result (report.go), so that a new leader
 	// shows it (themis status -apps, /v1/apps) before its own first round.
 	Last *RoundReport `json:"last,omitempty"`
+	// Decided is the last decision (resume.go), which a planner that
+	// imports the state carries out where it was interrupted.
+	Decided *decided `json:"decided,omitempty"`
 }
 
 // ExportState implements core.Stateful.
 func (p *Policy) ExportState() ([]byte, error) {
 	s := state{Leases: map[string]time.Time{}, First: p.first, Marks: p.marks, Cont: p.cont.State(), Seed: p.seed,
-		Reserving: p.reserving, Rounds: p.rounds, Ran: slices.Sorted(maps.Keys(p.ran)), Last: p.last}
+		Reserving: p.reserving, Rounds: p.rounds, Ran: slices.Sorted(maps.Keys(p.ran)), Last: p.last, Decided: p.exportDecided()}
 	for k, e := range p.leases {
 		s.Leases[k.String()] = e.UTC()
 	}
@@ -79,6 +82,10 @@ func (p *Policy) ImportState(b []byte) error {
 		p.ran[a] = true
 	}
 	p.last = s.Last
+	if err := p.importDecided(s.Decided); err != nil {
+		return fmt.Errorf("themis state: last decision: %w", err)
+	}
+	p.resume = true
 	return nil
 }
 
