@@ -182,8 +182,12 @@ func (p *Planner) forget(ctx context.Context, r *round) error {
 // withProgress gives a job what its progress reports tell: with a known
 // total and a measured rate, its remaining time (Remaining) and whole work
 // (Work), which perfect-knowledge policies and Themis's agents use; a job
-// that reports nothing keeps Remaining unknown (-1).
-func withProgress(cj core.Job, progress map[core.JobKey]lease.ProgressRecord) core.Job {
+// that reports nothing keeps Remaining unknown (-1). The driver reads the
+// report every few seconds, so a record from the allocation that still
+// runs is as old as that: the time since it was read is taken off, as the
+// job has kept running since (allocs are the job's allocations when it
+// holds a lease, nil otherwise).
+func withProgress(cj core.Job, progress map[core.JobKey]lease.ProgressRecord, allocs []nomad.Alloc, now time.Time) core.Job {
 	pr, ok := progress[cj.Key]
 	if !ok {
 		return cj
@@ -191,6 +195,11 @@ func withProgress(cj core.Job, progress map[core.JobKey]lease.ProgressRecord) co
 	if left := pr.Remaining(); left >= 0 {
 		cj.Remaining = left
 		cj.Work = float64(pr.Total) / pr.Rate
+		for _, a := range allocs {
+			if a.ID == pr.AllocID && a.ClientStatus == "running" && now.After(pr.At) {
+				cj.Remaining = max(0, left-now.Sub(pr.At).Seconds())
+			}
+		}
 	}
 	return cj
 }

@@ -207,3 +207,35 @@ func TestProgressGivesRemainingTime(t *testing.T) {
 		t.Errorf("silent: remaining %v, want -1 (unknown)", j.Remaining)
 	}
 }
+
+// A report is as old as the driver's last read of it: a job that still
+// runs in the allocation that reported has run since, and its remaining
+// time is counted from now; one whose report came from an earlier
+// allocation (it was preempted since) keeps the report's figure.
+func TestProgressAgesWhileTheJobRuns(t *testing.T) {
+	h := newClusterHarness(t, 1, 8, gangStack(t, "fifo"))
+	h.fn.submit("runs", 2, "be", "5s")
+	h.fn.submit("moved", 2, "be", "5s")
+	h.round("grant")
+	allocOf := func(id string) string { return h.fn.running(id)[0].ID }
+	read := h.clock
+	h.clock = h.clock.Add(4 * time.Second)
+	h.fs.progress = map[core.JobKey]lease.ProgressRecord{
+		{Namespace: "default", ID: "runs"}:  {Namespace: "default", JobID: "runs", AllocID: allocOf("runs"), Iteration: 100, Total: 1100, Rate: 10, At: read},
+		{Namespace: "default", ID: "moved"}: {Namespace: "default", JobID: "moved", AllocID: "an-earlier-alloc", Iteration: 100, Total: 1100, Rate: 10, At: read},
+	}
+	_, state, err := h.p.observe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]core.Job{}
+	for _, j := range state.Jobs {
+		got[j.Key.ID] = j
+	}
+	if j := got["runs"]; j.Remaining != 96 || j.Work != 110 {
+		t.Errorf("runs: remaining %v, work %v; want 96 s (100 s 4 s ago) of 110 s", j.Remaining, j.Work)
+	}
+	if j := got["moved"]; j.Remaining != 100 {
+		t.Errorf("moved: remaining %v, want the report's 100 s", j.Remaining)
+	}
+}
