@@ -186,20 +186,28 @@ func (p *Planner) forget(ctx context.Context, r *round) error {
 // report every few seconds, so a record from the allocation that still
 // runs is as old as that: the time since it was read is taken off, as the
 // job has kept running since (allocs are the job's allocations when it
-// holds a lease, nil otherwise).
-func withProgress(cj core.Job, progress map[core.JobKey]lease.ProgressRecord, allocs []nomad.Alloc, now time.Time) core.Job {
+// holds a lease, nil otherwise). The driver measures the rate where the
+// job runs, and the core counts time at full speed (on one node): a rate
+// measured by an allocation that still runs is divided by its placement's
+// slowdown (placement.go); a record from an earlier allocation is taken
+// as it is (where that one ran is not known any more).
+func withProgress(cj core.Job, progress map[core.JobKey]lease.ProgressRecord, allocs []nomad.Alloc, nodes map[string]core.Node, now time.Time) core.Job {
 	pr, ok := progress[cj.Key]
 	if !ok {
 		return cj
 	}
 	if left := pr.Remaining(); left >= 0 {
-		cj.Remaining = left
-		cj.Work = float64(pr.Total) / pr.Rate
+		slow := 1.0
 		for _, a := range allocs {
-			if a.ID == pr.AllocID && a.ClientStatus == "running" && now.After(pr.At) {
-				cj.Remaining = max(0, left-now.Sub(pr.At).Seconds())
+			if a.ID == pr.AllocID && a.ClientStatus == "running" {
+				slow = placementSlowdown(cj, allocs, nodes)
+				if now.After(pr.At) {
+					left = max(0, left-now.Sub(pr.At).Seconds())
+				}
 			}
 		}
+		cj.Remaining = left / slow
+		cj.Work = float64(pr.Total) / pr.Rate / slow
 	}
 	return cj
 }

@@ -62,7 +62,7 @@ func (p *Planner) observePending(ctx context.Context, r *round, j *nomad.Job, pg
 	}
 	r.status[k] = st
 	r.shown = append(r.shown, g)
-	return withProgress(p.account(j, core.Granted, rec, nil, nil, lease.CheckpointRecord{}, r.now), r.progress, nil, r.now), true
+	return withProgress(p.account(j, core.Granted, rec, nil, nil, lease.CheckpointRecord{}, r.now), r.progress, nil, nil, r.now), true
 }
 
 // pendingStale says why a pending grant no longer stands ("" when it does).

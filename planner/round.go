@@ -259,9 +259,9 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 	}
 	if phase == core.Granted {
 		r.status[j.Key] = consul.JobStatus{State: "granted", Node: l.NodeNames(), GPUs: l.GPUs, LeaseID: l.LeaseID, Preemptions: rec.Preemptions}
-		return withProgress(p.account(j, phase, rec, &l, r.snap.Allocs[j.Key], r.checkpoints[j.Key], r.now), r.progress, r.snap.Allocs[j.Key], r.now), true
+		return withProgress(p.account(j, phase, rec, &l, r.snap.Allocs[j.Key], r.checkpoints[j.Key], r.now), r.progress, r.snap.Allocs[j.Key], r.nodes, r.now), true
 	}
-	return withProgress(p.account(j, phase, rec, nil, nil, lease.CheckpointRecord{}, r.now), r.progress, nil, r.now), true
+	return withProgress(p.account(j, phase, rec, nil, nil, lease.CheckpointRecord{}, r.now), r.progress, nil, nil, r.now), true
 }
 
 // act carries out the decision's actions in order: releases, promotions,
