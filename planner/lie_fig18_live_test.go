@@ -17,6 +17,7 @@ import (
 	"github.com/themis-nomad/themis/planner/models"
 	"github.com/themis-nomad/themis/planner/sim"
 	"github.com/themis-nomad/themis/planner/stack"
+	"github.com/themis-nomad/themis/planner/trace"
 	"github.com/themis-nomad/themis/planner/workload"
 )
 
@@ -41,6 +42,10 @@ import (
 type fig18Scale struct {
 	work  float64 // seconds of work at full speed per job
 	lease string
+	// cluster and gpus are the cluster and each app's gang: Figure 18's
+	// (themis-fig18, 8 GPUs) unless set.
+	cluster func() (*cluster.Cluster, error)
+	gpus    int
 }
 
 // fig18Short is the default run's scale; fig18Long (THEMIS_E2E_SLOW=1)
@@ -49,6 +54,45 @@ var (
 	fig18Short = fig18Scale{work: 480, lease: "20s"}
 	fig18Long  = fig18Scale{work: 1440, lease: "60s"}
 )
+
+// fig18Racks keeps Figure 18's structure in shapes the live planner can
+// place. Live, a gang goes in equal parts on whole nodes, and one that a
+// node can hold goes on one node (core.ClusterIndex.Shape): on
+// themis-fig18 an 8-GPU gang runs on the 8-GPU machine or not at all, so
+// the apps take turns on it instead of running spread. Here each app is a
+// 16-GPU VGG16 gang (always 2 x 8 GPUs) on sixteen 8-GPU machines, two of
+// them in one rack (a gang there runs 1.2x slower than on one machine)
+// and the other fourteen each in a rack of its own (a gang across racks
+// runs 1.6x slower): the cluster holds all eight gangs at once, and what
+// they compete for is the one rack that holds a gang, a third faster than
+// anywhere else, as Figure 18's apps compete for the 8-GPU machine.
+var fig18Racks = fig18Scale{work: 480, lease: "20s", gpus: 16, cluster: func() (*cluster.Cluster, error) {
+	return cluster.Mixed("fig18-racks", cluster.NodeGroup{Count: 2, GPUsPerNode: 8, NodesPerRack: 2}, cluster.NodeGroup{Count: 14, GPUsPerNode: 8, NodesPerRack: 1})
+}}
+
+// setup is the scale's cluster and workload (Figure 18's by default).
+func (sc fig18Scale) setup(t *testing.T) (*cluster.Cluster, *trace.Trace) {
+	t.Helper()
+	build := sc.cluster
+	if build == nil {
+		build = func() (*cluster.Cluster, error) { return cluster.Preset("themis-fig18") }
+	}
+	cl, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := workload.ThemisFig18(1, sc.work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tr.Jobs {
+		if sc.gpus > 0 {
+			tr.Jobs[i].GPUs = sc.gpus
+		}
+		tr.Jobs[i].Iterations = int(math.Round(tr.Jobs[i].Duration * fig18Rate))
+	}
+	return cl, tr
+}
 
 // fig18Rate is a job's iterations per second at full speed.
 const fig18Rate = 10.0
@@ -71,10 +115,10 @@ func newNodesHarness(t *testing.T, nodes []core.Node, st *stack.Stack) *harness 
 	return h
 }
 
-// placementSlowdown is how much slower than on one machine a job of class
+// fakeSlowdown is how much slower than on one machine a job of class
 // c runs on its allocations' nodes: one node 1, one rack c.CrossNode, else
 // c.CrossRack (the simulator's sim.state.slowdown).
-func placementSlowdown(nodes []core.Node, allocs []*fakeAlloc, c models.Class) float64 {
+func fakeSlowdown(nodes []core.Node, allocs []*fakeAlloc, c models.Class) float64 {
 	rack := map[string]string{}
 	for _, n := range nodes {
 		rack[n.ID] = n.Rack
@@ -114,16 +158,9 @@ func fig18Run(t *testing.T, sc fig18Scale, seed int64, lie func(iter, total int6
 	rec := &roundTimes{Policy: st.Policy.(*arbiter.Policy)}
 	rec.Seed(seed)
 	st.Policy = rec
-	cl, err := cluster.Preset("themis-fig18")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, tr := sc.setup(t)
 	h := newNodesHarness(t, cl.Nodes, st)
 	class := models.Of("vgg16")
-	tr, err := workload.ThemisFig18(1, sc.work)
-	if err != nil {
-		t.Fatal(err)
-	}
 	type job struct {
 		id, app string
 		done    float64
@@ -160,7 +197,7 @@ func fig18Run(t *testing.T, sc fig18Scale, seed int64, lie func(iter, total int6
 			if !runs {
 				continue // no progress; its last report stays
 			}
-			speed := fig18Rate / placementSlowdown(h.fn.nodes, r, class)
+			speed := fig18Rate / fakeSlowdown(h.fn.nodes, r, class)
 			j.done = min(float64(j.tot), j.done+speed) // one second
 			if j.done >= float64(j.tot) {
 				h.fn.finish(j.id)
@@ -213,17 +250,7 @@ func fig18Sim(t *testing.T, sc fig18Scale, seed int64, x, checkpoint float64, eq
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := cluster.Preset("themis-fig18")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := workload.ThemisFig18(1, sc.work)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range tr.Jobs {
-		tr.Jobs[i].Iterations = int(math.Round(tr.Jobs[i].Duration * fig18Rate))
-	}
+	cl, tr := sc.setup(t)
 	r, err := sim.Run(sim.Config{Trace: tr, Cluster: cl, Policy: st.Policy, Seed: seed, EqualParts: equalParts, Victims: st.Victims, VictimTie: st.VictimTie,
 		UnknownUntilRun: true, CheckpointCost: checkpoint})
 	if err != nil {
@@ -294,23 +321,36 @@ func fig18Table(t *testing.T, sc fig18Scale, seed int64) (rows []fig18Row, every
 
 // Figure 18's experiment live: app-0001 lies about its progress, each way;
 // its finish is compared with its truthful finish, live and in the
-// simulator, with the same seeds. What holds is asserted: the live planner
-// carries out the simulator's schedule of the experiment as the live
-// planner places gangs (every truthful app finishes within fig18Agree of
-// its simulated finish). The issue's bar (no lie lets the liar finish more
-// than fig18Slack sooner, nor gains it more live than in the simulator)
-// does not hold on this experiment (docs/themis.md "Lying about progress,
-// live"): THEMIS_FIG18_BAR=1 asserts it.
+// simulator, with the same seeds. Asserted: the live planner carries out
+// the simulator's schedule (every truthful app finishes within fig18Agree
+// of its simulated finish, the places in the machine's rotation within a
+// handover). Not asserted here: that a lie gains live no more than in the
+// simulator (it does not hold on this cluster, where the truthful app-0001
+// takes the rotation's last place live and its first simulated), nor the
+// issue's bar (no lie lets the liar finish more than fig18Slack sooner, nor
+// gains it more live than in the simulator's Figure 18 model), which does
+// not hold (docs/themis.md "Lying about progress, live"):
+// THEMIS_FIG18_BAR=1 asserts it.
 func TestLyingAboutProgressLiveFig18(t *testing.T) {
-	fig18Check(t, fig18Short, []int64{0, 1})
+	fig18Check(t, fig18Short, []int64{0}, false)
 }
 
-// The same at a 60 s lease (jobs of 1,440 s): THEMIS_E2E_SLOW=1.
+// The same with Figure 18's structure in shapes the live planner can place
+// (fig18Racks): all eight gangs run at once, one in the preferred rack.
+// Here a lie also gains the liar no more live than in the simulator.
+func TestLyingAboutProgressLiveFig18Racks(t *testing.T) {
+	fig18Check(t, fig18Racks, []int64{0, 1, 2, 3}, true)
+}
+
+// Both at a 60 s lease (jobs of 1,440 s): THEMIS_E2E_SLOW=1.
 func TestLyingAboutProgressLiveFig18Long(t *testing.T) {
 	if os.Getenv("THEMIS_E2E_SLOW") != "1" {
 		t.Skip("THEMIS_E2E_SLOW=1 runs Figure 18's experiment live at a 60 s lease")
 	}
-	fig18Check(t, fig18Long, []int64{0})
+	fig18Check(t, fig18Long, []int64{0, 1}, false)
+	racks := fig18Racks
+	racks.work, racks.lease = fig18Long.work, fig18Long.lease
+	fig18Check(t, racks, []int64{0, 1}, true)
 }
 
 // fig18Handover is what a live move costs the job that takes the GPUs
@@ -330,7 +370,11 @@ const fig18Handover = checkpointTime + time.Second
 // handover at most.
 const fig18Agree = 0.03
 
-func fig18Check(t *testing.T, sc fig18Scale, seeds []int64) {
+// fig18Check runs the experiment with each seed, logs the table, and
+// asserts that truthful apps finish live as simulated; with liveVsSim, that
+// no lie gains the liar live more than one handover (fig18Handover) beyond
+// what it gains in the simulator as the live planner places.
+func fig18Check(t *testing.T, sc fig18Scale, seeds []int64, liveVsSim bool) {
 	bar := os.Getenv("THEMIS_FIG18_BAR") == "1"
 	pct := func(truth, lied float64) float64 { return 100 * (truth - lied) / truth }
 	for _, seed := range seeds {
@@ -358,13 +402,23 @@ func fig18Check(t *testing.T, sc fig18Scale, seeds []int64) {
 			if r.name == truth.name {
 				continue
 			}
-			ref := 0.0 // what the lie gains in the simulator (NaN: no report, nothing)
+			// What the lie gains in the simulator, in seconds and in percent
+			// (NaN: no report, which the simulator has no counterpart of:
+			// nothing).
+			simSec, ref := 0.0, 0.0
+			if d := truth.sim - r.sim; d > 0 {
+				simSec = d
+			}
 			for _, g := range []float64{simGain, figGain} {
 				if g > ref {
 					ref = g
 				}
 			}
 			worst, excess = max(worst, gain), max(excess, gain-ref)
+			if liveVsSim && truth.live-r.live > simSec+fig18Handover.Seconds() {
+				t.Errorf("seed %d, %s: the liar finishes %.0f s sooner live (%.0f s, truthful %.0f s), %.0f s in the simulator", seed, r.name,
+					truth.live-r.live, r.live, truth.live, simSec)
+			}
 			if bar && truth.live-r.live > fig18Slack {
 				t.Errorf("seed %d, %s: the liar finishes %.0f s sooner live (%.0f s, truthful %.0f s)", seed, r.name, truth.live-r.live, r.live, truth.live)
 			}
