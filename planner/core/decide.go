@@ -83,19 +83,31 @@ type Placer interface {
 // are released, and Consul's check-and-set keeps it from leasing a GPU twice.
 func (p Planner) Decide(s State, now time.Time) Decision {
 	var d Decision
-	// Index the grants (few) rather than the jobs (many, in a simulation).
-	grantOf := grantPool.Get().(map[JobKey]int)
-	defer func() {
-		clear(grantOf)
-		grantPool.Put(grantOf)
-	}()
-	for gi, g := range s.Grants {
-		grantOf[g.Job] = gi
-	}
 	claimed := make([]bool, len(s.Grants))
 	nclaimed := 0
-	claim := func(j *Job) bool {
-		gi, ok := grantOf[j.Key]
+	gx := &grantIndex{grants: s.Grants, claimed: claimed}
+	defer gx.free()
+	// Grants are matched to jobs by key, through the index of the grants
+	// (few) rather than the jobs (many, in a simulation); or, when the
+	// caller says which job holds each grant, through that.
+	jgBuf := jobGrantPool.Get().(*[]int32)
+	defer jobGrantPool.Put(jgBuf)
+	jg, direct := jobGrants(s, *jgBuf)
+	*jgBuf = jg
+	if !direct {
+		gx.m = grantPool.Get().(map[JobKey]int)
+		for gi, g := range s.Grants {
+			gx.m[g.Job] = gi
+		}
+	}
+	claim := func(i int, j *Job) bool {
+		var gi int
+		var ok bool
+		if direct {
+			gi, ok = int(jg[i])-1, jg[i] != 0
+		} else {
+			gi, ok = gx.m[j.Key]
+		}
 		if ok && !claimed[gi] {
 			claimed[gi] = true
 			nclaimed++
@@ -124,12 +136,17 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		case Finished:
 			continue
 		case Granted:
-			if !claim(j) {
+			if !claim(i, j) {
 				j = recopy(j, Queued)
 			}
 		case Queued:
 		default:
 			j = recopy(j, Queued)
+		}
+		if direct && j.Phase == Queued && jg[i] != 0 && claim(i, j) {
+			// The repair case below, found in the same pass: no two jobs
+			// share a key, so no running job claims this grant.
+			j = recopy(j, Granted)
 		}
 		active = append(active, j)
 	}
@@ -138,24 +155,23 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	// unclaimed can a queued job hold one (the adapters' repair case), and
 	// only then are queued jobs looked up too. Simulations keep thousands
 	// of queued jobs, so this saves most of the hashing.
-	if nclaimed < len(s.Grants) {
+	if !direct && nclaimed < len(s.Grants) {
 		for k, j := range active {
-			if j.Phase == Queued && claim(j) {
+			if j.Phase == Queued && claim(-1, j) {
 				active[k] = recopy(j, Granted)
 			}
 		}
 	}
-	kept := make([]Grant, 0, len(s.Grants))
 	for gi, g := range s.Grants {
 		// A grant whose job is finished or unknown (deregistered) is released.
 		if !claimed[gi] {
 			d.Actions = append(d.Actions, ReleaseAction{Grant: g})
 			// Released: not there to preempt (a placer may still name the
 			// job as a victim).
-			delete(grantOf, g.Job)
-			continue
+			if !direct {
+				delete(gx.m, g.Job)
+			}
 		}
-		kept = append(kept, g)
 	}
 	if pr, ok := p.Policy.(Promoter); ok {
 		if keys := pr.Promote(now, active); len(keys) > 0 {
@@ -185,7 +201,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	if x == nil {
 		x = NewClusterIndex(s.Nodes)
 	}
-	free := newFreeGPUs(x, kept)
+	free := newFreeGPUs(x, s.Grants, claimed)
 	if p.SingleNode {
 		free.SingleNode()
 	}
@@ -195,18 +211,18 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	if free.cpu != nil {
 		for _, j := range active {
 			if j.Phase == Granted {
-				free.hold(s.Grants[grantOf[j.Key]], j, 1)
+				free.hold(s.Grants[gx.of(j.Key)], j, 1)
 			}
 		}
 	}
 	if a, ok := p.Policy.(Allocator); ok && p.Placer == nil {
-		p.allocate(&d, a, now, active, s.Grants, grantOf, free)
+		p.allocate(&d, a, now, active, s.Grants, gx, free)
 	} else if p.Placer != nil {
-		p.placed(&d, active, s.Grants, grantOf, free)
+		p.placed(&d, active, s.Grants, gx, free)
 	} else if p.Policy.Preemptive() {
-		p.preemptive(&d, active, s.Grants, grantOf, free)
+		p.preemptive(&d, active, s.Grants, gx, free)
 	} else {
-		p.nonPreemptive(&d, active, s.Grants, grantOf, free)
+		p.nonPreemptive(&d, active, s.Grants, gx, free)
 	}
 	return d
 }
@@ -216,10 +232,8 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 // slice's pointers would otherwise be most of its garbage.
 var activePool = sync.Pool{New: func() any { return new([]*Job) }}
 
-// grantPool recycles the per-round index of grants by job.
-var grantPool = sync.Pool{New: func() any { return map[JobKey]int{} }}
 
-func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
+func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
 	pre, _ := p.Policy.(Preemptor)
 	var room *Room // built when a job first needs room made
 	var preempts []Action
@@ -290,7 +304,7 @@ func preemptFirst(d *Decision, preempts []Action) {
 	d.Actions = append(d.Actions[:grantsAt], append(preempts, d.Actions[grantsAt:]...)...)
 }
 
-func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
+func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
 	// The running jobs still restoring keep their GPUs; count them, and
 	// the running jobs, first.
 	budget := free.Capacity()
@@ -341,7 +355,7 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf 
 	}
 	for i, j := range ranked[:stop] {
 		if j.Phase == Granted && !(*run)[i] {
-			g := grants[grantOf[j.Key]]
+			g := grants[grantOf.of(j.Key)]
 			d.Actions = append(d.Actions, PreemptAction{Grant: g})
 			free.give(g)
 			free.hold(g, j, -1)

@@ -28,6 +28,10 @@ type ClusterIndex struct {
 	// maxCPU and maxMemory are the largest capacities of a node (+Inf
 	// where some node does not account the resource).
 	maxCPU, maxMemory float64
+	// racks groups the nodes by rack; order is every node's index in
+	// order (span.go).
+	racks rackIndex
+	order []int
 }
 
 type indexedNode struct {
@@ -67,6 +71,10 @@ func NewClusterIndex(nodes []Node) *ClusterIndex {
 		x.capacity += len(in.gpus)
 		x.largest = max(x.largest, len(in.gpus))
 		x.nodes = append(x.nodes, in)
+	}
+	x.racks = newRackIndex(x.nodes)
+	for i := range x.nodes {
+		x.order = append(x.order, i)
 	}
 	sizes := make([]int, len(x.nodes))
 	for i, n := range x.nodes {
@@ -112,10 +120,12 @@ type FreeGPUs struct {
 // NewFreeGPUs returns the healthy GPUs of schedulable nodes that no grant in
 // grants holds.
 func NewFreeGPUs(nodes []Node, grants []Grant) *FreeGPUs {
-	return newFreeGPUs(NewClusterIndex(nodes), grants)
+	return newFreeGPUs(NewClusterIndex(nodes), grants, nil)
 }
 
-func newFreeGPUs(x *ClusterIndex, grants []Grant) *FreeGPUs {
+// newFreeGPUs is the GPUs that no grant in grants holds; with held, only
+// the grants whose held is true count.
+func newFreeGPUs(x *ClusterIndex, grants []Grant, held []bool) *FreeGPUs {
 	f := &FreeGPUs{x: x, avail: make([]bool, x.capacity), count: make([]int, len(x.nodes)), free: x.capacity}
 	for i := range f.avail {
 		f.avail[i] = true
@@ -123,8 +133,10 @@ func newFreeGPUs(x *ClusterIndex, grants []Grant) *FreeGPUs {
 	for i, n := range x.nodes {
 		f.count[i] = len(n.gpus)
 	}
-	for _, g := range grants {
-		f.takeGrant(g)
+	for gi, g := range grants {
+		if held == nil || held[gi] {
+			f.takeGrant(g)
+		}
 	}
 	if x.accounted {
 		f.cpu, f.mem = make([]float64, len(x.nodes)), make([]float64, len(x.nodes))

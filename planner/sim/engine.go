@@ -113,6 +113,10 @@ type job struct {
 	// its preemptions lost (checkpoints.go).
 	ckpt ckptClock
 	lost float64
+	// slot is the job's index in state.cj (and active) while it is
+	// active; kept is the round that last kept it in running.
+	slot int
+	kept int
 }
 
 var epoch = time.Unix(0, 0).UTC()
@@ -257,6 +261,8 @@ type state struct {
 	planner   core.Planner
 	index     *core.ClusterIndex
 	grantsBuf []core.Grant
+	slotsBuf  []int
+	round     int
 	byKey     map[core.JobKey]*job // every job of the trace, built once
 	decided   bool
 	now       float64
@@ -349,7 +355,8 @@ func (s *state) loop(jobs []*job) error {
 				j.c.Submitted = at(s.now)
 			}
 			s.cj = append(s.cj, *j.c)
-			j.c = &s.cj[len(s.cj)-1]
+			j.slot = len(s.cj) - 1
+			j.c = &s.cj[j.slot]
 			j.waitSince = s.now
 			s.active = append(s.active, j)
 			s.ptrs = append(s.ptrs, j.c)
@@ -450,7 +457,7 @@ func (s *state) compact() {
 	s.active, s.cj = s.active[:n], s.cj[:n]
 	s.ptrs = s.ptrs[:0]
 	for i, j := range s.active {
-		j.c = &s.cj[i]
+		j.c, j.slot = &s.cj[i], i
 		s.ptrs = append(s.ptrs, j.c)
 	}
 	s.dead = 0
@@ -499,12 +506,15 @@ func (s *state) advance(to float64) {
 func (s *state) decide() error {
 	// Buffers are reused across rounds: the simulator decides hundreds of
 	// thousands of times.
-	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.cj, Grants: s.grantsBuf[:0]}
+	// Every job of the trace has its own key, so the core may match the
+	// grants to the jobs by their slots (State.GrantJobs).
+	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.cj, Grants: s.grantsBuf[:0], GrantJobs: s.slotsBuf[:0]}
 	byKey := s.byKey
 	for _, j := range s.running {
 		st.Grants = append(st.Grants, j.grant)
+		st.GrantJobs = append(st.GrantJobs, j.slot)
 	}
-	s.grantsBuf = st.Grants
+	s.grantsBuf, s.slotsBuf = st.Grants, st.GrantJobs
 	d := s.planner.Decide(st, at(s.now))
 	preempted := false
 	for _, a := range d.Actions {
@@ -591,11 +601,11 @@ func (s *state) decide() error {
 	if preempted {
 		// A job preempted and granted again in one round (an Allocator
 		// moving it) is in running twice: keep it once.
-		seen := map[*job]bool{}
+		s.round++
 		kept := s.running[:0]
 		for _, j := range s.running {
-			if j.running && !seen[j] {
-				seen[j] = true
+			if j.running && j.kept != s.round {
+				j.kept = s.round
 				kept = append(kept, j)
 			}
 		}
