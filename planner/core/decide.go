@@ -232,7 +232,6 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 // slice's pointers would otherwise be most of its garbage.
 var activePool = sync.Pool{New: func() any { return new([]*Job) }}
 
-
 func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
 	pre, _ := p.Policy.(Preemptor)
 	var room *Room // built when a job first needs room made
