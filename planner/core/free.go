@@ -133,9 +133,9 @@ func newFreeGPUs(x *ClusterIndex, grants []Grant, held []bool) *FreeGPUs {
 	for i, n := range x.nodes {
 		f.count[i] = len(n.gpus)
 	}
-	for gi, g := range grants {
+	for gi := range grants {
 		if held == nil || held[gi] {
-			f.takeGrant(g)
+			f.takeGrant(&grants[gi])
 		}
 	}
 	if x.accounted {
@@ -245,23 +245,27 @@ func (f *FreeGPUs) take(ids []string) {
 
 // takeGrant is take for a grant, by its remembered positions when it was
 // placed with this index.
-func (f *FreeGPUs) takeGrant(g Grant) {
+func (f *FreeGPUs) takeGrant(g *Grant) {
 	if g.at == nil || g.at.x != f.x {
 		f.take(g.GPUs)
 		return
 	}
+	avail, count, nodes := f.avail, f.count, g.at.nodes
+	taken := 0
 	for i, at := range g.at.pos {
-		if f.avail[at] {
-			f.avail[at] = false
-			f.count[g.at.nodes[i]]--
-			f.free--
+		if avail[at] {
+			avail[at] = false
+			count[nodes[i]]--
+			taken++
 		}
 	}
+	f.free -= taken
 }
 
 // remember records where g's GPUs are in this index.
 func (f *FreeGPUs) remember(g *Grant) {
-	at := &gpuAt{x: f.x, pos: make([]int32, 0, len(g.GPUs)), nodes: make([]int32, 0, len(g.GPUs))}
+	buf := make([]int32, 0, 2*len(g.GPUs)) // one allocation, read together
+	at := &gpuAt{x: f.x, pos: buf[:0:len(g.GPUs)], nodes: buf[len(g.GPUs):len(g.GPUs)]}
 	for _, id := range g.GPUs {
 		p, ok := f.x.gpus[id]
 		if !ok {

@@ -12,10 +12,27 @@ type grantIndex struct {
 	m       map[JobKey]int // nil until built
 	grants  []Grant
 	claimed []bool
+	scans   int // lookups answered by scanning, before the map is built
 }
+
+// maxScans is how many lookups scan the grants before get builds the map:
+// a round usually preempts a job or two, and a scan costs a few string
+// comparisons where the map costs a hash per grant.
+const maxScans = 8
 
 // get is the index of the grant held by the job with key k.
 func (x *grantIndex) get(k JobKey) (int, bool) {
+	if x.m == nil && x.scans < maxScans {
+		// State.GrantJobs: no two grants share a key, so the claimed
+		// grant with key k is the one the map would give.
+		x.scans++
+		for gi := range x.grants {
+			if x.claimed[gi] && x.grants[gi].Job == k {
+				return gi, true
+			}
+		}
+		return 0, false
+	}
 	if x.m == nil {
 		// State.GrantJobs: no two grants share a key, so the claimed
 		// grants by key are what the map would hold once Decide deleted

@@ -189,28 +189,27 @@ func (t *Tiresias) toDemotion(j *Job, level int) float64 {
 
 // Rank implements Policy.
 func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
-	r := newRankKeys(jobs)
+	r := newRankRecs(jobs)
 	for i, j := range r.jobs {
 		l := t.Level(j)
-		r.level[i] = l
 		if t.gittins && t.index != nil && l < len(t.Thresholds) {
 			// Higher index first: negate so that smaller keys rank first.
-			r.key[i] = -t.index.Index(j.AttainedSinceReset(), t.quantum(l))
-			r.key2[i] = t.startKey(j)
+			r.set(i, l, -t.index.Index(j.AttainedSinceReset(), t.quantum(l)), t.startKey(j))
 			continue
 		}
 		// Without an index, a queue's running jobs go first by a level of
 		// their own (2l, the waiting ones 2l+1): the same order as
 		// startKey's, bucketed rather than sorted, and each bucket nearly
 		// in order already (rankKeys.sort).
-		r.level[i] = 2 * l
+		level := 2 * l
 		if !t.StartOrder && j.Phase != Granted {
-			r.level[i]++
+			level++
 		}
-		r.key2[i] = math.Inf(1)
+		start := math.Inf(1)
 		if j.Started {
-			r.key2[i] = float64(j.FirstStart.UnixNano())
+			start = float64(j.FirstStart.UnixNano())
 		}
+		r.set(i, level, 0, start)
 	}
 	r.sort()
 }
