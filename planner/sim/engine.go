@@ -260,8 +260,11 @@ type state struct {
 	gpuNode   map[string]int
 	planner   core.Planner
 	index     *core.ClusterIndex
-	grantsBuf []core.Grant
-	slotsBuf  []int
+	// grants and slots are the running jobs' grants and their slots in
+	// cj, rebuilt only when stale (running or the slots changed).
+	grants []core.Grant
+	slots  []int
+	stale  bool
 	round     int
 	byKey     map[core.JobKey]*job // every job of the trace, built once
 	decided   bool
@@ -326,6 +329,7 @@ func (s *state) loop(jobs []*job) error {
 			// the clock could not advance to it.
 			if j.remaining <= eps && j.overhead <= eps || s.now+j.overhead+j.remaining/j.speed <= s.now {
 				completed = true
+				s.stale = true
 				j.c.Phase = core.Finished // its slot in cj, until compaction
 				final := *j.c
 				j.c = &final
@@ -398,9 +402,10 @@ func (s *state) loop(jobs []*job) error {
 			}
 			s.decided = true
 			blocked = false
+			// Only skip reads blocked, and never for a preemptive policy.
 			for _, j := range s.active {
-				if !j.running && !j.finished && j.tj.GPUs <= capacity {
-					blocked = true
+				if preemptive || !j.running && !j.finished && j.tj.GPUs <= capacity {
+					blocked = !preemptive
 					break
 				}
 			}
@@ -418,17 +423,17 @@ func (s *state) loop(jobs []*job) error {
 			t = jobs[next].tj.Submit
 		}
 		for _, j := range s.running {
-			t = math.Min(t, s.now+j.overhead+j.remaining/j.speed)
+			t = min(t, s.now+j.overhead+j.remaining/j.speed) // builtin min: math.Min's result, inlined
 		}
 		if recheck != nil {
 			if nc := recheck.NextChange(at(s.now), s.ptrs); !nc.IsZero() {
-				t = math.Min(t, nc.Sub(epoch).Seconds())
+				t = min(t, nc.Sub(epoch).Seconds())
 			}
 		}
 		if math.IsInf(t, 1) {
 			break // what is left can never run (larger than the cluster)
 		}
-		s.advance(math.Max(t, s.now))
+		s.advance(max(t, s.now))
 	}
 	for _, j := range s.active {
 		if !j.running && !j.finished {
@@ -456,6 +461,7 @@ func (s *state) compact() {
 	clear(s.active[n:])
 	s.active, s.cj = s.active[:n], s.cj[:n]
 	s.ptrs = s.ptrs[:0]
+	s.stale = true
 	for i, j := range s.active {
 		j.c, j.slot = &s.cj[i], i
 		s.ptrs = append(s.ptrs, j.c)
@@ -477,14 +483,14 @@ func (s *state) advance(to float64) {
 	for _, j := range s.running {
 		work := dt
 		if j.overhead > 0 {
-			o := math.Min(j.overhead, work)
+			o := min(j.overhead, work)
 			j.overhead -= o
 			work -= o
 		}
 		// Service counts productive time only: a job restoring from a
 		// checkpoint has not yet run, so it is not demoted for it (which
 		// could otherwise cycle promote-restore-demote forever).
-		j.remaining = math.Max(0, j.remaining-work*j.speed)
+		j.remaining = max(0, j.remaining-work*j.speed)
 		j.runSec += work
 		j.slowSec += work / j.speed
 		if !s.cfg.UnknownUntilRun || j.runSec > 0 {
@@ -504,18 +510,24 @@ func (s *state) advance(to float64) {
 // decide runs the decision core on the current state and applies its
 // actions.
 func (s *state) decide() error {
-	// Buffers are reused across rounds: the simulator decides hundreds of
-	// thousands of times.
-	// Every job of the trace has its own key, so the core may match the
-	// grants to the jobs by their slots (State.GrantJobs).
-	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.cj, Grants: s.grantsBuf[:0], GrantJobs: s.slotsBuf[:0]}
-	byKey := s.byKey
-	for _, j := range s.running {
-		st.Grants = append(st.Grants, j.grant)
-		st.GrantJobs = append(st.GrantJobs, j.slot)
+	// The running jobs' grants are kept across rounds: the simulator
+	// decides hundreds of thousands of times, most rounds changing
+	// nothing. Every job of the trace has its own key, so the core may
+	// match the grants to the jobs by their slots (State.GrantJobs).
+	if s.stale {
+		s.grants, s.slots = s.grants[:0], s.slots[:0]
+		for _, j := range s.running {
+			s.grants = append(s.grants, j.grant)
+			s.slots = append(s.slots, j.slot)
+		}
+		s.stale = false
 	}
-	s.grantsBuf, s.slotsBuf = st.Grants, st.GrantJobs
+	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.cj, Grants: s.grants, GrantJobs: s.slots}
+	byKey := s.byKey
 	d := s.planner.Decide(st, at(s.now))
+	if len(d.Actions) > 0 {
+		s.stale = true // a grant or a preemption changes running
+	}
 	preempted := false
 	for _, a := range d.Actions {
 		switch a := a.(type) {
