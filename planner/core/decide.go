@@ -125,6 +125,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		activePool.Put(buf)
 	}()
 	active := (*buf)[:0]
+	var run runCount // the active jobs that run, counted on the way
 	recopy := func(j *Job, phase Phase) *Job {
 		c := *j
 		c.Phase = phase
@@ -148,6 +149,12 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 			// share a key, so no running job claims this grant.
 			j = recopy(j, Granted)
 		}
+		if j.Phase == Granted {
+			run.granted++
+			if j.RestoreLeft > 0 {
+				run.restoring += j.GPUs
+			}
+		}
 		active = append(active, j)
 	}
 	*buf = active
@@ -159,12 +166,17 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		for k, j := range active {
 			if j.Phase == Queued && claim(-1, j) {
 				active[k] = recopy(j, Granted)
+				run.granted++
+				if j.RestoreLeft > 0 {
+					run.restoring += j.GPUs
+				}
 			}
 		}
 	}
-	for gi, g := range s.Grants {
+	for gi := range s.Grants {
 		// A grant whose job is finished or unknown (deregistered) is released.
 		if !claimed[gi] {
+			g := s.Grants[gi]
 			d.Actions = append(d.Actions, ReleaseAction{Grant: g})
 			// Released: not there to preempt (a placer may still name the
 			// job as a victim).
@@ -220,7 +232,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	} else if p.Placer != nil {
 		p.placed(&d, active, s.Grants, gx, free)
 	} else if p.Policy.Preemptive() {
-		p.preemptive(&d, active, s.Grants, gx, free)
+		p.preemptive(&d, active, run, s.Grants, gx, free)
 	} else {
 		p.nonPreemptive(&d, active, s.Grants, gx, free)
 	}
@@ -303,19 +315,15 @@ func preemptFirst(d *Decision, preempts []Action) {
 	d.Actions = append(d.Actions[:grantsAt], append(preempts, d.Actions[grantsAt:]...)...)
 }
 
-func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
-	// The running jobs still restoring keep their GPUs; count them, and
-	// the running jobs, first.
-	budget := free.Capacity()
-	granted := 0
-	for _, j := range ranked {
-		if j.Phase == Granted {
-			granted++
-			if j.RestoreLeft > 0 {
-				budget -= j.GPUs
-			}
-		}
-	}
+// runCount counts the running (Granted) jobs of a round, and the GPUs of
+// those still restoring.
+type runCount struct{ granted, restoring int }
+
+func (p Planner) preemptive(d *Decision, ranked []*Job, counted runCount, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
+	// The running jobs still restoring keep their GPUs (counted, with the
+	// running jobs, as Decide found them).
+	budget := free.Capacity() - counted.restoring
+	granted := counted.granted
 	// Choose, in rank order, the jobs that run. Once no GPU is left and
 	// every running job has been seen, the rest of the ranking only waits:
 	// on a long queue that is most of it.
