@@ -32,6 +32,8 @@ type ClusterIndex struct {
 	// order (span.go).
 	racks rackIndex
 	order []int
+	// cells is each indexed node's topology cells (cells.go).
+	cells []nodeCells
 }
 
 type indexedNode struct {
@@ -71,6 +73,7 @@ func NewClusterIndex(nodes []Node) *ClusterIndex {
 		x.capacity += len(in.gpus)
 		x.largest = max(x.largest, len(in.gpus))
 		x.nodes = append(x.nodes, in)
+		x.cells = append(x.cells, newNodeCells(in.gpus))
 	}
 	x.racks = newRackIndex(x.nodes)
 	for i := range x.nodes {

@@ -2,7 +2,6 @@ package core
 
 import (
 	"sort"
-	"strings"
 )
 
 // Place picks GPUs for a gang of k GPUs and takes them from the free set.
@@ -27,8 +26,8 @@ func (f *FreeGPUs) PlaceJob(j *Job, consolidate bool) (g Grant, ok bool) {
 		return Grant{}, false
 	}
 	if i := f.bestFitNode(k, j); i >= 0 {
-		c := deepestCell(f.freeOn(i), k)
-		chosen := pick(c.gpus, k, len(c.prefix))
+		cell, depth := f.cellOn(i, k)
+		chosen := pick(cell, k, depth)
 		sort.Slice(chosen, func(a, b int) bool { return chosen[a].Index < chosen[b].Index })
 		gpuIDs := ids(chosen)
 		f.take(gpuIDs)
@@ -88,49 +87,6 @@ func (f *FreeGPUs) bestFitNode(k int, j *Job) int {
 		}
 	}
 	return best
-}
-
-// cellChoice is a cell of one node's topology tree and its free GPUs.
-type cellChoice struct {
-	prefix []string
-	gpus   []GPU
-}
-
-// deepestCell finds the deepest cell with at least k free GPUs, the one
-// with the fewest free GPUs among equally deep ones; the node itself (empty
-// prefix) always qualifies when len(free) >= k.
-func deepestCell(free []GPU, k int) cellChoice {
-	type cell struct {
-		prefix []string
-		gpus   []GPU
-	}
-	cells := map[string]*cell{}
-	var keys []string
-	for _, g := range free {
-		for d := 0; d <= len(g.Path); d++ {
-			key := strings.Join(g.Path[:d], "/")
-			c, ok := cells[key]
-			if !ok {
-				c = &cell{prefix: g.Path[:d]}
-				cells[key] = c
-				keys = append(keys, key)
-			}
-			c.gpus = append(c.gpus, g)
-		}
-	}
-	sort.Strings(keys)
-	var best *cell
-	for _, key := range keys {
-		c := cells[key]
-		if len(c.gpus) < k {
-			continue
-		}
-		if best == nil || len(c.prefix) > len(best.prefix) ||
-			(len(c.prefix) == len(best.prefix) && len(c.gpus) < len(best.gpus)) {
-			best = c
-		}
-	}
-	return cellChoice{prefix: best.prefix, gpus: best.gpus}
 }
 
 // pick chooses k GPUs of a cell whose paths share the first depth elements.
