@@ -255,20 +255,20 @@ func Run(cfg Config) (*Result, error) {
 }
 
 type state struct {
-	cfg       Config
-	nodes     []core.Node
-	gpuNode   map[string]int
-	planner   core.Planner
-	index     *core.ClusterIndex
+	cfg     Config
+	nodes   []core.Node
+	gpuNode map[string]int
+	planner core.Planner
+	index   *core.ClusterIndex
 	// grants and slots are the running jobs' grants and their slots in
 	// cj, rebuilt only when stale (running or the slots changed).
-	grants []core.Grant
-	slots  []int
-	stale  bool
-	round     int
-	byKey     map[core.JobKey]*job // every job of the trace, built once
-	decided   bool
-	now       float64
+	grants  []core.Grant
+	slots   []int
+	stale   bool
+	round   int
+	byKey   map[core.JobKey]*job // every job of the trace, built once
+	decided bool
+	now     float64
 	// active is the arrived jobs in arrival order, queued and running,
 	// and finished ones until the next compaction; the core's view of
 	// active[i] is cj[i], whose capacity is the trace's length so that
