@@ -84,7 +84,6 @@ type Placer interface {
 func (p Planner) Decide(s State, now time.Time) Decision {
 	var d Decision
 	claimed := make([]bool, len(s.Grants))
-	nclaimed := 0
 	gx := &grantIndex{grants: s.Grants, claimed: claimed}
 	defer gx.free()
 	// Grants are matched to jobs by key, through the index of the grants
@@ -94,26 +93,6 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	defer jobGrantPool.Put(jgBuf)
 	jg, direct := jobGrants(s, *jgBuf)
 	*jgBuf = jg
-	if !direct {
-		gx.m = grantPool.Get().(map[JobKey]int)
-		for gi, g := range s.Grants {
-			gx.m[g.Job] = gi
-		}
-	}
-	claim := func(i int, j *Job) bool {
-		var gi int
-		var ok bool
-		if direct {
-			gi, ok = int(jg[i])-1, jg[i] != 0
-		} else {
-			gi, ok = gx.m[j.Key]
-		}
-		if ok && !claimed[gi] {
-			claimed[gi] = true
-			nclaimed++
-		}
-		return ok
-	}
 	// The policy sees pointers into s.Jobs; a job whose phase must be
 	// corrected (a granted job without a grant is queued; a queued job that
 	// holds a grant is treated as running, so the adapters repair its pin)
@@ -124,55 +103,19 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		clear(*buf) // keep no job alive from the pool
 		activePool.Put(buf)
 	}()
-	active := (*buf)[:0]
+	var active []*Job
 	var run runCount // the active jobs that run, counted on the way
-	recopy := func(j *Job, phase Phase) *Job {
-		c := *j
-		c.Phase = phase
-		return &c
+	ok := false
+	if direct {
+		active, run, ok = gx.collectDirect(s, jg, (*buf)[:0])
 	}
-	for i := range s.Jobs {
-		j := &s.Jobs[i]
-		switch j.Phase {
-		case Finished:
-			continue
-		case Granted:
-			if !claim(i, j) {
-				j = recopy(j, Queued)
-			}
-		case Queued:
-		default:
-			j = recopy(j, Queued)
-		}
-		if direct && j.Phase == Queued && jg[i] != 0 && claim(i, j) {
-			// The repair case below, found in the same pass: no two jobs
-			// share a key, so no running job claims this grant.
-			j = recopy(j, Granted)
-		}
-		if j.Phase == Granted {
-			run.granted++
-			if j.RestoreLeft > 0 {
-				run.restoring += j.GPUs
-			}
-		}
-		active = append(active, j)
+	if !ok {
+		// By key (GrantJobs absent, or not matching a key).
+		clear(claimed)
+		gx.byKey()
+		active, run = gx.collect(s, (*buf)[:0])
 	}
 	*buf = active
-	// Jobs that say they run were looked up; only when some grant is left
-	// unclaimed can a queued job hold one (the adapters' repair case), and
-	// only then are queued jobs looked up too. Simulations keep thousands
-	// of queued jobs, so this saves most of the hashing.
-	if !direct && nclaimed < len(s.Grants) {
-		for k, j := range active {
-			if j.Phase == Queued && claim(-1, j) {
-				active[k] = recopy(j, Granted)
-				run.granted++
-				if j.RestoreLeft > 0 {
-					run.restoring += j.GPUs
-				}
-			}
-		}
-	}
 	for gi := range s.Grants {
 		// A grant whose job is finished or unknown (deregistered) is released.
 		if !claimed[gi] {
@@ -180,7 +123,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 			d.Actions = append(d.Actions, ReleaseAction{Grant: g})
 			// Released: not there to preempt (a placer may still name the
 			// job as a victim).
-			if !direct {
+			if gx.m != nil { // matched by key
 				delete(gx.m, g.Job)
 			}
 		}
@@ -314,10 +257,6 @@ func preemptFirst(d *Decision, preempts []Action) {
 	}
 	d.Actions = append(d.Actions[:grantsAt], append(preempts, d.Actions[grantsAt:]...)...)
 }
-
-// runCount counts the running (Granted) jobs of a round, and the GPUs of
-// those still restoring.
-type runCount struct{ granted, restoring int }
 
 func (p Planner) preemptive(d *Decision, ranked []*Job, counted runCount, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
 	// The running jobs still restoring keep their GPUs (counted, with the

@@ -83,9 +83,11 @@ func newRankKeys(jobs []*Job) *rankKeys {
 }
 
 // newRankRecs is newRankKeys for a caller that sets every job's keys
-// with set (sparing the key arrays), then calls sort.
+// with set (sparing the key arrays), then calls sort. It leaves jobs as
+// they are: the caller checks their FIFO order (fifoOrdered) as it sets
+// the keys, and if they are not in it, puts them in it (SortFIFO) and
+// sets the keys again.
 func newRankRecs(jobs []*Job) *rankKeys {
-	SortFIFO(jobs)
 	r := rankPool.Get().(*rankKeys)
 	r.jobs = jobs
 	r.recs = sized(r.recs, len(jobs))
@@ -279,18 +281,22 @@ func sortBy(jobs []*Job, key func(*Job) float64) {
 	r.sort()
 }
 
+// fifoOrdered reports whether a comes no later than b in FIFO order.
+func fifoOrdered(a, b *Job) bool {
+	switch a.Submitted.Compare(b.Submitted) {
+	case -1:
+		return true
+	case 1:
+		return false
+	}
+	return fifoCompare(a, b) <= 0
+}
+
 // SortFIFO orders jobs by submission time, then sequence, then key.
 func SortFIFO(jobs []*Job) {
 	sorted := true
 	for i := 1; i < len(jobs) && sorted; i++ {
-		a, b := jobs[i-1], jobs[i]
-		switch a.Submitted.Compare(b.Submitted) {
-		case -1:
-		case 1:
-			sorted = false
-		default:
-			sorted = fifoCompare(a, b) <= 0
-		}
+		sorted = fifoOrdered(jobs[i-1], jobs[i])
 	}
 	if sorted {
 		return // the usual case: callers keep jobs in arrival order

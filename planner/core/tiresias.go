@@ -190,7 +190,20 @@ func (t *Tiresias) toDemotion(j *Job, level int) float64 {
 // Rank implements Policy.
 func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
 	r := newRankRecs(jobs)
+	if !t.records(r, true) {
+		SortFIFO(jobs)
+		t.records(r, false)
+	}
+	r.sort()
+}
+
+// records sets the rank records of r's jobs; with check it stops, false,
+// at the first job out of FIFO order.
+func (t *Tiresias) records(r *rankKeys, check bool) bool {
 	for i, j := range r.jobs {
+		if check && i > 0 && !fifoOrdered(r.jobs[i-1], j) {
+			return false
+		}
 		l := t.Level(j)
 		if t.gittins && t.index != nil && l < len(t.Thresholds) {
 			// Higher index first: negate so that smaller keys rank first.
@@ -211,7 +224,7 @@ func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
 		}
 		r.set(i, level, 0, start)
 	}
-	r.sort()
+	return true
 }
 
 // startKey orders a queue's jobs (after the Gittins index, for
