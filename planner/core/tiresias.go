@@ -278,11 +278,11 @@ func (t *Tiresias) NextChange(now time.Time, jobs []*Job) time.Time {
 		case Granted:
 			if l := t.Level(j); l < len(t.Thresholds) && j.GPUs > 0 {
 				// Service resumes once the job has restored.
-				next = math.Min(next, j.RestoreLeft+t.toDemotion(j, l)/float64(j.GPUs))
+				next = min(next, j.RestoreLeft+t.toDemotion(j, l)/float64(j.GPUs))
 			}
 		case Queued:
 			if !math.IsInf(t.PromoteKnob, 1) && t.Level(j) > 0 {
-				promo = math.Min(promo, t.PromoteKnob*j.Executed-j.Waited)
+				promo = min(promo, t.PromoteKnob*j.Executed-j.Waited)
 			}
 		}
 	}
