@@ -53,12 +53,8 @@ func newNodeCells(gpus []GPU) nodeCells {
 // order) that is in the cell names it.
 func (f *FreeGPUs) cellOn(i, k int) (gpus []GPU, depth int) {
 	nc := &f.x.cells[i]
-	var smallCount [64]int
-	var smallDepth [64]int32
-	count, depthOf := smallCount[:], smallDepth[:]
-	if nc.cells > len(smallCount) {
-		count, depthOf = make([]int, nc.cells), make([]int32, nc.cells)
-	}
+	both := f.scratch(2 * nc.cells)
+	count, depthOf := both[:nc.cells], both[nc.cells:]
 	off := f.x.offset[i]
 	for s := range nc.memb {
 		if !f.avail[off+s] {
@@ -66,19 +62,19 @@ func (f *FreeGPUs) cellOn(i, k int) (gpus []GPU, depth int) {
 		}
 		for _, r := range nc.memb[s] {
 			if count[r.cell] == 0 {
-				depthOf[r.cell] = r.depth
+				depthOf[r.cell] = int(r.depth)
 			}
 			count[r.cell]++
 		}
 	}
-	best := int32(-1)
+	best := -1
 	for _, c := range nc.order {
 		n := count[c]
 		if n == 0 || n < k {
 			continue
 		}
 		if best < 0 || depthOf[c] > depthOf[best] || (depthOf[c] == depthOf[best] && n < count[best]) {
-			best = c
+			best = int(c)
 		}
 	}
 	if best < 0 {
@@ -91,10 +87,10 @@ func (f *FreeGPUs) cellOn(i, k int) (gpus []GPU, depth int) {
 			continue
 		}
 		for _, r := range nc.memb[s] {
-			if r.cell == best {
+			if int(r.cell) == best {
 				gpus = append(gpus, node[s])
 			}
 		}
 	}
-	return gpus, int(depthOf[best])
+	return gpus, depthOf[best]
 }

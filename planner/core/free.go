@@ -118,6 +118,8 @@ type FreeGPUs struct {
 	// cpu and mem are each indexed node's free CPU and memory (+Inf where
 	// not accounted); nil when no node accounts them.
 	cpu, mem []float64
+	// buf is scratch space for placements (scratch).
+	buf []int
 }
 
 // NewFreeGPUs returns the healthy GPUs of schedulable nodes that no grant in
@@ -198,6 +200,7 @@ func (f *FreeGPUs) fitsOn(i int, j *Job) bool {
 func (f *FreeGPUs) clone() *FreeGPUs {
 	c := *f
 	c.avail, c.count = append([]bool(nil), f.avail...), append([]int(nil), f.count...)
+	c.buf = nil
 	if f.cpu != nil {
 		c.cpu, c.mem = append([]float64(nil), f.cpu...), append([]float64(nil), f.mem...)
 	}

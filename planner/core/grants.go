@@ -1,6 +1,9 @@
 package core
 
-import "sync"
+import (
+	"sync"
+	"unsafe"
+)
 
 // grantIndex finds a running job's grant by the job's key: the index in
 // the round's grants of the grant each job claimed. Decide matches grants
@@ -178,7 +181,7 @@ func (x *grantIndex) collectDirect(s State, jg []int32, active []*Job) (_ []*Job
 		j := &s.Jobs[i]
 		gi := int(jg[i]) - 1
 		if gi >= 0 {
-			if j.Key != x.grants[gi].Job {
+			if !sameKey(j.Key, x.grants[gi].Job) {
 				return active, run, false
 			}
 		}
@@ -203,4 +206,14 @@ func (x *grantIndex) collectDirect(s State, jg []int32, active []*Job) (_ []*Job
 		active = append(active, j)
 	}
 	return active, run, true
+}
+
+// sameKey is a == b, answered without comparing bytes when the strings
+// share their data (the usual case: a grant's key is its job's own).
+func sameKey(a, b JobKey) bool {
+	if len(a.ID) == len(b.ID) && len(a.Namespace) == len(b.Namespace) &&
+		unsafe.StringData(a.ID) == unsafe.StringData(b.ID) && unsafe.StringData(a.Namespace) == unsafe.StringData(b.Namespace) {
+		return true
+	}
+	return a == b
 }

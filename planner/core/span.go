@@ -49,11 +49,7 @@ type greedyPlan struct {
 
 // plan is the greedy choice among cands for a gang of k GPUs.
 func (f *FreeGPUs) plan(cands []int, k int) greedyPlan {
-	var small [65]int
-	hist := small[:]
-	if f.x.largest >= len(small) {
-		hist = make([]int, f.x.largest+1)
-	}
+	hist := f.scratch(f.x.largest + 1)
 	total := 0
 	for _, i := range cands {
 		c := f.count[i]
@@ -123,4 +119,11 @@ func (f *FreeGPUs) spanPlan(k int) ([]int, greedyPlan) {
 // free first, nodes in index order on ties.
 func (f *FreeGPUs) fewestPlan(k int) ([]int, greedyPlan) {
 	return f.x.order, f.plan(f.x.order, k)
+}
+
+// scratch is n zeroed ints of f's own, reused by the placements of one
+// round (each use is done with them before the next).
+func (f *FreeGPUs) scratch(n int) []int {
+	f.buf = zeroed(f.buf, n)
+	return f.buf
 }
