@@ -156,7 +156,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	if x == nil {
 		x = NewClusterIndex(s.Nodes)
 	}
-	free := newFreeGPUs(x, s.Grants, claimed)
+	free := freeOf(s, x, claimed)
 	if p.SingleNode {
 		free.SingleNode()
 	}

@@ -296,6 +296,36 @@ func (f *FreeGPUs) Take(g Grant) bool {
 	return true
 }
 
+// Free is the GPUs of the index's nodes that no grant in grants holds.
+func (x *ClusterIndex) Free(grants []Grant) *FreeGPUs { return newFreeGPUs(x, grants, nil) }
+
+// Hold takes a grant's GPUs from the free set (the GPUs of a grant this
+// set's index placed; others by ID), those of them that are free.
+func (f *FreeGPUs) Hold(g Grant) { f.takeGrant(&g) }
+
+// Give returns a grant's GPUs to the free set (a finished or preempted
+// job's), those of them on the index's nodes.
+func (f *FreeGPUs) Give(g Grant) { f.give(g) }
+
+// freeOf is the round's free set: the GPUs of x that no claimed grant of
+// s holds, from a copy of s.Free when the caller keeps one that fits.
+func freeOf(s State, x *ClusterIndex, claimed []bool) *FreeGPUs {
+	if f := s.Free; f != nil && f.x == x && !f.singleNode && !f.equalParts {
+		held := 0
+		for gi := range s.Grants {
+			if !claimed[gi] {
+				held = -1
+				break
+			}
+			held += len(s.Grants[gi].GPUs)
+		}
+		if held >= 0 && f.free == x.capacity-held {
+			return f.clone()
+		}
+	}
+	return newFreeGPUs(x, s.Grants, claimed)
+}
+
 // give returns a grant's GPUs to the free set (a preempted job's). GPUs that
 // became unhealthy or sit on unschedulable nodes stay out.
 func (f *FreeGPUs) give(g Grant) {

@@ -40,7 +40,8 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 		t.Fatal(err)
 	}
 	// twin decides each round with State.GrantJobs, correct or (every
-	// fifth round) wrong, and must decide as pol does without it.
+	// fifth round) wrong, and State.Free, and must decide as pol does
+	// without them.
 	twin, err := NewPolicy(name, knobs)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +90,14 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 		if len(gj) > 0 && r%5 == 4 {
 			gj[rng.Intn(len(gj))] = rng.Intn(len(jobs)+2) - 1
 		}
-		if dt := (Planner{Policy: twin, SingleNode: single}).Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs, GrantJobs: gj}, now); decisionString(dt) != decisionString(d) {
+		// ... and with State.Free, right or (every third round) missing a
+		// grant, when Decide must take them all itself.
+		idx := NewClusterIndex(nodes)
+		kept := idx.Free(gs)
+		if len(gs) > 0 && r%3 == 1 {
+			kept = idx.Free(gs[1:])
+		}
+		if dt := (Planner{Policy: twin, SingleNode: single}).Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs, GrantJobs: gj, Index: idx, Free: kept}, now); decisionString(dt) != decisionString(d) {
 			t.Fatalf("%s round %d: with GrantJobs %v\n%s\nwithout\n%s", name, r, gj, decisionString(dt), decisionString(d))
 		}
 		byKey := map[JobKey]*Job{}

@@ -196,6 +196,7 @@ func Run(cfg Config) (*Result, error) {
 	}
 	s := &state{cfg: cfg, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy, Victims: cfg.Victims, VictimTie: cfg.VictimTie, EqualParts: cfg.EqualParts},
 		index: core.NewClusterIndex(nodes), gpuFreeAt: map[string]float64{}}
+	s.free = s.index.Free(nil)
 	if vcs != nil {
 		s.planner.Placer = vcs // not a nil *vcCounter in an interface
 		s.planner.Overflow = cfg.Overflow
@@ -262,9 +263,12 @@ type state struct {
 	index   *core.ClusterIndex
 	// grants and slots are the running jobs' grants and their slots in
 	// cj, rebuilt only when stale (running or the slots changed).
-	grants  []core.Grant
-	slots   []int
-	stale   bool
+	grants []core.Grant
+	slots  []int
+	stale  bool
+	// free is the GPUs no running job holds (State.Free), kept as jobs
+	// start, finish and are preempted.
+	free    *core.FreeGPUs
 	round   int
 	byKey   map[core.JobKey]*job // every job of the trace, built once
 	decided bool
@@ -335,6 +339,7 @@ func (s *state) loop(jobs []*job) error {
 				j.c = &final
 				j.running, j.finished, j.end = false, true, s.now
 				s.busy -= j.tj.GPUs
+				s.free.Give(j.grant)
 				s.done++
 				s.dead++
 				if s.cfg.Placer != nil {
@@ -522,7 +527,7 @@ func (s *state) decide() error {
 		}
 		s.stale = false
 	}
-	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.cj, Grants: s.grants, GrantJobs: s.slots}
+	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.cj, Grants: s.grants, GrantJobs: s.slots, Free: s.free}
 	byKey := s.byKey
 	d := s.planner.Decide(st, at(s.now))
 	if len(d.Actions) > 0 {
@@ -568,6 +573,7 @@ func (s *state) decide() error {
 				}
 			}
 			s.busy -= j.tj.GPUs
+			s.free.Give(a.Grant)
 			s.preemptions++
 			preempted = true
 		case core.GrantAction:
@@ -592,6 +598,7 @@ func (s *state) decide() error {
 			j.overhead += hold
 			s.running = append(s.running, j)
 			j.grant = a.Grant
+			s.free.Hold(a.Grant)
 			j.c.Phase = core.Granted
 			if every := s.cfg.CheckpointEvery; every > 0 {
 				j.ckpt.start(every, j.c.Seq, !j.c.Started)
