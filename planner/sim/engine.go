@@ -262,10 +262,10 @@ type state struct {
 	planner core.Planner
 	index   *core.ClusterIndex
 	// grants and slots are the running jobs' grants and their slots in
-	// cj, rebuilt only when stale (running or the slots changed).
+	// cj, kept beside running (in its order) for State.Grants and
+	// GrantJobs.
 	grants []core.Grant
 	slots  []int
-	stale  bool
 	// free is the GPUs no running job holds (State.Free), kept as jobs
 	// start, finish and are preempted.
 	free    *core.FreeGPUs
@@ -326,14 +326,13 @@ func (s *state) loop(jobs []*job) error {
 		// Completions.
 		completed := false
 		arrived, mayMakeRoom := false, false
-		kept := s.running[:0]
-		for _, j := range s.running {
+		kept := 0 // running[:kept] (and grants, slots) are the jobs still running
+		for i, j := range s.running {
 			// A job whose end is no later than now in floating point
 			// (a remainder of 1e-10 s at a clock of 1e7 s) is done too:
 			// the clock could not advance to it.
 			if j.remaining <= eps && j.overhead <= eps || s.now+j.overhead+j.remaining/j.speed <= s.now {
 				completed = true
-				s.stale = true
 				j.c.Phase = core.Finished // its slot in cj, until compaction
 				final := *j.c
 				j.c = &final
@@ -349,10 +348,14 @@ func (s *state) loop(jobs []*job) error {
 				s.gate.finish(j)
 				continue
 			}
-			kept = append(kept, j)
+			if kept != i {
+				s.running[kept], s.grants[kept], s.slots[kept] = j, s.grants[i], s.slots[i]
+			}
+			kept++
 		}
-		clear(s.running[len(kept):])
-		s.running = kept
+		clear(s.running[kept:])
+		clear(s.grants[kept:])
+		s.running, s.grants, s.slots = s.running[:kept], s.grants[:kept], s.slots[:kept]
 		if s.dead > 64 && 2*s.dead > len(s.active) {
 			s.compact()
 		}
@@ -466,10 +469,12 @@ func (s *state) compact() {
 	clear(s.active[n:])
 	s.active, s.cj = s.active[:n], s.cj[:n]
 	s.ptrs = s.ptrs[:0]
-	s.stale = true
 	for i, j := range s.active {
 		j.c, j.slot = &s.cj[i], i
 		s.ptrs = append(s.ptrs, j.c)
+	}
+	for i, j := range s.running {
+		s.slots[i] = j.slot
 	}
 	s.dead = 0
 }
@@ -515,24 +520,13 @@ func (s *state) advance(to float64) {
 // decide runs the decision core on the current state and applies its
 // actions.
 func (s *state) decide() error {
-	// The running jobs' grants are kept across rounds: the simulator
-	// decides hundreds of thousands of times, most rounds changing
-	// nothing. Every job of the trace has its own key, so the core may
-	// match the grants to the jobs by their slots (State.GrantJobs).
-	if s.stale {
-		s.grants, s.slots = s.grants[:0], s.slots[:0]
-		for _, j := range s.running {
-			s.grants = append(s.grants, j.grant)
-			s.slots = append(s.slots, j.slot)
-		}
-		s.stale = false
-	}
+	// The running jobs' grants are kept beside running: the simulator
+	// decides hundreds of thousands of times. Every job of the trace has
+	// its own key, so the core may match the grants to the jobs by their
+	// slots (State.GrantJobs).
 	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.cj, Grants: s.grants, GrantJobs: s.slots, Free: s.free}
 	byKey := s.byKey
 	d := s.planner.Decide(st, at(s.now))
-	if len(d.Actions) > 0 {
-		s.stale = true // a grant or a preemption changes running
-	}
 	preempted := false
 	for _, a := range d.Actions {
 		switch a := a.(type) {
@@ -597,6 +591,7 @@ func (s *state) decide() error {
 			j.queued += s.now - j.waitSince + hold
 			j.overhead += hold
 			s.running = append(s.running, j)
+			s.grants, s.slots = append(s.grants, a.Grant), append(s.slots, j.slot)
 			j.grant = a.Grant
 			s.free.Hold(a.Grant)
 			j.c.Phase = core.Granted
@@ -620,16 +615,20 @@ func (s *state) decide() error {
 	if preempted {
 		// A job preempted and granted again in one round (an Allocator
 		// moving it) is in running twice: keep it once.
+		// Its grant is its newest (j.grant).
 		s.round++
 		kept := s.running[:0]
+		keptGrants, keptSlots := s.grants[:0], s.slots[:0]
 		for _, j := range s.running {
 			if j.running && j.kept != s.round {
 				j.kept = s.round
 				kept = append(kept, j)
+				keptGrants, keptSlots = append(keptGrants, j.grant), append(keptSlots, j.slot)
 			}
 		}
 		clear(s.running[len(kept):])
-		s.running = kept
+		clear(s.grants[len(keptGrants):])
+		s.running, s.grants, s.slots = kept, keptGrants, keptSlots
 	}
 	return nil
 }
