@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,6 +109,7 @@ type simOptions struct {
 	seed                            int64
 	sets, sweep                     stringList
 	quiet                           bool
+	cpuprofile                      string
 }
 
 type stringList []string
@@ -129,6 +131,7 @@ func simFlags(o *simOptions) *flag.FlagSet {
 	fs.Var(&o.sets, "set", "knob key=value (repeatable)")
 	fs.StringVar(&o.out, "out", "", "output folder (required)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the whole command to FILE (go tool pprof)")
 	return fs
 }
 
@@ -139,11 +142,35 @@ func (c *simCommand) Run(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if o.cpuprofile != "" {
+		stop, err := startCPUProfile(o.cpuprofile)
+		if err != nil {
+			c.ui.Error("themis sim: --cpuprofile: " + err.Error())
+			return 1
+		}
+		defer stop()
+	}
 	if err := c.run(o); err != nil {
 		c.ui.Error("themis sim: " + err.Error())
 		return 1
 	}
 	return 0
+}
+
+// startCPUProfile profiles the process into file until stop is called.
+func startCPUProfile(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func (c *simCommand) run(o simOptions) error {

@@ -27,11 +27,11 @@ type Allocator interface {
 }
 
 // allocate runs an Allocator policy and applies the checks above.
-func (p Planner) allocate(d *Decision, a Allocator, now time.Time, active []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
+func (p Planner) allocate(d *Decision, a Allocator, now time.Time, active []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
 	held := make([]Grant, 0, len(grants))
 	for _, j := range active {
 		if j.Phase == Granted {
-			held = append(held, grants[grantOf[j.Key]])
+			held = append(held, grants[grantOf.of(j.Key)])
 		}
 	}
 	want, stop := a.Allocate(now, active, free, held)
@@ -45,7 +45,7 @@ func (p Planner) allocate(d *Decision, a Allocator, now time.Time, active []*Job
 		if phase[k] != Granted {
 			continue // not running, or preempted twice: nothing to stop
 		}
-		g := grants[grantOf[k]]
+		g := grants[grantOf.of(k)]
 		d.Actions = append(d.Actions, PreemptAction{Grant: g})
 		free.give(g)
 		free.hold(g, byKey[k], -1)

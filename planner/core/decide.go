@@ -83,25 +83,16 @@ type Placer interface {
 // are released, and Consul's check-and-set keeps it from leasing a GPU twice.
 func (p Planner) Decide(s State, now time.Time) Decision {
 	var d Decision
-	// Index the grants (few) rather than the jobs (many, in a simulation).
-	grantOf := grantPool.Get().(map[JobKey]int)
-	defer func() {
-		clear(grantOf)
-		grantPool.Put(grantOf)
-	}()
-	for gi, g := range s.Grants {
-		grantOf[g.Job] = gi
-	}
 	claimed := make([]bool, len(s.Grants))
-	nclaimed := 0
-	claim := func(j *Job) bool {
-		gi, ok := grantOf[j.Key]
-		if ok && !claimed[gi] {
-			claimed[gi] = true
-			nclaimed++
-		}
-		return ok
-	}
+	gx := &grantIndex{grants: s.Grants, claimed: claimed}
+	defer gx.free()
+	// Grants are matched to jobs by key, through the index of the grants
+	// (few) rather than the jobs (many, in a simulation); or, when the
+	// caller says which job holds each grant, through that.
+	jgBuf := jobGrantPool.Get().(*[]int32)
+	defer jobGrantPool.Put(jgBuf)
+	jg, direct := jobGrants(s, *jgBuf)
+	*jgBuf = jg
 	// The policy sees pointers into s.Jobs; a job whose phase must be
 	// corrected (a granted job without a grant is queued; a queued job that
 	// holds a grant is treated as running, so the adapters repair its pin)
@@ -112,50 +103,30 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 		clear(*buf) // keep no job alive from the pool
 		activePool.Put(buf)
 	}()
-	active := (*buf)[:0]
-	recopy := func(j *Job, phase Phase) *Job {
-		c := *j
-		c.Phase = phase
-		return &c
+	var active []*Job
+	var run runCount // the active jobs that run, counted on the way
+	ok := false
+	if direct {
+		active, run, ok = gx.collectDirect(s, jg, (*buf)[:0])
 	}
-	for i := range s.Jobs {
-		j := &s.Jobs[i]
-		switch j.Phase {
-		case Finished:
-			continue
-		case Granted:
-			if !claim(j) {
-				j = recopy(j, Queued)
-			}
-		case Queued:
-		default:
-			j = recopy(j, Queued)
-		}
-		active = append(active, j)
+	if !ok {
+		// By key (GrantJobs absent, or not matching a key).
+		clear(claimed)
+		gx.byKey()
+		active, run = gx.collect(s, (*buf)[:0])
 	}
 	*buf = active
-	// Jobs that say they run were looked up; only when some grant is left
-	// unclaimed can a queued job hold one (the adapters' repair case), and
-	// only then are queued jobs looked up too. Simulations keep thousands
-	// of queued jobs, so this saves most of the hashing.
-	if nclaimed < len(s.Grants) {
-		for k, j := range active {
-			if j.Phase == Queued && claim(j) {
-				active[k] = recopy(j, Granted)
-			}
-		}
-	}
-	kept := make([]Grant, 0, len(s.Grants))
-	for gi, g := range s.Grants {
+	for gi := range s.Grants {
 		// A grant whose job is finished or unknown (deregistered) is released.
 		if !claimed[gi] {
+			g := s.Grants[gi]
 			d.Actions = append(d.Actions, ReleaseAction{Grant: g})
 			// Released: not there to preempt (a placer may still name the
 			// job as a victim).
-			delete(grantOf, g.Job)
-			continue
+			if gx.m != nil { // matched by key
+				delete(gx.m, g.Job)
+			}
 		}
-		kept = append(kept, g)
 	}
 	if pr, ok := p.Policy.(Promoter); ok {
 		if keys := pr.Promote(now, active); len(keys) > 0 {
@@ -185,7 +156,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	if x == nil {
 		x = NewClusterIndex(s.Nodes)
 	}
-	free := newFreeGPUs(x, kept)
+	free := freeOf(s, x, claimed)
 	if p.SingleNode {
 		free.SingleNode()
 	}
@@ -195,18 +166,18 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	if free.cpu != nil {
 		for _, j := range active {
 			if j.Phase == Granted {
-				free.hold(s.Grants[grantOf[j.Key]], j, 1)
+				free.hold(s.Grants[gx.of(j.Key)], j, 1)
 			}
 		}
 	}
 	if a, ok := p.Policy.(Allocator); ok && p.Placer == nil {
-		p.allocate(&d, a, now, active, s.Grants, grantOf, free)
+		p.allocate(&d, a, now, active, s.Grants, gx, free)
 	} else if p.Placer != nil {
-		p.placed(&d, active, s.Grants, grantOf, free)
+		p.placed(&d, active, s.Grants, gx, free)
 	} else if p.Policy.Preemptive() {
-		p.preemptive(&d, active, s.Grants, grantOf, free)
+		p.preemptive(&d, active, run, s.Grants, gx, free)
 	} else {
-		p.nonPreemptive(&d, active, s.Grants, grantOf, free)
+		p.nonPreemptive(&d, active, s.Grants, gx, free)
 	}
 	return d
 }
@@ -216,10 +187,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 // slice's pointers would otherwise be most of its garbage.
 var activePool = sync.Pool{New: func() any { return new([]*Job) }}
 
-// grantPool recycles the per-round index of grants by job.
-var grantPool = sync.Pool{New: func() any { return map[JobKey]int{} }}
-
-func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
+func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
 	pre, _ := p.Policy.(Preemptor)
 	var room *Room // built when a job first needs room made
 	var preempts []Action
@@ -290,19 +258,11 @@ func preemptFirst(d *Decision, preempts []Action) {
 	d.Actions = append(d.Actions[:grantsAt], append(preempts, d.Actions[grantsAt:]...)...)
 }
 
-func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
-	// The running jobs still restoring keep their GPUs; count them, and
-	// the running jobs, first.
-	budget := free.Capacity()
-	granted := 0
-	for _, j := range ranked {
-		if j.Phase == Granted {
-			granted++
-			if j.RestoreLeft > 0 {
-				budget -= j.GPUs
-			}
-		}
-	}
+func (p Planner) preemptive(d *Decision, ranked []*Job, counted runCount, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
+	// The running jobs still restoring keep their GPUs (counted, with the
+	// running jobs, as Decide found them).
+	budget := free.Capacity() - counted.restoring
+	granted := counted.granted
 	// Choose, in rank order, the jobs that run. Once no GPU is left and
 	// every running job has been seen, the rest of the ranking only waits:
 	// on a long queue that is most of it.
@@ -341,7 +301,7 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, grants []Grant, grantOf 
 	}
 	for i, j := range ranked[:stop] {
 		if j.Phase == Granted && !(*run)[i] {
-			g := grants[grantOf[j.Key]]
+			g := grants[grantOf.of(j.Key)]
 			d.Actions = append(d.Actions, PreemptAction{Grant: g})
 			free.give(g)
 			free.hold(g, j, -1)

@@ -28,6 +28,12 @@ type ClusterIndex struct {
 	// maxCPU and maxMemory are the largest capacities of a node (+Inf
 	// where some node does not account the resource).
 	maxCPU, maxMemory float64
+	// racks groups the nodes by rack; order is every node's index in
+	// order (span.go).
+	racks rackIndex
+	order []int
+	// cells is each indexed node's topology cells (cells.go).
+	cells []nodeCells
 }
 
 type indexedNode struct {
@@ -67,6 +73,11 @@ func NewClusterIndex(nodes []Node) *ClusterIndex {
 		x.capacity += len(in.gpus)
 		x.largest = max(x.largest, len(in.gpus))
 		x.nodes = append(x.nodes, in)
+		x.cells = append(x.cells, newNodeCells(in.gpus))
+	}
+	x.racks = newRackIndex(x.nodes)
+	for i := range x.nodes {
+		x.order = append(x.order, i)
 	}
 	sizes := make([]int, len(x.nodes))
 	for i, n := range x.nodes {
@@ -107,15 +118,19 @@ type FreeGPUs struct {
 	// cpu and mem are each indexed node's free CPU and memory (+Inf where
 	// not accounted); nil when no node accounts them.
 	cpu, mem []float64
+	// buf is scratch space for placements (scratch).
+	buf []int
 }
 
 // NewFreeGPUs returns the healthy GPUs of schedulable nodes that no grant in
 // grants holds.
 func NewFreeGPUs(nodes []Node, grants []Grant) *FreeGPUs {
-	return newFreeGPUs(NewClusterIndex(nodes), grants)
+	return newFreeGPUs(NewClusterIndex(nodes), grants, nil)
 }
 
-func newFreeGPUs(x *ClusterIndex, grants []Grant) *FreeGPUs {
+// newFreeGPUs is the GPUs that no grant in grants holds; with held, only
+// the grants whose held is true count.
+func newFreeGPUs(x *ClusterIndex, grants []Grant, held []bool) *FreeGPUs {
 	f := &FreeGPUs{x: x, avail: make([]bool, x.capacity), count: make([]int, len(x.nodes)), free: x.capacity}
 	for i := range f.avail {
 		f.avail[i] = true
@@ -123,8 +138,10 @@ func newFreeGPUs(x *ClusterIndex, grants []Grant) *FreeGPUs {
 	for i, n := range x.nodes {
 		f.count[i] = len(n.gpus)
 	}
-	for _, g := range grants {
-		f.takeGrant(g)
+	for gi := range grants {
+		if held == nil || held[gi] {
+			f.takeGrant(&grants[gi])
+		}
 	}
 	if x.accounted {
 		f.cpu, f.mem = make([]float64, len(x.nodes)), make([]float64, len(x.nodes))
@@ -183,6 +200,7 @@ func (f *FreeGPUs) fitsOn(i int, j *Job) bool {
 func (f *FreeGPUs) clone() *FreeGPUs {
 	c := *f
 	c.avail, c.count = append([]bool(nil), f.avail...), append([]int(nil), f.count...)
+	c.buf = nil
 	if f.cpu != nil {
 		c.cpu, c.mem = append([]float64(nil), f.cpu...), append([]float64(nil), f.mem...)
 	}
@@ -233,23 +251,27 @@ func (f *FreeGPUs) take(ids []string) {
 
 // takeGrant is take for a grant, by its remembered positions when it was
 // placed with this index.
-func (f *FreeGPUs) takeGrant(g Grant) {
+func (f *FreeGPUs) takeGrant(g *Grant) {
 	if g.at == nil || g.at.x != f.x {
 		f.take(g.GPUs)
 		return
 	}
+	avail, count, nodes := f.avail, f.count, g.at.nodes
+	taken := 0
 	for i, at := range g.at.pos {
-		if f.avail[at] {
-			f.avail[at] = false
-			f.count[g.at.nodes[i]]--
-			f.free--
+		if avail[at] {
+			avail[at] = false
+			count[nodes[i]]--
+			taken++
 		}
 	}
+	f.free -= taken
 }
 
 // remember records where g's GPUs are in this index.
 func (f *FreeGPUs) remember(g *Grant) {
-	at := &gpuAt{x: f.x, pos: make([]int32, 0, len(g.GPUs)), nodes: make([]int32, 0, len(g.GPUs))}
+	buf := make([]int32, 0, 2*len(g.GPUs)) // one allocation, read together
+	at := &gpuAt{x: f.x, pos: buf[:0:len(g.GPUs)], nodes: buf[len(g.GPUs):len(g.GPUs)]}
 	for _, id := range g.GPUs {
 		p, ok := f.x.gpus[id]
 		if !ok {
@@ -272,6 +294,36 @@ func (f *FreeGPUs) Take(g Grant) bool {
 	}
 	f.take(g.GPUs)
 	return true
+}
+
+// Free is the GPUs of the index's nodes that no grant in grants holds.
+func (x *ClusterIndex) Free(grants []Grant) *FreeGPUs { return newFreeGPUs(x, grants, nil) }
+
+// Hold takes a grant's GPUs from the free set (the GPUs of a grant this
+// set's index placed; others by ID), those of them that are free.
+func (f *FreeGPUs) Hold(g Grant) { f.takeGrant(&g) }
+
+// Give returns a grant's GPUs to the free set (a finished or preempted
+// job's), those of them on the index's nodes.
+func (f *FreeGPUs) Give(g Grant) { f.give(g) }
+
+// freeOf is the round's free set: the GPUs of x that no claimed grant of
+// s holds, from a copy of s.Free when the caller keeps one that fits.
+func freeOf(s State, x *ClusterIndex, claimed []bool) *FreeGPUs {
+	if f := s.Free; f != nil && f.x == x && !f.singleNode && !f.equalParts {
+		held := 0
+		for gi := range s.Grants {
+			if !claimed[gi] {
+				held = -1
+				break
+			}
+			held += len(s.Grants[gi].GPUs)
+		}
+		if held >= 0 && f.free == x.capacity-held {
+			return f.clone()
+		}
+	}
+	return newFreeGPUs(x, s.Grants, claimed)
 }
 
 // give returns a grant's GPUs to the free set (a preempted job's). GPUs that

@@ -185,6 +185,22 @@ type State struct {
 	// Index, when set, is NewClusterIndex(Nodes), built once by a caller
 	// whose nodes do not change (the simulator); otherwise Decide builds it.
 	Index *ClusterIndex
+	// GrantJobs, when set, is for each grant of Grants the index in Jobs
+	// of the job that holds it, from a caller that keeps both (the
+	// simulator). The caller vouches that no two jobs of Jobs and no two
+	// grants share a key; Decide then matches each grant to its job
+	// through GrantJobs (checking that the keys agree) rather than by
+	// hashing every key, and decides as it would without it. When it does
+	// not match Jobs (an index out of range, another key, a job given two
+	// grants), Decide matches by key.
+	GrantJobs []int
+	// Free, when set, is the GPUs that no grant of Grants holds, on Index
+	// (Index.Free), kept up to date by a caller that applies every
+	// decision (the simulator: FreeGPUs.Hold and Give), its CPU and memory
+	// untouched. Decide then starts from a copy of it rather than taking
+	// every grant's GPUs out of the whole cluster, when every grant is
+	// still held (none is released) and its count of free GPUs agrees.
+	Free *FreeGPUs
 }
 
 // Action is something the adapters must do.

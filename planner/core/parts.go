@@ -110,8 +110,8 @@ func (f *FreeGPUs) placeParts(j *Job, n, per int) (Grant, bool) {
 	sort.Ints(best)
 	g := Grant{Job: j.Key}
 	for _, i := range best {
-		c := deepestCell(f.freeOn(i), per)
-		chosen := pick(c.gpus, per, len(c.prefix))
+		cell, depth := f.cellOn(i, per)
+		chosen := pick(cell, per, depth)
 		sort.Slice(chosen, func(a, b int) bool { return chosen[a].Index < chosen[b].Index })
 		gpuIDs := ids(chosen)
 		f.take(gpuIDs)

@@ -29,14 +29,14 @@ import (
 // Opportunistic jobs (priority < 0) are neither counted in a run set nor
 // chosen as a policy's victims: only a guaranteed job's placement evicts
 // them, whatever the policy of either VC.
-func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) {
+func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
 	heads := map[string]*Job{}
 	var preempts []Action
 	preempted := map[JobKey]bool{}
 	// evict is the placer's preemption: the victim's placement is gone
 	// already.
 	evict := func(v JobKey) {
-		gi, held := grantOf[v]
+		gi, held := grantOf.get(v)
 		if !held || preempted[v] {
 			return
 		}
@@ -46,7 +46,7 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf map[
 	}
 	// preempt is a VC policy's preemption: the placer releases it too.
 	preempt := func(v *Job) {
-		gi, held := grantOf[v.Key]
+		gi, held := grantOf.get(v.Key)
 		if !held || preempted[v.Key] {
 			return
 		}
@@ -186,7 +186,7 @@ func (p Planner) anyMakesRoom() bool {
 }
 
 // vcRoom is what a VC's Preemptor sees: the VC's running guaranteed jobs.
-func (p Planner) vcRoom(vc string, ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) *Room {
+func (p Planner) vcRoom(vc string, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) *Room {
 	var running []*Job
 	for _, j := range ranked {
 		if j.Phase == Granted && j.VC == vc && j.Priority >= 0 {

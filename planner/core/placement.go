@@ -2,7 +2,6 @@ package core
 
 import (
 	"sort"
-	"strings"
 )
 
 // Place picks GPUs for a gang of k GPUs and takes them from the free set.
@@ -27,8 +26,8 @@ func (f *FreeGPUs) PlaceJob(j *Job, consolidate bool) (g Grant, ok bool) {
 		return Grant{}, false
 	}
 	if i := f.bestFitNode(k, j); i >= 0 {
-		c := deepestCell(f.freeOn(i), k)
-		chosen := pick(c.gpus, k, len(c.prefix))
+		cell, depth := f.cellOn(i, k)
+		chosen := pick(cell, k, depth)
 		sort.Slice(chosen, func(a, b int) bool { return chosen[a].Index < chosen[b].Index })
 		gpuIDs := ids(chosen)
 		f.take(gpuIDs)
@@ -46,20 +45,21 @@ func (f *FreeGPUs) PlaceJob(j *Job, consolidate bool) (g Grant, ok bool) {
 	if f.singleNode || f.demands(j) {
 		return Grant{}, false
 	}
-	nodes := f.spanNodes(k)
-	if nodes == nil {
+	cands, plan := f.spanPlan(k)
+	if !plan.ok {
 		return Grant{}, false
 	}
-	if consolidate && len(nodes) > f.x.MinNodes(k) {
+	if consolidate && plan.nodes > f.x.MinNodes(k) {
 		// The rack that holds the gang needs more nodes than the empty
 		// cluster would: take the fewest nodes across racks instead, if
 		// that is few enough. (Waiting for a rack to free up could wait
 		// forever: on 4-GPU nodes in one rack and 8-GPU nodes in others, a
 		// 12-GPU gang only ever fits two 8-GPU nodes of two racks.)
-		if nodes = f.fewestNodes(k); len(nodes) > f.x.MinNodes(k) {
+		if cands, plan = f.fewestPlan(k); !plan.ok || plan.nodes > f.x.MinNodes(k) {
 			return Grant{}, false
 		}
 	}
+	nodes := f.list(cands, plan)
 	g = Grant{Job: job}
 	need := k
 	for _, i := range nodes {
@@ -87,114 +87,6 @@ func (f *FreeGPUs) bestFitNode(k int, j *Job) int {
 		}
 	}
 	return best
-}
-
-// spanNodes chooses nodes for a gang larger than any node's free GPUs: the
-// fewest nodes (most free first), within one rack if one can hold the gang
-// (the rack needing the fewest nodes, then with the least left over), else
-// across racks. nil when the cluster has fewer than k free GPUs.
-func (f *FreeGPUs) spanNodes(k int) []int {
-	byRack := map[string][]int{}
-	var racks []string
-	for i, n := range f.count {
-		if n == 0 {
-			continue
-		}
-		r := f.x.nodes[i].node.Rack
-		if _, ok := byRack[r]; !ok {
-			racks = append(racks, r)
-		}
-		byRack[r] = append(byRack[r], i)
-	}
-	sort.Strings(racks)
-	var best []int
-	bestLeft := 0
-	for _, r := range racks {
-		nodes, left := f.greedy(byRack[r], k)
-		if nodes != nil && (best == nil || len(nodes) < len(best) || (len(nodes) == len(best) && left < bestLeft)) {
-			best, bestLeft = nodes, left
-		}
-	}
-	if best != nil {
-		return best
-	}
-	var all []int
-	for _, r := range racks {
-		all = append(all, byRack[r]...)
-	}
-	best, _ = f.greedy(all, k)
-	return best
-}
-
-// fewestNodes is the fewest nodes of any racks that hold k free GPUs, most
-// free first (nil when fewer than k are free).
-func (f *FreeGPUs) fewestNodes(k int) []int {
-	var all []int
-	for i, n := range f.count {
-		if n > 0 {
-			all = append(all, i)
-		}
-	}
-	nodes, _ := f.greedy(all, k)
-	return nodes
-}
-
-// greedy takes nodes with the most free GPUs first until k are covered; it
-// returns them and the free GPUs left over on the last one.
-func (f *FreeGPUs) greedy(cands []int, k int) ([]int, int) {
-	c := append([]int(nil), cands...)
-	sort.SliceStable(c, func(a, b int) bool { return f.count[c[a]] > f.count[c[b]] })
-	sum := 0
-	for n, i := range c {
-		sum += f.count[i]
-		if sum >= k {
-			return c[:n+1], sum - k
-		}
-	}
-	return nil, 0
-}
-
-// cellChoice is a cell of one node's topology tree and its free GPUs.
-type cellChoice struct {
-	prefix []string
-	gpus   []GPU
-}
-
-// deepestCell finds the deepest cell with at least k free GPUs, the one
-// with the fewest free GPUs among equally deep ones; the node itself (empty
-// prefix) always qualifies when len(free) >= k.
-func deepestCell(free []GPU, k int) cellChoice {
-	type cell struct {
-		prefix []string
-		gpus   []GPU
-	}
-	cells := map[string]*cell{}
-	var keys []string
-	for _, g := range free {
-		for d := 0; d <= len(g.Path); d++ {
-			key := strings.Join(g.Path[:d], "/")
-			c, ok := cells[key]
-			if !ok {
-				c = &cell{prefix: g.Path[:d]}
-				cells[key] = c
-				keys = append(keys, key)
-			}
-			c.gpus = append(c.gpus, g)
-		}
-	}
-	sort.Strings(keys)
-	var best *cell
-	for _, key := range keys {
-		c := cells[key]
-		if len(c.gpus) < k {
-			continue
-		}
-		if best == nil || len(c.prefix) > len(best.prefix) ||
-			(len(c.prefix) == len(best.prefix) && len(c.gpus) < len(best.gpus)) {
-			best = c
-		}
-	}
-	return cellChoice{prefix: best.prefix, gpus: best.gpus}
 }
 
 // pick chooses k GPUs of a cell whose paths share the first depth elements.

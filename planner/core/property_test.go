@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"math/rand"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,6 +36,13 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 		knobs, _ = ParseKnobs(nil)
 	}
 	pol, err := NewPolicy(name, knobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// twin decides each round with State.GrantJobs, correct or (every
+	// fifth round) wrong, and State.Free, and must decide as pol does
+	// without them.
+	twin, err := NewPolicy(name, knobs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +83,23 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 			gs = append(gs, g)
 		}
 		d := Planner{Policy: pol, SingleNode: single}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs}, now)
+		gj := make([]int, len(gs))
+		for gi, g := range gs {
+			gj[gi] = slices.IndexFunc(jobs, func(j Job) bool { return j.Key == g.Job })
+		}
+		if len(gj) > 0 && r%5 == 4 {
+			gj[rng.Intn(len(gj))] = rng.Intn(len(jobs)+2) - 1
+		}
+		// ... and with State.Free, right or (every third round) missing a
+		// grant, when Decide must take them all itself.
+		idx := NewClusterIndex(nodes)
+		kept := idx.Free(gs)
+		if len(gs) > 0 && r%3 == 1 {
+			kept = idx.Free(gs[1:])
+		}
+		if dt := (Planner{Policy: twin, SingleNode: single}).Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs, GrantJobs: gj, Index: idx, Free: kept}, now); decisionString(dt) != decisionString(d) {
+			t.Fatalf("%s round %d: with GrantJobs %v\n%s\nwithout\n%s", name, r, gj, decisionString(dt), decisionString(d))
+		}
 		byKey := map[JobKey]*Job{}
 		for i := range jobs {
 			byKey[jobs[i].Key] = &jobs[i]
@@ -156,4 +182,25 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 		}
 		jobs = live
 	}
+}
+
+// decisionString is a decision's actions and waits, one a line.
+func decisionString(d Decision) string {
+	var b strings.Builder
+	for _, a := range d.Actions {
+		switch a := a.(type) {
+		case GrantAction:
+			fmt.Fprintf(&b, "grant %v\n", a.Grant)
+		case ReleaseAction:
+			fmt.Fprintf(&b, "release %v\n", a.Grant)
+		case PreemptAction:
+			fmt.Fprintf(&b, "preempt %v\n", a.Grant)
+		case PromoteAction:
+			fmt.Fprintf(&b, "promote %v\n", a.Job)
+		}
+	}
+	for _, w := range d.Waits {
+		fmt.Fprintf(&b, "wait %v: %s\n", w.Job, w.Reason)
+	}
+	return b.String()
 }

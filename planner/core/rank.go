@@ -32,6 +32,9 @@ type rankKeys struct {
 	count     []int
 	mixed     []levelKey
 	sorted    []*Job
+	// direct: the records were set one by one (newRankRecs, set), not
+	// from the key arrays.
+	direct bool
 }
 
 // rankRec is one job's keys, with its FIFO rank i. Levels beyond the range
@@ -79,6 +82,24 @@ func newRankKeys(jobs []*Job) *rankKeys {
 	return r
 }
 
+// newRankRecs is newRankKeys for a caller that sets every job's keys
+// with set (sparing the key arrays), then calls sort. It leaves jobs as
+// they are: the caller checks their FIFO order (fifoOrdered) as it sets
+// the keys, and if they are not in it, puts them in it (SortFIFO) and
+// sets the keys again.
+func newRankRecs(jobs []*Job) *rankKeys {
+	r := rankPool.Get().(*rankKeys)
+	r.jobs = jobs
+	r.recs = sized(r.recs, len(jobs))
+	r.direct = true
+	return r
+}
+
+// set gives job i (of newRankRecs) its level and keys.
+func (r *rankKeys) set(i, level int, key, key2 float64) {
+	r.recs[i] = rankRec{l: int32(min(max(level, math.MinInt32), math.MaxInt32)), k: orderBits(key), k2: orderBits(key2), i: int32(i)}
+}
+
 // sized returns s with length n, its contents undefined.
 func sized[T any](s []T, n int) []T {
 	if cap(s) < n {
@@ -103,7 +124,7 @@ const maxBucketLevel = 1024
 // sort orders the jobs by level, then key, then key2, then FIFO order, and
 // returns the buffers to the pool.
 //
-// One pass turns the keys into records and counts them into two buckets per
+// The keys become records (unless set already); one pass counts them into two buckets per
 // level: key2 finite, then key2 +Inf or NaN (never-started jobs, for
 // Tiresias); a second places them, so that each bucket keeps FIFO order.
 // Each bucket is sorted adaptively; where a level's key is not one value
@@ -111,16 +132,23 @@ const maxBucketLevel = 1024
 func (r *rankKeys) sort() {
 	n := len(r.jobs)
 	inf := orderBits(math.Inf(1))
-	r.recs, r.tmp = sized(r.recs, n), sized(r.tmp, n)
+	if !r.direct {
+		r.recs = sized(r.recs, n)
+		for i, l := range r.level {
+			r.recs[i] = rankRec{l: int32(min(max(l, math.MinInt32), math.MaxInt32)), k: orderBits(r.key[i]), k2: orderBits(r.key2[i]), i: int32(i)}
+		}
+	}
+	r.direct = false
+	r.tmp = sized(r.tmp, n)
 	r.count = r.count[:0]
 	r.mixed = r.mixed[:0]
 	bucket := true
-	for i, l := range r.level {
-		x := rankRec{l: int32(min(max(l, math.MinInt32), math.MaxInt32)), k: orderBits(r.key[i]), k2: orderBits(r.key2[i]), i: int32(i)}
-		r.recs[i] = x
-		if !bucket || l < 0 || l > maxBucketLevel {
+	for _, x := range r.recs {
+		// A level beyond int32 was clamped to one beyond maxBucketLevel.
+		l := int(x.l)
+		if l < 0 || l > maxBucketLevel {
 			bucket = false
-			continue
+			break
 		}
 		for len(r.count) <= 2*l+2 {
 			r.count = append(r.count, 0)
@@ -253,18 +281,22 @@ func sortBy(jobs []*Job, key func(*Job) float64) {
 	r.sort()
 }
 
+// fifoOrdered reports whether a comes no later than b in FIFO order.
+func fifoOrdered(a, b *Job) bool {
+	switch a.Submitted.Compare(b.Submitted) {
+	case -1:
+		return true
+	case 1:
+		return false
+	}
+	return fifoCompare(a, b) <= 0
+}
+
 // SortFIFO orders jobs by submission time, then sequence, then key.
 func SortFIFO(jobs []*Job) {
 	sorted := true
 	for i := 1; i < len(jobs) && sorted; i++ {
-		a, b := jobs[i-1], jobs[i]
-		switch a.Submitted.Compare(b.Submitted) {
-		case -1:
-		case 1:
-			sorted = false
-		default:
-			sorted = fifoCompare(a, b) <= 0
-		}
+		sorted = fifoOrdered(jobs[i-1], jobs[i])
 	}
 	if sorted {
 		return // the usual case: callers keep jobs in arrival order

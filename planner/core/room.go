@@ -32,12 +32,12 @@ func (r *Room) LeastLostWork() bool { return r.victims == LeastLostWork }
 // the Planner's VictimTie (victims.go).
 func (r *Room) Tie(a, b float64) bool { return victimTie(a, b, r.tie) }
 
-func newRoom(ranked []*Job, grants []Grant, grantOf map[JobKey]int, free *FreeGPUs) *Room {
+func newRoom(ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) *Room {
 	r := &Room{grant: map[*Job]Grant{}, free: free}
 	for _, j := range ranked {
 		if j.Phase == Granted {
 			r.running = append(r.running, j)
-			r.grant[j] = grants[grantOf[j.Key]]
+			r.grant[j] = grants[grantOf.of(j.Key)]
 		}
 	}
 	return r

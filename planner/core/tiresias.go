@@ -189,30 +189,42 @@ func (t *Tiresias) toDemotion(j *Job, level int) float64 {
 
 // Rank implements Policy.
 func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
-	r := newRankKeys(jobs)
+	r := newRankRecs(jobs)
+	if !t.records(r, true) {
+		SortFIFO(jobs)
+		t.records(r, false)
+	}
+	r.sort()
+}
+
+// records sets the rank records of r's jobs; with check it stops, false,
+// at the first job out of FIFO order.
+func (t *Tiresias) records(r *rankKeys, check bool) bool {
 	for i, j := range r.jobs {
+		if check && i > 0 && !fifoOrdered(r.jobs[i-1], j) {
+			return false
+		}
 		l := t.Level(j)
-		r.level[i] = l
 		if t.gittins && t.index != nil && l < len(t.Thresholds) {
 			// Higher index first: negate so that smaller keys rank first.
-			r.key[i] = -t.index.Index(j.AttainedSinceReset(), t.quantum(l))
-			r.key2[i] = t.startKey(j)
+			r.set(i, l, -t.index.Index(j.AttainedSinceReset(), t.quantum(l)), t.startKey(j))
 			continue
 		}
 		// Without an index, a queue's running jobs go first by a level of
 		// their own (2l, the waiting ones 2l+1): the same order as
 		// startKey's, bucketed rather than sorted, and each bucket nearly
 		// in order already (rankKeys.sort).
-		r.level[i] = 2 * l
+		level := 2 * l
 		if !t.StartOrder && j.Phase != Granted {
-			r.level[i]++
+			level++
 		}
-		r.key2[i] = math.Inf(1)
+		start := math.Inf(1)
 		if j.Started {
-			r.key2[i] = float64(j.FirstStart.UnixNano())
+			start = float64(j.FirstStart.UnixNano())
 		}
+		r.set(i, level, 0, start)
 	}
-	r.sort()
+	return true
 }
 
 // startKey orders a queue's jobs (after the Gittins index, for
@@ -266,11 +278,11 @@ func (t *Tiresias) NextChange(now time.Time, jobs []*Job) time.Time {
 		case Granted:
 			if l := t.Level(j); l < len(t.Thresholds) && j.GPUs > 0 {
 				// Service resumes once the job has restored.
-				next = math.Min(next, j.RestoreLeft+t.toDemotion(j, l)/float64(j.GPUs))
+				next = min(next, j.RestoreLeft+t.toDemotion(j, l)/float64(j.GPUs))
 			}
 		case Queued:
 			if !math.IsInf(t.PromoteKnob, 1) && t.Level(j) > 0 {
-				promo = math.Min(promo, t.PromoteKnob*j.Executed-j.Waited)
+				promo = min(promo, t.PromoteKnob*j.Executed-j.Waited)
 			}
 		}
 	}

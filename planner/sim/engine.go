@@ -113,6 +113,10 @@ type job struct {
 	// its preemptions lost (checkpoints.go).
 	ckpt ckptClock
 	lost float64
+	// slot is the job's index in state.cj (and active) while it is
+	// active; kept is the round that last kept it in running.
+	slot int
+	kept int
 }
 
 var epoch = time.Unix(0, 0).UTC()
@@ -192,6 +196,7 @@ func Run(cfg Config) (*Result, error) {
 	}
 	s := &state{cfg: cfg, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy, Victims: cfg.Victims, VictimTie: cfg.VictimTie, EqualParts: cfg.EqualParts},
 		index: core.NewClusterIndex(nodes), gpuFreeAt: map[string]float64{}}
+	s.free = s.index.Free(nil)
 	if vcs != nil {
 		s.planner.Placer = vcs // not a nil *vcCounter in an interface
 		s.planner.Overflow = cfg.Overflow
@@ -251,15 +256,23 @@ func Run(cfg Config) (*Result, error) {
 }
 
 type state struct {
-	cfg       Config
-	nodes     []core.Node
-	gpuNode   map[string]int
-	planner   core.Planner
-	index     *core.ClusterIndex
-	grantsBuf []core.Grant
-	byKey     map[core.JobKey]*job // every job of the trace, built once
-	decided   bool
-	now       float64
+	cfg     Config
+	nodes   []core.Node
+	gpuNode map[string]int
+	planner core.Planner
+	index   *core.ClusterIndex
+	// grants and slots are the running jobs' grants and their slots in
+	// cj, kept beside running (in its order) for State.Grants and
+	// GrantJobs.
+	grants []core.Grant
+	slots  []int
+	// free is the GPUs no running job holds (State.Free), kept as jobs
+	// start, finish and are preempted.
+	free    *core.FreeGPUs
+	round   int
+	byKey   map[core.JobKey]*job // every job of the trace, built once
+	decided bool
+	now     float64
 	// active is the arrived jobs in arrival order, queued and running,
 	// and finished ones until the next compaction; the core's view of
 	// active[i] is cj[i], whose capacity is the trace's length so that
@@ -313,8 +326,8 @@ func (s *state) loop(jobs []*job) error {
 		// Completions.
 		completed := false
 		arrived, mayMakeRoom := false, false
-		kept := s.running[:0]
-		for _, j := range s.running {
+		kept := 0 // running[:kept] (and grants, slots) are the jobs still running
+		for i, j := range s.running {
 			// A job whose end is no later than now in floating point
 			// (a remainder of 1e-10 s at a clock of 1e7 s) is done too:
 			// the clock could not advance to it.
@@ -325,6 +338,7 @@ func (s *state) loop(jobs []*job) error {
 				j.c = &final
 				j.running, j.finished, j.end = false, true, s.now
 				s.busy -= j.tj.GPUs
+				s.free.Give(j.grant)
 				s.done++
 				s.dead++
 				if s.cfg.Placer != nil {
@@ -334,10 +348,14 @@ func (s *state) loop(jobs []*job) error {
 				s.gate.finish(j)
 				continue
 			}
-			kept = append(kept, j)
+			if kept != i {
+				s.running[kept], s.grants[kept], s.slots[kept] = j, s.grants[i], s.slots[i]
+			}
+			kept++
 		}
-		clear(s.running[len(kept):])
-		s.running = kept
+		clear(s.running[kept:])
+		clear(s.grants[kept:])
+		s.running, s.grants, s.slots = s.running[:kept], s.grants[:kept], s.slots[:kept]
 		if s.dead > 64 && 2*s.dead > len(s.active) {
 			s.compact()
 		}
@@ -349,7 +367,8 @@ func (s *state) loop(jobs []*job) error {
 				j.c.Submitted = at(s.now)
 			}
 			s.cj = append(s.cj, *j.c)
-			j.c = &s.cj[len(s.cj)-1]
+			j.slot = len(s.cj) - 1
+			j.c = &s.cj[j.slot]
 			j.waitSince = s.now
 			s.active = append(s.active, j)
 			s.ptrs = append(s.ptrs, j.c)
@@ -391,9 +410,10 @@ func (s *state) loop(jobs []*job) error {
 			}
 			s.decided = true
 			blocked = false
+			// Only skip reads blocked, and never for a preemptive policy.
 			for _, j := range s.active {
-				if !j.running && !j.finished && j.tj.GPUs <= capacity {
-					blocked = true
+				if preemptive || !j.running && !j.finished && j.tj.GPUs <= capacity {
+					blocked = !preemptive
 					break
 				}
 			}
@@ -411,17 +431,17 @@ func (s *state) loop(jobs []*job) error {
 			t = jobs[next].tj.Submit
 		}
 		for _, j := range s.running {
-			t = math.Min(t, s.now+j.overhead+j.remaining/j.speed)
+			t = min(t, s.now+j.overhead+j.remaining/j.speed) // builtin min: math.Min's result, inlined
 		}
 		if recheck != nil {
 			if nc := recheck.NextChange(at(s.now), s.ptrs); !nc.IsZero() {
-				t = math.Min(t, nc.Sub(epoch).Seconds())
+				t = min(t, nc.Sub(epoch).Seconds())
 			}
 		}
 		if math.IsInf(t, 1) {
 			break // what is left can never run (larger than the cluster)
 		}
-		s.advance(math.Max(t, s.now))
+		s.advance(max(t, s.now))
 	}
 	for _, j := range s.active {
 		if !j.running && !j.finished {
@@ -450,8 +470,11 @@ func (s *state) compact() {
 	s.active, s.cj = s.active[:n], s.cj[:n]
 	s.ptrs = s.ptrs[:0]
 	for i, j := range s.active {
-		j.c = &s.cj[i]
+		j.c, j.slot = &s.cj[i], i
 		s.ptrs = append(s.ptrs, j.c)
+	}
+	for i, j := range s.running {
+		s.slots[i] = j.slot
 	}
 	s.dead = 0
 }
@@ -470,14 +493,14 @@ func (s *state) advance(to float64) {
 	for _, j := range s.running {
 		work := dt
 		if j.overhead > 0 {
-			o := math.Min(j.overhead, work)
+			o := min(j.overhead, work)
 			j.overhead -= o
 			work -= o
 		}
 		// Service counts productive time only: a job restoring from a
 		// checkpoint has not yet run, so it is not demoted for it (which
 		// could otherwise cycle promote-restore-demote forever).
-		j.remaining = math.Max(0, j.remaining-work*j.speed)
+		j.remaining = max(0, j.remaining-work*j.speed)
 		j.runSec += work
 		j.slowSec += work / j.speed
 		if !s.cfg.UnknownUntilRun || j.runSec > 0 {
@@ -497,14 +520,12 @@ func (s *state) advance(to float64) {
 // decide runs the decision core on the current state and applies its
 // actions.
 func (s *state) decide() error {
-	// Buffers are reused across rounds: the simulator decides hundreds of
-	// thousands of times.
-	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.cj, Grants: s.grantsBuf[:0]}
+	// The running jobs' grants are kept beside running: the simulator
+	// decides hundreds of thousands of times. Every job of the trace has
+	// its own key, so the core may match the grants to the jobs by their
+	// slots (State.GrantJobs).
+	st := core.State{Nodes: s.nodes, Index: s.index, Jobs: s.cj, Grants: s.grants, GrantJobs: s.slots, Free: s.free}
 	byKey := s.byKey
-	for _, j := range s.running {
-		st.Grants = append(st.Grants, j.grant)
-	}
-	s.grantsBuf = st.Grants
 	d := s.planner.Decide(st, at(s.now))
 	preempted := false
 	for _, a := range d.Actions {
@@ -546,6 +567,7 @@ func (s *state) decide() error {
 				}
 			}
 			s.busy -= j.tj.GPUs
+			s.free.Give(a.Grant)
 			s.preemptions++
 			preempted = true
 		case core.GrantAction:
@@ -569,7 +591,9 @@ func (s *state) decide() error {
 			j.queued += s.now - j.waitSince + hold
 			j.overhead += hold
 			s.running = append(s.running, j)
+			s.grants, s.slots = append(s.grants, a.Grant), append(s.slots, j.slot)
 			j.grant = a.Grant
+			s.free.Hold(a.Grant)
 			j.c.Phase = core.Granted
 			if every := s.cfg.CheckpointEvery; every > 0 {
 				j.ckpt.start(every, j.c.Seq, !j.c.Started)
@@ -591,16 +615,20 @@ func (s *state) decide() error {
 	if preempted {
 		// A job preempted and granted again in one round (an Allocator
 		// moving it) is in running twice: keep it once.
-		seen := map[*job]bool{}
+		// Its grant is its newest (j.grant).
+		s.round++
 		kept := s.running[:0]
+		keptGrants, keptSlots := s.grants[:0], s.slots[:0]
 		for _, j := range s.running {
-			if j.running && !seen[j] {
-				seen[j] = true
+			if j.running && j.kept != s.round {
+				j.kept = s.round
 				kept = append(kept, j)
+				keptGrants, keptSlots = append(keptGrants, j.grant), append(keptSlots, j.slot)
 			}
 		}
 		clear(s.running[len(kept):])
-		s.running = kept
+		clear(s.grants[len(keptGrants):])
+		s.running, s.grants, s.slots = kept, keptGrants, keptSlots
 	}
 	return nil
 }
