@@ -108,5 +108,8 @@
 //
 // Knobs: themis.f (fairness knob f, default 0.8), themis.lease (default
 // 10m; a Go duration or seconds), themis.lie and themis.lie_remaining
-// (APP:+X% or APP:-X%, comma-separated; default none), themis.revoke (on or off, default on; New leaves it off).
+// (APP:+X% or APP:-X%, comma-separated; default none), themis.filter_remaining
+// (reported, truth or as-run, default reported: what round-by-round
+// filtering ranks the apps by; filter.go), themis.revoke (on or
+// off, default on; New leaves it off).
 package arbiter
