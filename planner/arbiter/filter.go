@@ -19,9 +19,8 @@ const (
 	// the lie): what a planner that could verify progress would do.
 	FilterTruth = "truth"
 	// FilterAsRun ranks every app as if no job reported what it has left:
-	// each job's remaining time is what it has done (Work - Remaining), at
-	// least a lease (unknownRemaining's rule). The filter then rests on
-	// the work done, not on a forecast.
+	// each job's remaining time is as long again as it has done (asRun).
+	// The filter then rests on the work done, not on a forecast.
 	FilterAsRun = "as-run"
 )
 
@@ -39,7 +38,7 @@ func (p *Policy) filterBy(r *round) {
 				continue
 			}
 		case FilterAsRun:
-			js = p.asRun(js)
+			js = asRun(js, p.Lease)
 		}
 		m, ok := p.app(a.ID, js, r.t, r.free, r.grantOf, r.isExpired, map[string]*core.Job{})
 		if !ok {
@@ -50,22 +49,25 @@ func (p *Policy) filterBy(r *round) {
 	}
 }
 
-// asRun is the jobs with each one's remaining time replaced by the work it
-// has done, at least a lease (FilterAsRun). The work done is Work -
-// Remaining where both are known (the simulator's themis.lie_remaining
-// liar reports it truthfully: its total is off by as much as its remaining
-// time), else the time it has run, Attained / GPUs, which a job that
-// reports nothing cannot lower.
-func (p *Policy) asRun(js []*core.Job) []*core.Job {
+// asRun is the jobs with each one's remaining time replaced by as long
+// again as it has done (FilterAsRun). A job that reports its progress is
+// judged by the work it has done, Work - Remaining, with no floor (app
+// floors it at a millisecond; the simulator's themis.lie_remaining liar
+// reports it truthfully: its total is off by as much as its remaining
+// time). A job that reports nothing is judged as its agent judges it
+// (unknownRemaining): by the time it has run, Attained / GPUs, which it
+// cannot lower, and at least a lease, so that not reporting never makes
+// an app look shorter than reporting would.
+func asRun(js []*core.Job, lease float64) []*core.Job {
 	out := make([]*core.Job, len(js))
 	for i, j := range js {
 		c := *j
-		done := max(0, c.Attained) / max(1, float64(c.GPUs))
-		if c.Remaining >= 0 && c.Work >= c.Remaining {
-			done = c.Work - c.Remaining
+		done, left := c.Work-c.Remaining, c.Work-c.Remaining
+		if !(c.Remaining >= 0 && c.Work >= c.Remaining) {
+			done = max(0, c.Attained) / max(1, float64(c.GPUs))
+			left = max(done, lease)
 		}
-		c.Remaining = max(done, p.Lease)
-		c.Work = done + c.Remaining
+		c.Remaining, c.Work = left, done+left
 		out[i] = &c
 	}
 	return out
