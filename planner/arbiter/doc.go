@@ -14,6 +14,7 @@
 //	observe      apps, contention, leases and which are over   allocate.go
 //	openOffer    free GPUs + those under expired leases         allocate.go
 //	modelApps    each app as its agent models it (auction.App)  agents.go
+//	             and what the filter ranks it by                filter.go
 //	revokeEarly  end leases early for an app left behind        revoke.go
 //	reserve      hold GPUs for the worst-off app's large gang   reservation.go
 //	runRound     auction.Round: filter, PA auction, leftovers   allocate.go
