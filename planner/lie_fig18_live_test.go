@@ -153,7 +153,7 @@ func fakeSlowdown(nodes []core.Node, allocs []*fakeAlloc, c models.Class) float6
 // times.
 func fig18Run(t *testing.T, sc fig18Scale, seed int64, lie func(iter, total int64) int64) (finish map[string]float64, moves map[string]int, rounds []float64) {
 	t.Helper()
-	st := themisStack(t, sc.lease)
+	st := lieStack(t, sc.lease)
 	rec := &roundTimes{Policy: st.Policy.(*arbiter.Policy)}
 	rec.Seed(seed)
 	st.Policy = rec
@@ -245,7 +245,7 @@ func fig18Sim(t *testing.T, sc fig18Scale, seed int64, x, checkpoint float64, eq
 	if x != 1 {
 		set = append(set, fmt.Sprintf("themis.lie_remaining=%s:%+g%%", fig18Liar, 100*(x-1)))
 	}
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, set...)})
+	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, lieKnobs(set...)...)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func lieSim(t *testing.T, seed int64, liar string, x float64, unknownUntilRun bo
 	if liar != "" {
 		set = append(set, fmt.Sprintf("themis.lie_remaining=%s:%+g%%", liar, 100*(x-1)))
 	}
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, set...)})
+	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, lieKnobs(set...)...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func (r *roundTimes) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGP
 // after the first).
 func lieRun(t *testing.T, seed int64, liar string, lie func(iter, total int64) int64) (finish map[string]float64, preempted map[string]int, rounds []float64) {
 	t.Helper()
-	st := themisStack(t, "20s")
+	st := lieStack(t, "20s")
 	rec := &roundTimes{Policy: st.Policy.(*arbiter.Policy)}
 	rec.Seed(seed)
 	st.Policy = rec
@@ -275,4 +276,26 @@ func TestLyingAboutProgressLive(t *testing.T) {
 	if excess > 2 {
 		t.Errorf("a progress lie gains live %.1f points more than in the simulator: %s", excess, excessAt)
 	}
+}
+
+// lieKnobs is the lying tests' knobs: set, plus themis.filter_remaining
+// from $THEMIS_LIE_FILTER when it is set (reported, truth or as-run:
+// what the filter ranks apps by, live and in the simulator alike;
+// docs/themis.md, "Why under-claiming pays").
+func lieKnobs(set ...string) []string {
+	if v := os.Getenv("THEMIS_LIE_FILTER"); v != "" {
+		set = append(set, "themis.filter_remaining="+v)
+	}
+	return set
+}
+
+// lieStack is the live planner's themis stack with the lease and
+// lieKnobs.
+func lieStack(t *testing.T, lease string) *stack.Stack {
+	t.Helper()
+	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, lieKnobs("themis.lease="+lease)...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

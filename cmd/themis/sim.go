@@ -95,7 +95,9 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   sim.semantics=ours|tiresias (tiresias: the Tiresias simulator's model
   and disciplines, docs/tiresias.md), sim.scheme=count|yarn (its
   placement schemes), themis.f=0.8, themis.lease=10m,
-  themis.lie=APP:+X%, themis.lie_remaining=APP:+X%. See docs/simulator.md, docs/checkpoints-sim.md,
+  themis.lie=APP:+X%, themis.lie_remaining=APP:+X%,
+  themis.filter_remaining=reported|truth|as-run (what the filter ranks
+  apps by; docs/themis.md). See docs/simulator.md, docs/checkpoints-sim.md,
   docs/tiresias.md and docs/themis.md.
 
 Options:

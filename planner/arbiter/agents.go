@@ -24,6 +24,9 @@ func (p *Policy) modelApps(r *round) {
 		}
 	}
 	auction.SetFairShares(r.apps, r.env.ClusterGPUs)
+	if p.FilterRemaining != "" && p.FilterRemaining != FilterReported {
+		p.filterBy(r) // themis.filter_remaining (filter.go)
+	}
 }
 
 // app builds the auction.App of one app's visible jobs; ok is false when it

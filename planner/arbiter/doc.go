@@ -14,6 +14,7 @@
 //	observe      apps, contention, leases and which are over   allocate.go
 //	openOffer    free GPUs + those under expired leases         allocate.go
 //	modelApps    each app as its agent models it (auction.App)  agents.go
+//	             and what the filter ranks it by                filter.go
 //	revokeEarly  end leases early for an app left behind        revoke.go
 //	reserve      hold GPUs for the worst-off app's large gang   reservation.go
 //	runRound     auction.Round: filter, PA auction, leftovers   allocate.go
@@ -108,5 +109,8 @@
 //
 // Knobs: themis.f (fairness knob f, default 0.8), themis.lease (default
 // 10m; a Go duration or seconds), themis.lie and themis.lie_remaining
-// (APP:+X% or APP:-X%, comma-separated; default none), themis.revoke (on or off, default on; New leaves it off).
+// (APP:+X% or APP:-X%, comma-separated; default none), themis.filter_remaining
+// (reported, truth or as-run, default reported: what round-by-round
+// filtering ranks the apps by; filter.go), themis.revoke (on or
+// off, default on; New leaves it off).
 package arbiter

@@ -12,7 +12,7 @@ import (
 )
 
 // FromKnobs builds a policy from themis.f, themis.lease, themis.lie,
-// themis.lie_remaining and themis.revoke.
+// themis.lie_remaining, themis.filter_remaining and themis.revoke.
 func FromKnobs(k core.Knobs) (*Policy, error) {
 	f, err := k.Float("themis.f", auction.DefaultFairness)
 	if err != nil {
@@ -46,6 +46,13 @@ func FromKnobs(k core.Knobs) (*Policy, error) {
 	p := New(f, lease, lie)
 	if len(lieRemaining) > 0 {
 		p.LieRemaining = lieRemaining
+	}
+	switch v := k.String("themis.filter_remaining", FilterReported); v {
+	case FilterReported:
+	case FilterTruth, FilterAsRun:
+		p.FilterRemaining = v
+	default:
+		return nil, fmt.Errorf("themis.filter_remaining = %q: want %s, %s or %s", v, FilterReported, FilterTruth, FilterAsRun)
 	}
 	switch v := k.String("themis.revoke", "on"); v {
 	case "on":

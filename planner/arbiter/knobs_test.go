@@ -9,15 +9,15 @@ import (
 )
 
 func TestKnobs(t *testing.T) {
-	k, _ := core.ParseKnobs([]string{"themis.f=0.5", "themis.lease=20m", "themis.lie=app-0001:+20%", "themis.lie_remaining=a:-50%,b:+100%"})
+	k, _ := core.ParseKnobs([]string{"themis.f=0.5", "themis.lease=20m", "themis.lie=app-0001:+20%", "themis.lie_remaining=a:-50%,b:+100%", "themis.filter_remaining=truth"})
 	p, err := FromKnobs(k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Fairness != 0.5 || p.Lease != 1200 || p.Lie["app-0001"] != 1.2 || p.LieRemaining["a"] != 0.5 || p.LieRemaining["b"] != 2 {
+	if p.Fairness != 0.5 || p.Lease != 1200 || p.Lie["app-0001"] != 1.2 || p.LieRemaining["a"] != 0.5 || p.LieRemaining["b"] != 2 || p.FilterRemaining != FilterTruth {
 		t.Errorf("f %v lease %v lie %v lie_remaining %v", p.Fairness, p.Lease, p.Lie, p.LieRemaining)
 	}
-	for _, bad := range []string{"themis.f=2", "themis.lease=-1m", "themis.lie=app", "themis.lie=a:-150%", "themis.lie_remaining=a:-100%"} {
+	for _, bad := range []string{"themis.f=2", "themis.lease=-1m", "themis.lie=app", "themis.lie=a:-150%", "themis.lie_remaining=a:-100%", "themis.filter_remaining=yes"} {
 		k, _ := core.ParseKnobs([]string{bad})
 		if _, err := FromKnobs(k); err == nil {
 			t.Errorf("%s accepted", bad)

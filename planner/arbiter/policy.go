@@ -31,6 +31,10 @@ type Policy struct {
 	// by as much): a workload misreporting its progress, in the simulator
 	// (themis.lie_remaining; live, the workload's own progress reports).
 	LieRemaining map[string]float64
+	// FilterRemaining is the remaining time round-by-round filtering ranks
+	// the apps by (themis.filter_remaining; agents.go): FilterReported
+	// (""), FilterTruth or FilterAsRun.
+	FilterRemaining string
 	// Revoke ends the best-off apps' leases early for an app left behind
 	// by lease timing (revoke.go; themis.revoke).
 	Revoke bool

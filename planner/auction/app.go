@@ -79,6 +79,10 @@ type App struct {
 	// FairShare is the app's share of the cluster in GPUs for its current
 	// ρ estimate (CurrentRho); 0 means R_C / N_avg. Round sets it.
 	FairShare float64
+	// FilterRho, when positive, is what round-by-round filtering ranks the
+	// app by instead of CurrentRho: a caller that knows better than the
+	// app's own report (the simulator's themis.filter_truth). 0: CurrentRho.
+	FilterRho float64
 	// Budget is B of Equation 2, the app's total work in GPU-seconds at
 	// the ideal placement; 0 means the sum of its jobs' ItersTotal x
 	// IterTime plus the later phases' work.

@@ -126,6 +126,9 @@ func Round(in RoundInput) (RoundResult, error) {
 				a.FairShare = shareOf[a.ID]
 			}
 			now[b.Val.App] = a.CurrentRho(in.Env)
+			if a.FilterRho > 0 {
+				now[b.Val.App] = a.FilterRho
+			}
 		}
 	}
 	sort.SliceStable(eligible, func(i, j int) bool {
