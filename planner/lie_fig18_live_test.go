@@ -13,7 +13,6 @@ import (
 	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
-	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/models"
 	"github.com/themis-nomad/themis/planner/sim"
 	"github.com/themis-nomad/themis/planner/stack"
@@ -160,69 +159,20 @@ func fig18Run(t *testing.T, sc fig18Scale, seed int64, lie func(iter, total int6
 	cl, tr := sc.setup(t)
 	h := newNodesHarness(t, cl.Nodes, st)
 	class := models.Of("vgg16")
-	type job struct {
-		id, app string
-		done    float64
-		tot     int64
-		end     time.Time
+	pr := progressRun{
+		speed: func(r []*fakeAlloc) float64 { return fig18Rate / fakeSlowdown(h.fn.nodes, r, class) },
+		liar:  fig18Liar, lie: lie,
+		limit: int(16 * sc.work), // eight apps sharing one machine, with moves
 	}
-	var jobs []*job
 	for _, tj := range tr.Jobs {
-		j := &job{id: tj.ID, app: tj.App, tot: int64(math.Round(tj.Duration * fig18Rate))}
-		jobs = append(jobs, j)
+		j := &fakeWorkload{id: tj.ID, app: tj.App, tot: int64(math.Round(tj.Duration * fig18Rate))}
+		pr.jobs = append(pr.jobs, j)
 		h.fn.submitApp(j.id, tj.GPUs, j.app)
 		cfg := h.fn.jobs[core.JobKey{Namespace: "default", ID: j.id}].TaskGroups[0].Tasks[0].Config["themis"].([]any)[0].(map[string]any)
 		cfg["model"] = tj.Model
 	}
-	start := h.clock
-	h.fs.progress = map[core.JobKey]lease.ProgressRecord{}
-	limit := int(16 * sc.work) // eight apps sharing one machine, with moves
-	for step := 0; ; step++ {
-		if step > limit {
-			t.Fatalf("not finished after %d rounds", step)
-		}
-		left := 0
-		for _, j := range jobs {
-			if !j.end.IsZero() {
-				continue
-			}
-			left++
-			k := core.JobKey{Namespace: "default", ID: j.id}
-			r := h.fn.running(j.id)
-			runs := len(r) > 0
-			for _, a := range r {
-				runs = runs && a.stopAt.IsZero() && a.ClientStatus == "running"
-			}
-			if !runs {
-				continue // no progress; its last report stays
-			}
-			speed := fig18Rate / fakeSlowdown(h.fn.nodes, r, class)
-			j.done = min(float64(j.tot), j.done+speed) // one second
-			if j.done >= float64(j.tot) {
-				h.fn.finish(j.id)
-				j.end = h.clock
-				delete(h.fs.progress, k)
-				continue
-			}
-			iter := int64(j.done)
-			tot := j.tot
-			if j.app == fig18Liar && lie != nil {
-				tot = lie(iter, j.tot)
-			}
-			if tot < 0 {
-				delete(h.fs.progress, k)
-				continue
-			}
-			h.fs.progress[k] = lease.ProgressRecord{Namespace: "default", JobID: j.id, AllocID: r[0].ID, Iteration: iter, Total: tot, Rate: speed, At: h.clock}
-		}
-		if left == 0 {
-			break
-		}
-		h.round(fmt.Sprintf("round %d", step))
-	}
-	finish, moves = map[string]float64{}, map[string]int{}
-	for _, j := range jobs {
-		finish[j.app] = math.Max(finish[j.app], j.end.Sub(start).Seconds())
+	finish, moves = pr.finishes(pr.run(t, h)), map[string]int{}
+	for _, j := range pr.jobs {
 		// a gang's parts start together: count its starts, not its parts
 		starts := map[time.Time]bool{}
 		for _, a := range h.fn.allocs[core.JobKey{Namespace: "default", ID: j.id}] {

@@ -12,7 +12,6 @@ import (
 	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
-	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/sim"
 	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/trace"
@@ -110,64 +109,13 @@ func lieRun(t *testing.T, seed int64, liar string, lie func(iter, total int64) i
 	rec.Seed(seed)
 	st.Policy = rec
 	h := newClusterHarness(t, 2, 8, st)
-	type job struct {
-		id, app    string
-		gpus       int
-		done, tot  int64
-		end        time.Time
-		allocsSeen int
-	}
-	var jobs []*job
+	pr := progressRun{speed: func([]*fakeAlloc) float64 { return 10 }, liar: liar, lie: lie, limit: 3000}
 	for _, j := range lieApps {
-		jobs = append(jobs, &job{id: j.id, app: j.app, gpus: j.gpus, tot: j.iters})
-	}
-	for _, j := range jobs {
+		pr.jobs = append(pr.jobs, &fakeWorkload{id: j.id, app: j.app, tot: j.iters})
 		h.fn.submitApp(j.id, j.gpus, j.app)
 	}
-	start := h.clock
-	h.fs.progress = map[core.JobKey]lease.ProgressRecord{}
-	const rate = 10.0
-	for step := 0; ; step++ {
-		if step > 3000 {
-			t.Fatalf("not finished after %d rounds", step)
-		}
-		left := 0
-		for _, j := range jobs {
-			if !j.end.IsZero() {
-				continue
-			}
-			left++
-			k := core.JobKey{Namespace: "default", ID: j.id}
-			if r := h.fn.running(j.id); len(r) > 0 && r[0].stopAt.IsZero() && r[0].ClientStatus == "running" {
-				j.done = min(j.tot, j.done+int64(rate)) // one second at 10 it/s
-			}
-			if j.done >= j.tot {
-				h.fn.finish(j.id)
-				j.end = h.clock
-				delete(h.fs.progress, k)
-				continue
-			}
-			if j.done == 0 {
-				continue // nothing to report before the first step
-			}
-			tot := j.tot
-			if j.app == liar && lie != nil {
-				tot = lie(j.done, j.tot)
-			}
-			if tot < 0 {
-				delete(h.fs.progress, k)
-				continue
-			}
-			h.fs.progress[k] = lease.ProgressRecord{Namespace: "default", JobID: j.id, Iteration: j.done, Total: tot, Rate: rate, At: h.clock}
-		}
-		if left == 0 {
-			break
-		}
-		h.round(fmt.Sprintf("round %d", step))
-	}
-	finish, preempted = map[string]float64{}, map[string]int{}
-	for _, j := range jobs {
-		finish[j.app] = math.Max(finish[j.app], j.end.Sub(start).Seconds())
+	finish, preempted = pr.finishes(pr.run(t, h)), map[string]int{}
+	for _, j := range pr.jobs {
 		preempted[j.app] += max(0, len(h.fn.allocs[core.JobKey{Namespace: "default", ID: j.id}])-1)
 	}
 	return finish, preempted, rec.at
