@@ -76,7 +76,7 @@ func TestACL(t *testing.T) {
 	}
 
 	// The planner with exactly its policies runs a job to completion.
-	p := startThemisPlanner(t, st, tok.PlannerNomad, tok.PlannerConsul)
+	p := startThemisPlanner(t, st.NomadAddr(), st.ConsulAddr(), st.DataDir(), tok.PlannerNomad, tok.PlannerConsul)
 	id := "acl-hello"
 	job := helloJob(t, id, 5, 2)
 	if _, _, err := nc.Jobs().Register(job, nil); err != nil {
@@ -190,14 +190,15 @@ func (p *themisPlanner) output() string {
 	return p.out.String()
 }
 
-// startThemisPlanner runs `themis planner` against st with the tokens in
-// NOMAD_TOKEN and CONSUL_HTTP_TOKEN, as an operator runs it.
-func startThemisPlanner(t *testing.T, st *devstack.Stack, nomadToken, consulToken string) *themisPlanner {
+// startThemisPlanner runs `themis planner` against the agents at nomadAddr
+// and consulAddr, whose clients checkpoint under dataDir/checkpoints, with
+// the tokens in NOMAD_TOKEN and CONSUL_HTTP_TOKEN, as an operator runs it.
+func startThemisPlanner(t *testing.T, nomadAddr, consulAddr, dataDir, nomadToken, consulToken string) *themisPlanner {
 	t.Helper()
 	p := &themisPlanner{done: make(chan error, 1)}
-	p.cmd = exec.Command(env.themis, "planner", "-nomad-addr", st.NomadAddr(), "-consul-addr", st.ConsulAddr(),
+	p.cmd = exec.Command(env.themis, "planner", "-nomad-addr", nomadAddr, "-consul-addr", consulAddr,
 		"-http-addr", "", "-id", "acl-planner", "-resync", "5s", "-log-level", "debug",
-		"-checkpoint-root", filepath.Join(st.DataDir(), "checkpoints"))
+		"-checkpoint-root", filepath.Join(dataDir, "checkpoints"))
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "NOMAD_") && !strings.HasPrefix(kv, "CONSUL_") {
@@ -238,7 +239,7 @@ func (p *themisPlanner) stop(t *testing.T) {
 // output once it has exited with an error, as it must at once.
 func refusedPlanner(t *testing.T, st *devstack.Stack, nomadToken, consulToken string) string {
 	t.Helper()
-	p := startThemisPlanner(t, st, nomadToken, consulToken)
+	p := startThemisPlanner(t, st.NomadAddr(), st.ConsulAddr(), st.DataDir(), nomadToken, consulToken)
 	select {
 	case err := <-p.done:
 		p.done <- err

@@ -49,14 +49,16 @@ Usage: themis dev [options]
 
     make dev ARGS="-clients 3"
 
-  With -acl (one dev agent only) Consul and Nomad run with ACLs on
-  (Consul default_policy deny); the stack bootstraps both with a
-  management token, loads the least-privilege policies of examples/acl
-  (planner, driver, read-only operator) with a token each, runs the
-  planner with the planner's tokens and the themis driver with its Consul
-  token, and prints the management and operator tokens (docs/acl.md).
+  With -acl Consul and Nomad run with ACLs on (Consul default_policy
+  deny), the dev agent or, with -clients N, the server and every client;
+  the stack bootstraps both with a management token, loads the
+  least-privilege policies of examples/acl (planner, driver, read-only
+  operator) with a token each, runs the planner with the planner's tokens
+  and every client's themis driver with its Consul token, and prints the
+  management and operator tokens (docs/acl.md).
 
     make dev ARGS="-acl"
+    make dev ARGS="-acl -clients 3"
 
 Options:
 ` + flagHelp(devFlags(&devOptions{})))
@@ -84,7 +86,7 @@ func devFlags(o *devOptions) *flag.FlagSet {
 	fs.IntVar(&o.consulPort, "consul-port", 8500, "Consul HTTP port (other Consul ports: 8300-8302)")
 	fs.IntVar(&o.nomadPort, "nomad-port", 4646, "Nomad HTTP port (RPC and Serf use the next two)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the data folder at exit")
-	fs.BoolVar(&o.acl, "acl", false, "ACLs on in Nomad and Consul, with the policies and tokens of examples/acl (docs/acl.md; not with -clients)")
+	fs.BoolVar(&o.acl, "acl", false, "ACLs on in Nomad and Consul, with the policies and tokens of examples/acl (docs/acl.md); with -clients N, on the server and every client")
 	fs.BoolVar(&o.agentLogs, "agent-logs", false, "also print the agents' logs (they always go to the data folder)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "planner log level")
 	fs.StringVar(&o.policy, "policy", "fitgpp", "the planner's queue policy: "+strings.Join(stack.LiveNames(), ", "))
@@ -135,9 +137,6 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 		cfg.AgentLogs = os.Stderr
 	}
 	if o.acl {
-		if o.clients != 0 {
-			return fmt.Errorf("-acl runs one dev agent; it does not go with -clients %d", o.clients)
-		}
 		cfg.ACL = true
 		cfg.ACLPolicyDir = filepath.Join(filepath.Dir(filepath.Clean(o.templates)), "acl")
 	}

@@ -62,6 +62,8 @@ func startDevCluster(ctx context.Context, cfg devstack.Config, o devOptions) (*d
 	if err != nil {
 		return nil, err
 	}
+	// -acl: the cluster's agents use Consul's tokens.
+	cfg.ACLTokens = consul.Tokens()
 	cluster, err := devstack.StartCluster(ctx, cfg)
 	if err != nil {
 		consul.Stop()
@@ -76,5 +78,6 @@ func startDevCluster(ctx context.Context, cfg devstack.Config, o devOptions) (*d
 			cluster.Close()
 			consul.Stop()
 		},
+		tokens: cluster.Tokens(),
 	}, nil
 }

@@ -49,7 +49,10 @@ type client struct {
 // its node ready with the themis driver healthy and its themis GPUs
 // fingerprinted. cfg needs NomadBin, PluginDir, Templates, Topology, Nodes
 // (or NodeName), DataDir and Ports.ConsulHTTP; zero Nomad ports pick free
-// ones.
+// ones. With ACL (and ACLTokens, from a Consul agent started with ACL) it
+// bootstraps the server's ACLs once it leads and loads the Nomad policies
+// before the clients start, which run with ACLs on and the themis driver
+// with the driver's Consul token.
 func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
@@ -57,8 +60,8 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := cfg.check(false, true); err != nil {
 		return nil, err
 	}
-	if cfg.ACL {
-		return nil, errors.New("devstack: ACLs are for Start (one dev agent), not StartCluster")
+	if cfg.ACL && (cfg.ACLTokens.Management == "" || cfg.ACLTokens.DriverConsul == "") {
+		return nil, errors.New("devstack: StartCluster with ACL needs ACLTokens, the tokens of a Consul agent started with ACL (StartConsul)")
 	}
 	if cfg.Ports.ConsulHTTP == 0 {
 		return nil, errors.New("devstack: StartCluster needs Ports.ConsulHTTP, the port of a running Consul agent")
@@ -72,6 +75,11 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{s: &Stack{cfg: cfg}}
+	if cfg.ACL {
+		// Consul's tokens; nomadACL adds Nomad's.
+		t := cfg.ACLTokens
+		c.s.tokens = Tokens{Management: t.Management, PlannerConsul: t.PlannerConsul, DriverConsul: t.DriverConsul, OperatorConsul: t.OperatorConsul}
+	}
 	for i, node := range nodes {
 		cl := &client{node: node}
 		if p.NomadClientHTTP != 0 {
@@ -102,6 +110,12 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c.server = c.s.procs[len(c.s.procs)-1]
+	if cfg.ACL {
+		if err := c.s.nomadACL(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	if err := c.s.waitFor(ctx, "Nomad server with an active root key", 60*time.Second, c.keyReady); err != nil {
 		c.Close()
 		return nil, err
@@ -149,7 +163,7 @@ func (c *Cluster) spawnClient(i int, logFlag int) error {
 // keyReady: the server's keyring has an active root key.
 func (c *Cluster) keyReady(ctx context.Context) (bool, error) {
 	var keys []struct{ KeyID, State string }
-	if err := getJSON(ctx, c.NomadAddr()+"/v1/operator/keyring/keys", &keys); err != nil {
+	if err := getJSONToken(ctx, c.NomadAddr()+"/v1/operator/keyring/keys", c.s.tokens.Management, &keys); err != nil {
 		return false, err
 	}
 	for _, k := range keys {
@@ -187,6 +201,10 @@ func (c *Cluster) clientsReady(ctx context.Context) (bool, error) {
 
 // NomadAddr is the server's HTTP address (URL).
 func (c *Cluster) NomadAddr() string { return c.s.NomadAddr() }
+
+// Tokens are the cluster's ACL tokens (Config.ACL): Consul's, from
+// Config.ACLTokens, and the Nomad tokens it created; zero without ACL.
+func (c *Cluster) Tokens() Tokens { return c.s.tokens }
 
 // Nodes are the clients' node names, in order.
 func (c *Cluster) Nodes() []string {

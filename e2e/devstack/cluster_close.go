@@ -25,7 +25,7 @@ func (c *Cluster) StopTasks(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cfg := nomadapi.DefaultConfig()
-	cfg.Address = c.NomadAddr()
+	cfg.Address, cfg.SecretID = c.NomadAddr(), c.s.tokens.Management
 	nomad, err := nomadapi.NewClient(cfg)
 	if err != nil {
 		return err

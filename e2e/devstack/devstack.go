@@ -73,9 +73,16 @@ type Config struct {
 	// bootstraps them with one management token, and loads the policies of
 	// ACLPolicyDir (default: the acl folder beside Templates, examples/acl)
 	// with a token each (Stack.Tokens); the themis driver gets the driver's
-	// Consul token. Start only, not StartCluster.
+	// Consul token. StartConsul with ACL starts only the Consul side (its
+	// management and Consul tokens); StartCluster with ACL then needs
+	// those in ACLTokens, bootstraps its server's ACLs with the same
+	// management secret, loads the Nomad policies and turns ACLs on in
+	// every client (Cluster.Tokens).
 	ACL          bool
 	ACLPolicyDir string
+	// ACLTokens, for StartCluster with ACL: the Stack.Tokens of the Consul
+	// agent that StartConsul started with ACL.
+	ACLTokens Tokens
 	// AgentLogs, when set, also receives the agents' output.
 	AgentLogs io.Writer
 	Log       hclog.Logger

@@ -104,9 +104,10 @@ func TestUnescapeMountinfo(t *testing.T) {
 	}
 }
 
-// TestRenderACL: with Config.ACL the dev templates turn ACLs on with the
-// management token and give the driver its Consul token; without, they
-// render no acl block and no token (the non-ACL path as before).
+// TestRenderACL: with Config.ACL the dev templates, and the cluster's
+// server and client templates, turn ACLs on with the management token and
+// give the driver its Consul token; without, they render no acl block and
+// no token (the non-ACL path as before).
 func TestRenderACL(t *testing.T) {
 	templates, err := filepath.Abs(filepath.Join("..", "..", "examples", "agents"))
 	if err != nil {
@@ -130,9 +131,21 @@ func TestRenderACL(t *testing.T) {
 			return string(b)
 		}
 		consul, nomad := read("consul-dev.hcl.tmpl"), read("nomad-dev.hcl.tmpl")
+		c := &Cluster{s: s}
+		server := read("nomad-server.hcl.tmpl")
+		cl, err := s.render("nomad-client.hcl.tmpl", "nomad-client.hcl", c.clientData(&client{node: "node-0", port: 1008}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(cl)
+		if err != nil {
+			t.Fatal(err)
+		}
 		checks := map[string][]string{
-			consul: {"acl {", `default_policy = "deny"`, `initial_management = "mgmt-secret"`},
-			nomad:  {"acl {", `token   = "mgmt-secret"`, `consul_token    = "driver-secret"`},
+			consul:    {"acl {", `default_policy = "deny"`, `initial_management = "mgmt-secret"`},
+			nomad:     {"acl {", `token   = "mgmt-secret"`, `consul_token    = "driver-secret"`},
+			server:    {"acl {\n  enabled = true\n}", `token            = "mgmt-secret"`},
+			string(b): {"acl {\n  enabled = true\n}", `token            = "mgmt-secret"`, `consul_token    = "driver-secret"`},
 		}
 		for out, wants := range checks {
 			for _, want := range wants {
