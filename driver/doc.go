@@ -151,7 +151,15 @@
 // of the checkpoint protocol. After a driver restart RecoverTask re-attaches
 // to the executor, which kept running the process as its child, so the exit
 // code Nomad records is the real one. When the executor is gone RecoverTask
-// fails and Nomad restarts the task.
+// fails and Nomad restarts the task. A task's exit is reported before its
+// executor is stopped: go-plugin learns that a re-attached executor (not the
+// driver's child) has exited only by polling its pid once a second, and
+// gives it 2 s before killing it, so stopping it first made a recovered
+// task's exit reach Nomad 1.0 s late in TestRecoverTask_ExitPrompt and
+// 2.1 s late in the e2e TestClientRestartRecoversTask (now about 1 ms, and
+// before the e2e test's 10 ms poll sees the process gone). DestroyTask waits
+// for that one stop, so no executor is left (figures and commands:
+// docs/design.md, e2e section).
 //
 // # What the executor gave, what stayed custom
 //

@@ -558,7 +558,7 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 		}
 	}
 	h.reapGroup()
-	h.pluginClient.Kill()
+	h.stopExecutor()
 	d.tasksMu.Lock()
 	delete(d.tasks, taskID)
 	d.tasksMu.Unlock()

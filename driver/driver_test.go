@@ -468,7 +468,9 @@ func TestRecoverTask(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, DefaultStopReason, n.Reason)
 
-	// The executor is gone now: recovery must fail so Nomad restarts the task.
+	// Once Nomad has destroyed the exited task its executor is gone:
+	// recovery must fail so Nomad restarts the task.
+	must.NoError(t, fresh.h.DestroyTask(task.ID, false))
 	again := newTestEnv(t, false, nil)
 	must.ErrorContains(t, again.h.RecoverTask(handle), "re-attach to executor")
 }

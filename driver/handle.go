@@ -53,6 +53,10 @@ type taskHandle struct {
 	recovered    bool
 	proto        protocol
 	done         chan struct{} // closed once the process has exited
+	// stopped stops the executor once: run stops it after reporting the
+	// exit, DestroyTask waits for that (go-plugin's Kill must not run
+	// twice at once).
+	stopped sync.Once
 	// detached is set when another driver process took the task over (a
 	// plugin restart): this handle must leave the executor to it.
 	detached atomic.Bool
@@ -63,9 +67,12 @@ type taskHandle struct {
 	exit        *drivers.ExitResult
 }
 
-// run waits for the executor to report the process's exit, then stops the
-// executor. The exit status is the process's own, also after a driver
-// restart (the executor is its parent, not the driver).
+// run waits for the executor to report the process's exit, reports it, then
+// stops the executor. The exit status is the process's own, also after a
+// driver restart (the executor is its parent, not the driver). The exit is
+// reported first because stopping a re-attached executor takes up to a
+// second or more: go-plugin learns that a process it did not start has
+// exited by polling its pid once a second.
 func (h *taskHandle) run() {
 	ps, err := h.exec.Wait(context.Background())
 	res := &drivers.ExitResult{}
@@ -80,8 +87,14 @@ func (h *taskHandle) run() {
 	if h.detached.Load() {
 		return // the driver that re-attached to the executor owns it now
 	}
-	h.pluginClient.Kill()
 	h.finish(res)
+	h.stopExecutor()
+}
+
+// stopExecutor stops the task's executor and waits until it has, however
+// many callers ask at once.
+func (h *taskHandle) stopExecutor() {
+	h.stopped.Do(h.pluginClient.Kill)
 }
 
 func (h *taskHandle) finish(res *drivers.ExitResult) {

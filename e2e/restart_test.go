@@ -25,6 +25,12 @@ import (
 // the process itself.
 const restartShell = "sleep 8; exit 3"
 
+// recoveredExitLag bounds how long the recovered task's exit may take to
+// reach Nomad as a Terminated event (measured from the test seeing the
+// process gone, polled every 10 ms on a busy machine, so it can come out
+// below zero).
+const recoveredExitLag = 500 * time.Millisecond
+
 // TestClientRestartRecoversTask restarts a Nomad client (a non-dev agent,
 // with a data_dir, in a cluster of its own) while a themis task runs: the
 // task keeps running, the restarted client's driver re-attaches to the
@@ -91,12 +97,14 @@ func TestClientRestartRecoversTask(t *testing.T) {
 	}
 	t.Logf("%s: client back as pid %d; task still running: %v", at(), cluster.ClientPid(0), alive(sh))
 
+	exitedAt := waitGone(t, sh, shStart, time.Minute, logHint)
 	a := waitAllocDone(t, nomad, allocID, logHint)
 	st := a.TaskStates[task.Name]
 	if a.ClientStatus != "failed" || st == nil || st.State != "dead" || !st.Failed {
 		t.Fatalf("alloc %s: client status %s, task state %+v; want failed, dead and failed (%s)", allocID, a.ClientStatus, st, logHint)
 	}
 	var starts, exit3 int
+	var lag time.Duration // from the task's exit to Nomad's Terminated event
 	var events []string
 	for _, e := range st.Events {
 		events = append(events, e.Type+" "+e.DisplayMessage)
@@ -105,6 +113,7 @@ func TestClientRestartRecoversTask(t *testing.T) {
 			starts++
 		case e.Type == nomadapi.TaskTerminated && e.ExitCode == 3:
 			exit3++
+			lag = time.Unix(0, e.Time).Sub(exitedAt)
 		}
 	}
 	if starts != 1 || exit3 != 1 || st.Restarts != 0 {
@@ -124,6 +133,16 @@ func TestClientRestartRecoversTask(t *testing.T) {
 		t.Fatalf("the restarted driver did not log re-attaching to the executor (%s)", logHint)
 	}
 	t.Logf("%s: recorded %s", at(), strings.Join(events, "; "))
+	// The recovered task's exit reaches Nomad at once, not after the
+	// driver has stopped the re-attached executor (1-2 s).
+	t.Logf("task exit -> Nomad's Terminated event: %s", lag)
+	if lag > recoveredExitLag {
+		t.Fatalf("the recovered task's exit reached Nomad %s after the process exited; want at most %s (%s)", lag, recoveredExitLag, logHint)
+	}
+
+	// The driver stops the re-attached executor after reporting the exit:
+	// none is left behind.
+	waitGone(t, executor, execStart, 10*time.Second, logHint)
 
 	// Let the client remove the alloc dir (and unmount its secrets tmpfs)
 	// before the client stops for good. The API client reads the endpoint's
@@ -259,6 +278,20 @@ func taskProcess(t *testing.T, allocID, logHint string) (sh, executor int) {
 		t.Fatalf("the task's parent %d is not an executor: %q (%s)", executor, cmd, logHint)
 	}
 	return sh, executor
+}
+
+// waitGone polls until the process pid (started at start) has exited (a
+// zombie counts as gone), and returns when it saw it gone.
+func waitGone(t *testing.T, pid int, start string, within time.Duration, logHint string) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for alive(pid) && startTime(pid) == start {
+		if time.Now().After(deadline) {
+			t.Fatalf("task process %d still runs after %s (%s)", pid, within, logHint)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Now()
 }
 
 // procStat returns the fields of /proc/<pid>/stat after the command name,
