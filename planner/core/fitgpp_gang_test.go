@@ -40,6 +40,7 @@ func TestFitGppVictimSetForGangs(t *testing.T) {
 		name    string
 		nodes   []Node
 		simul   bool // the simulator: no equal parts
+		gpus    int  // the TE gang's GPUs (default 16)
 		running []run
 		// preempted lists the victims in order; granted whether te is.
 		preempted string
@@ -67,6 +68,11 @@ func TestFitGppVictimSetForGangs(t *testing.T) {
 		{name: "one victim suffices: the best scored alone", nodes: []Node{n0, n1, n2},
 			running:   []run{be("slow", 8, 600, n1, 0), be("fast", 8, 60, n2, 0)},
 			preempted: "[fast]"},
+		{name: "a BE gang and a BE job for a 24-GPU gang", nodes: []Node{n0, n1, n2}, gpus: 24,
+			running: []run{{func() Job { j := be("gang", 8, 60, n0, 0).j; j.GPUs = 16; return j }(),
+				Grant{Job: JobKey{"default", "gang"}, GPUs: append(on(n0, 0, 8), on(n1, 0, 8)...)}},
+				be("c", 8, 600, n2, 0)},
+			preempted: "[gang c]"},
 		{name: "simulator: no set across nodes", nodes: []Node{n0, n1}, simul: true,
 			running: []run{be("a", 8, 60, n0, 0), be("b", 8, 60, n1, 0)}, preempted: "[]"},
 	}
@@ -76,6 +82,10 @@ func TestFitGppVictimSetForGangs(t *testing.T) {
 			var grants []Grant
 			for _, r := range c.running {
 				jobs, grants = append(jobs, r.j), append(grants, r.g)
+			}
+			te := te
+			if c.gpus > 0 {
+				te.GPUs = c.gpus
 			}
 			jobs = append(jobs, te)
 			d := Planner{Policy: policy(t, "fitgpp"), ExplainWaits: true, EqualParts: !c.simul}.Decide(State{Nodes: c.nodes, Jobs: jobs, Grants: grants}, time.Unix(100, 0))
