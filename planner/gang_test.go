@@ -239,3 +239,54 @@ func TestProgressAgesWhileTheJobRuns(t *testing.T) {
 		t.Errorf("moved: remaining %v, want the report's 100 s", j.Remaining)
 	}
 }
+
+// Live FitGpp: a 16-GPU TE gang on two 8-GPU nodes, each held by an 8-GPU
+// BE job, preempts both (no single victim makes room) and then runs as two
+// parts; with a 4-GPU TE job on one node instead, it preempts nothing.
+func TestGangFitGppPreemptsSeveralVictims(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		teSmall bool // a 4-GPU TE job holds half of the second node
+		want    string
+	}{{"two BE jobs", false, "[be-a be-b]"}, {"a TE job on a node", true, "[]"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newClusterHarness(t, 2, 8, gangStack(t, "fitgpp"))
+			h.fn.submit("be-a", 8, "be", "2s")
+			if tc.teSmall {
+				h.fn.submit("te-small", 4, "te", "2s")
+				h.fn.submit("be-b", 4, "be", "2s")
+			} else {
+				h.fn.submit("be-b", 8, "be", "2s")
+			}
+			for i := range 3 {
+				h.round(fmt.Sprintf("start %d", i))
+			}
+			for _, id := range []string{"be-a", "be-b"} {
+				if len(h.fn.running(id)) != 1 {
+					t.Fatalf("%s not running: %+v", id, h.fs.statuses[core.JobKey{Namespace: "default", ID: id}])
+				}
+			}
+			h.fn.submit("te", 16, "te", "2s")
+			h.round("te arrives")
+			var revoked []string
+			for _, id := range []string{"be-a", "be-b", "te-small"} {
+				if l, ok := h.fs.leases[core.JobKey{Namespace: "default", ID: id}]; ok && l.Revoke != nil {
+					revoked = append(revoked, id)
+				}
+			}
+			if fmt.Sprint(revoked) != tc.want {
+				t.Fatalf("revoked %v, want %s", revoked, tc.want)
+			}
+			for i := range 5 {
+				h.round(fmt.Sprintf("after %d", i))
+			}
+			l, ok := h.fs.leases[core.JobKey{Namespace: "default", ID: "te"}]
+			if granted := ok && len(l.Parts) == 2; granted != (tc.want != "[]") {
+				t.Fatalf("te lease %+v (%v); want granted %v", l, ok, tc.want != "[]")
+			}
+			if tc.want == "[]" && (len(h.fn.running("be-a")) != 1 || len(h.fn.running("be-b")) != 1) {
+				t.Fatal("a BE job stopped though nothing was preempted")
+			}
+		})
+	}
+}

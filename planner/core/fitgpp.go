@@ -16,7 +16,8 @@ import (
 // fewer than P times (Equation 2). D_j is the job's demand vector (GPUs, CPU,
 // memory) relative to its node's capacity, |.| the Euclidean norm, GP the
 // grace period, the maxima over all running BE jobs. A TE job that no single
-// preemption lets fit preempts nothing and waits. Preempted BE jobs return to
+// preemption lets fit preempts nothing and waits (live, a TE gang split over
+// several nodes may preempt several BE jobs instead: fitgpp_gang.go). Preempted BE jobs return to
 // the head of the queue; TE jobs rank ahead of BE jobs, so that they start
 // as soon as room is made. The queue blocks at its head, as FIFO does.
 //
@@ -54,6 +55,13 @@ func (*FitGpp) MakesRoom(j *Job) bool       { return j.Class == ClassTrialAndErr
 
 // Victim implements Preemptor (Equation 2).
 func (f *FitGpp) Victim(j *Job, running []*Job, room *Room) *Job {
+	return f.pick(running, room, func(v *Job) bool { return room.FitsWith(j, v) })
+}
+
+// pick is the BE job of running that minimises Score among those preempted
+// fewer than P times for which ok holds, or nil. The maxima of Score are
+// over all running BE jobs.
+func (f *FitGpp) pick(running []*Job, room *Room, ok func(*Job) bool) *Job {
 	maxNorm, maxGP := 0.0, 0.0
 	for _, v := range running {
 		if v.Class == ClassBestEffort {
@@ -64,7 +72,7 @@ func (f *FitGpp) Victim(j *Job, running []*Job, room *Room) *Job {
 	var best *Job
 	bestScore := math.Inf(1)
 	for _, v := range running {
-		if v.Class != ClassBestEffort || v.Preemptions >= f.MaxPreemptions || !room.FitsWith(j, v) {
+		if v.Class != ClassBestEffort || v.Preemptions >= f.MaxPreemptions || !ok(v) {
 			continue
 		}
 		score := 0.0

@@ -21,7 +21,8 @@ import (
 //     job whose VC's policy makes room for it (FitGpp's trial-and-error
 //     jobs) passes a blocked head and, when it does not fit, has the
 //     policy choose victims among its VC's running guaranteed jobs, one at
-//     a time, until it fits. The placer itself may evict jobs to place one
+//     a time, until it fits (or, live, a set for a gang over several
+//     nodes: FitGpp's VictimSet). The placer itself may evict jobs to place one
 //     (HiveD: opportunistic jobs anywhere, lower priorities of the VC).
 //  3. Overflow (Planner.Overflow): the jobs that did not start try the
 //     placer's Overflow in order.

@@ -1,5 +1,7 @@
 package core
 
+import "slices"
+
 // Preemptor is implemented by policies that make room for a waiting job by
 // preempting running jobs of their choice, rather than by ranking: FitGpp
 // and its baselines. The generic scheduler asks it when a queued job does
@@ -53,30 +55,70 @@ func (r *Room) make(j *Job, pre Preemptor, consolidate bool, preempts *[]Action)
 	}, func() (Grant, bool) { return r.free.PlaceJob(j, consolidate) })
 }
 
+// GangPreemptor is a Preemptor that, when no single victim makes room for
+// j, may name several victims that together do (FitGpp, live, for a gang
+// larger than a node: fitgpp_gang.go).
+type GangPreemptor interface {
+	// VictimSet chooses victims of running whose preemption together lets
+	// j be placed, or nil (then nothing is preempted and j waits).
+	VictimSet(j *Job, running []*Job, room *Room) []*Job
+}
+
 // makeWith has the policy choose victims for j one at a time, preempting
-// each (preempt frees its GPUs), until place places j.
+// each (preempt frees its GPUs), until place places j. When the policy
+// names no single victim, a GangPreemptor may name a set, preempted at
+// once.
 func (r *Room) makeWith(j *Job, pre Preemptor, preempt func(*Job), place func() (Grant, bool)) (Grant, bool) {
 	for {
-		v := pre.Victim(j, r.running, r)
-		if v == nil {
+		if v := pre.Victim(j, r.running, r); v != nil {
+			if !r.remove(v) {
+				return Grant{}, false // not a running job: a policy bug; preempt nothing more
+			}
+			preempt(v)
+			if g, ok := place(); ok {
+				return g, true
+			}
+			continue
+		}
+		gp, ok := pre.(GangPreemptor)
+		if !ok {
 			return Grant{}, false
 		}
-		i := -1
-		for k, c := range r.running {
-			if c == v {
-				i = k
-				break
-			}
+		vs := gp.VictimSet(j, r.running, r)
+		if len(vs) == 0 || !r.allRunning(vs) {
+			return Grant{}, false // nothing makes room, or a policy bug
 		}
-		if i < 0 {
-			return Grant{}, false // not a running job: a policy bug; preempt nothing more
+		for _, v := range vs {
+			r.remove(v)
+			preempt(v)
 		}
-		r.running = append(r.running[:i:i], r.running[i+1:]...)
-		preempt(v)
-		if g, ok := place(); ok {
-			return g, true
+		// The set was chosen to make room: if the job still cannot be
+		// placed (a placer other than FreeGPUs.PlaceJob), stop here.
+		return place()
+	}
+}
+
+// allRunning reports whether every job of vs is a distinct running job.
+func (r *Room) allRunning(vs []*Job) bool {
+	seen := map[*Job]bool{}
+	for _, v := range vs {
+		if seen[v] || !slices.Contains(r.running, v) {
+			return false
+		}
+		seen[v] = true
+	}
+	return true
+}
+
+// remove takes v out of the running jobs; false if it is not one.
+func (r *Room) remove(v *Job) bool {
+	for k, c := range r.running {
+		if c == v {
+			r.running = append(r.running[:k:k], r.running[k+1:]...)
+			return true
 		}
 	}
+	return false
 }
 
 // node is the indexed node a running job's grant is on, or -1 for a grant
