@@ -3,19 +3,13 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	consulapi "github.com/hashicorp/consul/api"
-	nomadapi "github.com/hashicorp/nomad/api"
-
-	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/planner/lease"
 )
 
@@ -32,44 +26,7 @@ func TestACLCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(env.ctx, 3*time.Minute)
 	defer cancel()
 	began := time.Now()
-	agents, err := agentsDir(env.root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp(env.work, "acl-cluster-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	templates := filepath.Join(env.root, "examples", "agents")
-	cs, err := devstack.StartConsul(ctx, devstack.Config{
-		ConsulBin: filepath.Join(agents, "consul"), Templates: templates, DataDir: filepath.Join(dir, "consul"),
-		ACL: true, Log: env.log.Named("acl-consul"),
-	})
-	if err != nil {
-		t.Fatalf("start Consul with ACLs: %v", err)
-	}
-	t.Cleanup(func() {
-		cs.Stop()
-		if !t.Failed() && os.Getenv("THEMIS_E2E_KEEP") == "" {
-			os.RemoveAll(dir)
-		}
-	})
-	_, port, _ := net.SplitHostPort(cs.ConsulAddr())
-	consulPort, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := devstack.StartCluster(ctx, devstack.Config{
-		NomadBin: env.nomadBin, PluginDir: env.plugins, Templates: templates,
-		Topology: filepath.Join(env.root, "examples", "topology", "dev-cluster.hcl"),
-		Nodes:    []string{"node-0", "node-1"},
-		DataDir:  filepath.Join(dir, "nomad"), Ports: devstack.Ports{ConsulHTTP: consulPort},
-		ACL: true, ACLTokens: cs.Tokens(), Log: env.log.Named("acl-cluster"),
-	})
-	if err != nil {
-		t.Fatalf("start a server and 2 clients with ACLs: %v", err)
-	}
-	t.Cleanup(cluster.Close)
+	cs, cluster := startConsulCluster(t, ctx, "acl-cluster", []string{"node-0", "node-1"}, true)
 	t.Logf("%s: Consul, the server and 2 clients up with ACLs", time.Since(began).Round(time.Millisecond))
 	tok := cluster.Tokens()
 	if tok.Management != cs.Tokens().Management || tok.PlannerNomad == "" || tok.OperatorNomad == "" || tok.PlannerConsul == "" {
@@ -99,18 +56,7 @@ func TestACLCluster(t *testing.T) {
 		}
 		from[log] = fi.Size()
 	}
-	ncfg := nomadapi.DefaultConfig()
-	ncfg.Address, ncfg.SecretID = cluster.NomadAddr(), tok.Management
-	nc, err := nomadapi.NewClient(ncfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccfg := consulapi.DefaultConfig()
-	ccfg.Address, ccfg.Token = cs.ConsulAddr(), tok.Management
-	cc, err := consulapi.NewClient(ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, cc := apiClients(t, cluster.NomadAddr(), cs.ConsulAddr(), tok.Management)
 
 	// The planner with exactly its tokens runs a gang across both clients.
 	p := startThemisPlanner(t, cluster.NomadAddr(), cs.ConsulAddr(), cluster.DataDir(), tok.PlannerNomad, tok.PlannerConsul)

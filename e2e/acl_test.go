@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/e2e/devstack"
@@ -53,18 +52,7 @@ func TestACL(t *testing.T) {
 		}
 	})
 	tok := st.Tokens()
-	ncfg := nomadapi.DefaultConfig()
-	ncfg.Address, ncfg.SecretID = st.NomadAddr(), tok.Management
-	nc, err := nomadapi.NewClient(ncfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccfg := consulapi.DefaultConfig()
-	ccfg.Address, ccfg.Token = st.ConsulAddr(), tok.Management
-	cc, err := consulapi.NewClient(ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, cc := apiClients(t, st.NomadAddr(), st.ConsulAddr(), tok.Management)
 
 	// ACLs are on: no token, no nodes.
 	anon := nomadapi.DefaultConfig()

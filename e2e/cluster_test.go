@@ -38,20 +38,34 @@ var clusterRacks = map[string]string{"node-0": "rack0", "node-1": "rack0", "node
 
 func startMultiCluster(t testing.TB, ctx context.Context) *multiCluster {
 	t.Helper()
+	cs, cluster := startConsulCluster(t, ctx, "multi-cluster", []string{"node-0", "node-1", "node-2"}, false)
+	m := &multiCluster{cluster: cluster}
+	m.nomad, m.consul = apiClients(t, cluster.NomadAddr(), cs.ConsulAddr(), "")
+	return m
+}
+
+// startConsulCluster starts a Consul of its own, then a Nomad server and
+// one client per node (nodes of examples/topology/dev-cluster.hcl) that use
+// it, with ACLs on in all of them when acl is set (`themis dev [-acl]
+// -clients N`); both stop when the test ends. name names the data dir and
+// the logs.
+func startConsulCluster(t testing.TB, ctx context.Context, name string, nodes []string, acl bool) (*devstack.Stack, *devstack.Cluster) {
+	t.Helper()
 	agents, err := agentsDir(env.root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp(env.work, "multi-cluster-")
+	dir, err := os.MkdirTemp(env.work, name+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	templates := filepath.Join(env.root, "examples", "agents")
 	cs, err := devstack.StartConsul(ctx, devstack.Config{
 		ConsulBin: filepath.Join(agents, "consul"), Templates: templates, DataDir: filepath.Join(dir, "consul"),
+		ACL: acl, Log: env.log.Named(name + "-consul"),
 	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("start Consul (ACLs %v): %v", acl, err)
 	}
 	t.Cleanup(func() {
 		cs.Stop()
@@ -64,29 +78,41 @@ func startMultiCluster(t testing.TB, ctx context.Context) *multiCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := devstack.StartCluster(ctx, devstack.Config{
+	cfg := devstack.Config{
 		NomadBin: env.nomadBin, PluginDir: env.plugins, Templates: templates,
 		Topology: filepath.Join(env.root, "examples", "topology", "dev-cluster.hcl"),
-		Nodes:    []string{"node-0", "node-1", "node-2"},
+		Nodes:    nodes,
 		DataDir:  filepath.Join(dir, "nomad"), Ports: devstack.Ports{ConsulHTTP: consulPort},
-		Log: env.log.Named("multi-cluster"),
-	})
+		Log: env.log.Named(name),
+	}
+	if acl {
+		cfg.ACL, cfg.ACLTokens = true, cs.Tokens()
+	}
+	cluster, err := devstack.StartCluster(ctx, cfg)
 	if err != nil {
-		t.Fatalf("start a server and 3 clients: %v", err)
+		t.Fatalf("start a server and %d clients (ACLs %v): %v", len(nodes), acl, err)
 	}
 	t.Cleanup(cluster.Close)
-	m := &multiCluster{cluster: cluster}
+	return cs, cluster
+}
+
+// apiClients are Nomad and Consul API clients at the given addresses, with
+// token as both agents' token ("" for none).
+func apiClients(t testing.TB, nomadAddr, consulAddr, token string) (*nomadapi.Client, *consulapi.Client) {
+	t.Helper()
 	ncfg := nomadapi.DefaultConfig()
-	ncfg.Address = cluster.NomadAddr()
-	if m.nomad, err = nomadapi.NewClient(ncfg); err != nil {
+	ncfg.Address, ncfg.SecretID = nomadAddr, token
+	nc, err := nomadapi.NewClient(ncfg)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ccfg := consulapi.DefaultConfig()
-	ccfg.Address = cs.ConsulAddr()
-	if m.consul, err = consulapi.NewClient(ccfg); err != nil {
+	ccfg.Address, ccfg.Token = consulAddr, token
+	cc, err := consulapi.NewClient(ccfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return nc, cc
 }
 
 // runPlanner runs a planner with st (the stack of `themis planner`'s
