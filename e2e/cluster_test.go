@@ -32,6 +32,8 @@ type multiCluster struct {
 	cluster *devstack.Cluster
 	nomad   *nomadapi.Client
 	consul  *consulapi.Client
+	// consulAddr is Consul's HTTP address.
+	consulAddr string
 }
 
 var clusterRacks = map[string]string{"node-0": "rack0", "node-1": "rack0", "node-2": "rack1"}
@@ -75,7 +77,7 @@ func startMultiCluster(t testing.TB, ctx context.Context) *multiCluster {
 		t.Fatalf("start a server and 3 clients: %v", err)
 	}
 	t.Cleanup(cluster.Close)
-	m := &multiCluster{cluster: cluster}
+	m := &multiCluster{cluster: cluster, consulAddr: cs.ConsulAddr()}
 	ncfg := nomadapi.DefaultConfig()
 	ncfg.Address = cluster.NomadAddr()
 	if m.nomad, err = nomadapi.NewClient(ncfg); err != nil {
