@@ -32,6 +32,8 @@ type multiCluster struct {
 	cluster *devstack.Cluster
 	nomad   *nomadapi.Client
 	consul  *consulapi.Client
+	// consulAddr is Consul's HTTP address.
+	consulAddr string
 }
 
 var clusterRacks = map[string]string{"node-0": "rack0", "node-1": "rack0", "node-2": "rack1"}
@@ -39,7 +41,7 @@ var clusterRacks = map[string]string{"node-0": "rack0", "node-1": "rack0", "node
 func startMultiCluster(t testing.TB, ctx context.Context) *multiCluster {
 	t.Helper()
 	cs, cluster := startConsulCluster(t, ctx, "multi-cluster", []string{"node-0", "node-1", "node-2"}, false)
-	m := &multiCluster{cluster: cluster}
+	m := &multiCluster{cluster: cluster, consulAddr: cs.ConsulAddr()}
 	m.nomad, m.consul = apiClients(t, cluster.NomadAddr(), cs.ConsulAddr(), "")
 	return m
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/planner"
@@ -80,8 +83,35 @@ func runLoad(t *testing.T, n, window int, timeout time.Duration) loadResult {
 	var mu sync.Mutex
 	var res loadResult
 	pctx, pcancel := context.WithCancel(ctx)
+	// THEMIS_LOAD_CALLS=1 gives the planner its own Nomad and Consul
+	// clients whose requests are timed (load_calls_test.go) and logs, each
+	// 30 s, the calls' time by path, the status records written by reason
+	// and the CPU time of the agents, this process and the host.
+	pnomad, pconsul := m.nomad, m.consul
+	var nomadCalls, consulCalls *callTimer
+	calls := os.Getenv("THEMIS_LOAD_CALLS") != ""
+	if calls {
+		nomadCalls, consulCalls = newCallTimer("nomad"), newCallTimer("consul")
+		ncfg := nomadapi.DefaultConfig()
+		ncfg.Address = m.cluster.NomadAddr()
+		ncfg.HttpClient = &http.Client{Transport: nomadCalls}
+		if pnomad, err = nomadapi.NewClient(ncfg); err != nil {
+			t.Fatal(err)
+		}
+		ccfg := consulapi.DefaultConfig()
+		ccfg.Address = m.consulAddr
+		ccfg.HttpClient = &http.Client{Transport: consulCalls}
+		if pconsul, err = consulapi.NewClient(ccfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cpuDir := filepath.Dir(m.cluster.DataDir())
+	var prevCPU map[string]time.Duration
+	if calls {
+		prevCPU = agentCPU(cpuDir)
+	}
 	p := planner.New(planner.Config{
-		Nomad: nomad.NewClient(m.nomad, "", env.log.Named("load-nomad")), Store: consul.NewStore(m.consul),
+		Nomad: nomad.NewClient(pnomad, "", env.log.Named("load-nomad")), Store: consul.NewStore(pconsul),
 		Stack: st, Resync: 5 * time.Second, MaxKillTimeout: 30 * time.Minute, RestoreGuard: 2 * time.Second,
 		Log: env.log.Named("load-planner").With("policy", "fitgpp"),
 		OnRoundTime: func(took time.Duration, err error) {
@@ -127,6 +157,12 @@ func runLoad(t *testing.T, n, window int, timeout time.Duration) loadResult {
 	submitted, finished := 0, 0
 	outstanding := map[string]bool{}
 	nextReport := began.Add(30 * time.Second)
+	// THEMIS_LOAD_GC_AT=90s runs Nomad's server GC (PUT /v1/system/gc) once,
+	// that far into the run, to see whether Nomad's state of purged jobs
+	// slows the rounds.
+	// The GC collects the dead jobs not purged yet: those count as finished.
+	gcAt, _ := time.ParseDuration(os.Getenv("THEMIS_LOAD_GC_AT"))
+	gcRan := false
 	reported := 0 // rounds already in a report
 	for finished < n && time.Now().Before(deadline) {
 		for submitted < n && len(outstanding) < window {
@@ -138,10 +174,29 @@ func runLoad(t *testing.T, n, window int, timeout time.Duration) loadResult {
 			submitted++
 		}
 		time.Sleep(500 * time.Millisecond)
+		if gcAt > 0 && time.Since(began) > gcAt {
+			gcAt, gcRan = 0, true
+			start := time.Now()
+			err := m.nomad.System().GarbageCollect()
+			t.Logf("%s: Nomad server GC: %v, took %s", time.Since(began).Round(time.Second), err, time.Since(start).Round(time.Millisecond))
+		}
 		stubs, _, err := m.nomad.Jobs().List(&nomadapi.QueryOptions{Prefix: "load-"})
 		if err != nil {
 			t.Logf("list jobs: %v", err)
 			continue
+		}
+		if gcRan {
+			listed := map[string]bool{}
+			for _, s := range stubs {
+				listed[s.ID] = true
+			}
+			for id := range outstanding {
+				if !listed[id] {
+					t.Logf("%s was collected by the GC", id)
+					delete(outstanding, id)
+					finished++
+				}
+			}
 		}
 		for _, s := range stubs {
 			if !outstanding[s.ID] || s.Status != "dead" || s.JobSummary == nil {
@@ -176,6 +231,14 @@ func runLoad(t *testing.T, n, window int, timeout time.Duration) loadResult {
 			t.Logf("%s: %d submitted, %d finished, %d outstanding; %d rounds in the last 30 s (p50 %s, p99 %s); RSS %d MiB",
 				time.Since(began).Round(time.Second), submitted, finished, len(outstanding), len(r),
 				p50.Round(time.Millisecond), p99.Round(time.Millisecond), vmRSS()/1024)
+			if calls {
+				label := time.Since(began).Round(time.Second).String()
+				nomadCalls.window(t, label)
+				consulCalls.window(t, label)
+				cur := agentCPU(cpuDir)
+				logCPU(t, label, prevCPU, cur)
+				prevCPU = cur
+			}
 		}
 	}
 	res.wall = time.Since(began)
@@ -258,7 +321,9 @@ func (r loadResult) report(t *testing.T, cmd string) {
 }
 
 // TestLoad2000 submits 2,000 jobs (slow: about 14 minutes; make test-slow
-// TEST=TestLoad2000). THEMIS_LOAD_JOBS=n submits n instead.
+// TEST=TestLoad2000). THEMIS_LOAD_JOBS=n submits n instead; THEMIS_LOAD_CALLS=1
+// logs each 30 s window's call times and CPU (runLoad), THEMIS_LOAD_GC_AT=90s
+// runs Nomad's server GC once that far into the run.
 func TestLoad2000(t *testing.T) {
 	slow(t)
 	n := 2000
