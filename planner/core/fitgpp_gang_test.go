@@ -1,7 +1,6 @@
 package core
 
 import (
-	"fmt"
 	"testing"
 	"time"
 )
@@ -89,19 +88,7 @@ func TestFitGppVictimSetForGangs(t *testing.T) {
 			}
 			jobs = append(jobs, te)
 			d := Planner{Policy: policy(t, "fitgpp"), ExplainWaits: true, EqualParts: !c.simul}.Decide(State{Nodes: c.nodes, Jobs: jobs, Grants: grants}, time.Unix(100, 0))
-			var preempted []string
-			granted := false
-			for _, a := range d.Actions {
-				switch a := a.(type) {
-				case PreemptAction:
-					preempted = append(preempted, a.Grant.Job.ID)
-				case GrantAction:
-					granted = granted || a.Grant.Job.ID == "te"
-				}
-			}
-			if fmt.Sprint(preempted) != c.preempted || granted != (c.preempted != "[]") {
-				t.Fatalf("preempted %v, te granted %v; want %s", preempted, granted, c.preempted)
-			}
+			checkRoomFor(t, d, c.preempted)
 		})
 	}
 }

@@ -207,19 +207,27 @@ func TestEqualPartsFitGppMakesRoomForGangs(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			d := Planner{Policy: policy(t, "fitgpp"), ExplainWaits: true, EqualParts: c.equal}.Decide(State{Nodes: nodes, Jobs: c.jobs, Grants: c.grants}, time.Unix(100, 0))
-			var preempted []string
-			granted := false
-			for _, a := range d.Actions {
-				switch a := a.(type) {
-				case PreemptAction:
-					preempted = append(preempted, a.Grant.Job.ID)
-				case GrantAction:
-					granted = granted || a.Grant.Job.ID == "te"
-				}
-			}
-			if fmt.Sprint(preempted) != c.preempted || granted != (c.preempted != "[]") {
-				t.Fatalf("preempted %v, te granted %v; want %s", preempted, granted, c.preempted)
-			}
+			checkRoomFor(t, d, c.preempted)
 		})
+	}
+}
+
+// checkRoomFor checks that a decision preempted exactly the jobs preempted
+// names (fmt.Sprint of their IDs, in order) and granted the job "te" when
+// it preempted any.
+func checkRoomFor(t *testing.T, d Decision, preempted string) {
+	t.Helper()
+	var got []string
+	granted := false
+	for _, a := range d.Actions {
+		switch a := a.(type) {
+		case PreemptAction:
+			got = append(got, a.Grant.Job.ID)
+		case GrantAction:
+			granted = granted || a.Grant.Job.ID == "te"
+		}
+	}
+	if fmt.Sprint(got) != preempted || granted != (preempted != "[]") {
+		t.Fatalf("preempted %v, te granted %v; want %s", got, granted, preempted)
 	}
 }
