@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -23,11 +22,7 @@ func BenchmarkRoundQueued1000(b *testing.B) {
 			ctx := context.Background()
 			clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 			fn, fs := newFakeCluster(&clock, 16, 8), newFakeStore()
-			st, err := stack.Build(name, stack.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			policy := st.Policy
+			policy := mustStack(b, name, stack.Options{}).Policy
 			p := New(Config{Nomad: fn, Store: fs, Stack: &stack.Stack{Policy: policy}, Now: func() time.Time { return clock }})
 			for i := range 64 {
 				fn.submit(fmt.Sprintf("run-%03d", i), 2, "be", "30s")
@@ -107,14 +102,7 @@ func BenchmarkRoundVCs200(b *testing.B) {
 	ctx := context.Background()
 	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	fn, fs := newFakeCluster(&clock, 3, 8), newFakeStore()
-	vcs, err := hived.ParseConfig("four-teams.hcl", []byte(fourTeams))
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := stack.Build("fifo", stack.Options{VCs: vcs})
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := vcsStack(b, "fifo", "four-teams.hcl", fourTeams)
 	p := New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }})
 	teams := []string{"a", "b", "c", "d"}
 	for i := range 200 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
@@ -484,4 +485,25 @@ func (h *harness) round(when string) {
 	checkNoTaskWithoutLease(h.t, h.fn, h.fs, when)
 	h.fn.settle()
 	h.clock = h.clock.Add(time.Second)
+}
+
+// mustStack is stack.Build, failing the test or benchmark on error.
+func mustStack(tb testing.TB, policy string, opts stack.Options) *stack.Stack {
+	tb.Helper()
+	st, err := stack.Build(policy, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st
+}
+
+// vcsStack is a policy's stack with the virtual clusters of the HCL
+// config src (named name in errors).
+func vcsStack(tb testing.TB, policy, name, src string) *stack.Stack {
+	tb.Helper()
+	vcs, err := hived.ParseConfig(name, []byte(src))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return mustStack(tb, policy, stack.Options{VCs: vcs})
 }

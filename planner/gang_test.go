@@ -14,19 +14,10 @@ import (
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
-func gangStack(t *testing.T, policy string) *stack.Stack {
-	t.Helper()
-	st, err := stack.Build(policy, stack.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
 // A 16-GPU job on three 8-GPU nodes gets one lease of two equal parts, and
 // Nomad runs it as one group of two allocations, one per node.
 func TestGangLeaseAndPin(t *testing.T) {
-	h := newClusterHarness(t, 3, 8, gangStack(t, "fifo"))
+	h := newClusterHarness(t, 3, 8, mustStack(t, "fifo", stack.Options{}))
 	h.fn.submit("gang", 16, "be", "10s")
 	h.round("grant")
 	k := core.JobKey{Namespace: "default", ID: "gang"}
@@ -83,7 +74,7 @@ func TestGangLeaseAndPin(t *testing.T) {
 // A gang whose part is lost (its node died) while the other part runs is
 // taken back whole and re-queued; it runs again on two healthy nodes.
 func TestGangPartLostTakesTheGangBack(t *testing.T) {
-	h := newClusterHarness(t, 3, 8, gangStack(t, "fifo"))
+	h := newClusterHarness(t, 3, 8, mustStack(t, "fifo", stack.Options{}))
 	h.fn.submit("gang", 16, "be", "5s")
 	h.round("grant")
 	k := core.JobKey{Namespace: "default", ID: "gang"}
@@ -124,7 +115,7 @@ func TestGangPartLostTakesTheGangBack(t *testing.T) {
 
 // A gang that Nomad does not place whole within the timeout is taken back.
 func TestGangIncompletePlacementTimesOut(t *testing.T) {
-	h := newClusterHarness(t, 2, 8, gangStack(t, "fifo"))
+	h := newClusterHarness(t, 2, 8, mustStack(t, "fifo", stack.Options{}))
 	h.config.GangPlaceTimeout = 5 * time.Second
 	h.restart()
 	h.fn.submit("gang", 16, "be", "1s")
@@ -151,7 +142,7 @@ func TestGangIncompletePlacementTimesOut(t *testing.T) {
 // runs on another node; its lease is released only once Nomad reports the
 // allocation lost.
 func TestLostAllocationRequeues(t *testing.T) {
-	h := newClusterHarness(t, 2, 8, gangStack(t, "fifo"))
+	h := newClusterHarness(t, 2, 8, mustStack(t, "fifo", stack.Options{}))
 	h.fn.submit("solo", 8, "be", "5s")
 	h.round("grant")
 	k := core.JobKey{Namespace: "default", ID: "solo"}
@@ -185,7 +176,7 @@ func TestLostAllocationRequeues(t *testing.T) {
 // A job's progress report gives it a remaining time in the core, which
 // SRTF orders by; a job that reports nothing stays unknown (-1).
 func TestProgressGivesRemainingTime(t *testing.T) {
-	h := newClusterHarness(t, 1, 8, gangStack(t, "fifo"))
+	h := newClusterHarness(t, 1, 8, mustStack(t, "fifo", stack.Options{}))
 	h.fn.submit("reports", 2, "be", "5s")
 	h.fn.submit("silent", 2, "be", "5s")
 	h.fs.progress = map[core.JobKey]lease.ProgressRecord{
@@ -213,7 +204,7 @@ func TestProgressGivesRemainingTime(t *testing.T) {
 // time is counted from now; one whose report came from an earlier
 // allocation (it was preempted since) keeps the report's figure.
 func TestProgressAgesWhileTheJobRuns(t *testing.T) {
-	h := newClusterHarness(t, 1, 8, gangStack(t, "fifo"))
+	h := newClusterHarness(t, 1, 8, mustStack(t, "fifo", stack.Options{}))
 	h.fn.submit("runs", 2, "be", "5s")
 	h.fn.submit("moved", 2, "be", "5s")
 	h.round("grant")
@@ -250,7 +241,7 @@ func TestGangFitGppPreemptsSeveralVictims(t *testing.T) {
 		want    string
 	}{{"two BE jobs", false, "[be-a be-b]"}, {"a TE job on a node", true, "[]"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newClusterHarness(t, 2, 8, gangStack(t, "fitgpp"))
+			h := newClusterHarness(t, 2, 8, mustStack(t, "fitgpp", stack.Options{}))
 			h.fn.submit("be-a", 8, "be", "2s")
 			if tc.teSmall {
 				h.fn.submit("te-small", 4, "te", "2s")

@@ -152,7 +152,7 @@ func fakeSlowdown(nodes []core.Node, allocs []*fakeAlloc, c models.Class) float6
 // times.
 func fig18Run(t *testing.T, sc fig18Scale, seed int64, lie func(iter, total int64) int64) (finish map[string]float64, moves map[string]int, rounds []float64) {
 	t.Helper()
-	st := lieStack(t, sc.lease)
+	st := themisStack(t, sc.lease, lieKnobs()...)
 	rec := &roundTimes{Policy: st.Policy.(*arbiter.Policy)}
 	rec.Seed(seed)
 	st.Policy = rec
@@ -191,14 +191,11 @@ func fig18Run(t *testing.T, sc fig18Scale, seed int64, lie func(iter, total int6
 // free), equalParts places gangs as the live planner does.
 func fig18Sim(t *testing.T, sc fig18Scale, seed int64, x, checkpoint float64, equalParts bool) map[string]float64 {
 	t.Helper()
-	set := []string{"themis.lease=" + sc.lease}
+	var set []string
 	if x != 1 {
 		set = append(set, fmt.Sprintf("themis.lie_remaining=%s:%+g%%", fig18Liar, 100*(x-1)))
 	}
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, lieKnobs(set...)...)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := themisStack(t, sc.lease, lieKnobs(set...)...)
 	cl, tr := sc.setup(t)
 	r, err := sim.Run(sim.Config{Trace: tr, Cluster: cl, Policy: st.Policy, Seed: seed, EqualParts: equalParts, Victims: st.Victims, VictimTie: st.VictimTie,
 		UnknownUntilRun: true, CheckpointCost: checkpoint})

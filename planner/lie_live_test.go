@@ -13,7 +13,6 @@ import (
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/sim"
-	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -33,14 +32,11 @@ var lieApps = []struct {
 // run, as live.
 func lieSim(t *testing.T, seed int64, liar string, x float64, unknownUntilRun bool) (map[string]float64, []float64) {
 	t.Helper()
-	set := []string{"themis.lease=20s"}
+	var set []string
 	if liar != "" {
 		set = append(set, fmt.Sprintf("themis.lie_remaining=%s:%+g%%", liar, 100*(x-1)))
 	}
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, lieKnobs(set...)...)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := themisStack(t, "20s", lieKnobs(set...)...)
 	cl, err := cluster.Mixed("two-nodes", cluster.NodeGroup{Count: 2, GPUsPerNode: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +100,7 @@ func (r *roundTimes) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGP
 // after the first).
 func lieRun(t *testing.T, seed int64, liar string, lie func(iter, total int64) int64) (finish map[string]float64, preempted map[string]int, rounds []float64) {
 	t.Helper()
-	st := lieStack(t, "20s")
+	st := themisStack(t, "20s", lieKnobs()...)
 	rec := &roundTimes{Policy: st.Policy.(*arbiter.Policy)}
 	rec.Seed(seed)
 	st.Policy = rec
@@ -235,15 +231,4 @@ func lieKnobs(set ...string) []string {
 		set = append(set, "themis.filter_remaining="+v)
 	}
 	return set
-}
-
-// lieStack is the live planner's themis stack with the lease and
-// lieKnobs.
-func lieStack(t *testing.T, lease string) *stack.Stack {
-	t.Helper()
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, lieKnobs("themis.lease="+lease)...)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }

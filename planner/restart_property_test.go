@@ -117,19 +117,10 @@ func TestRestartEquivalence(t *testing.T) {
 		opts := stacks[name]
 		t.Run(name, func(t *testing.T) {
 			policy, _, _ := strings.Cut(name, "+")
-			st, err := stack.Build(policy, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := mustStack(t, policy, opts)
 			build := func() *stack.Stack { return st }
 			if _, stateful := st.Policy.(core.Stateful); stateful {
-				build = func() *stack.Stack {
-					st, err := stack.Build(policy, opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return st
-				}
+				build = func() *stack.Stack { return mustStack(t, policy, opts) }
 			}
 			revoked, pended := 0, 0
 			for trial := range trials {

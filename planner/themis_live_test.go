@@ -22,15 +22,11 @@ func (f *fakeNomad) submitApp(id string, gpus int, app string) {
 	cfg["app"] = app
 }
 
-// themisStack builds the themis stack with a lease, failing the test on
-// error.
-func themisStack(t *testing.T, lease string) *stack.Stack {
+// themisStack builds the themis stack with a lease and any other knob
+// settings, failing the test on error.
+func themisStack(t *testing.T, lease string, set ...string) *stack.Stack {
 	t.Helper()
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease="+lease)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return mustStack(t, "themis", stack.Options{Knobs: mustKnobs(t, append([]string{"themis.lease=" + lease}, set...)...)})
 }
 
 // submitSweepAndBig submits a 4-job sweep of 2 GPUs and an 8-GPU app.

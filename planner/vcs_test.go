@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/themis-nomad/themis/planner/core"
-	"github.com/themis-nomad/themis/planner/hived"
-	"github.com/themis-nomad/themis/planner/stack"
 )
 
 const twoTeams = `
@@ -31,14 +29,7 @@ vc "speech" {
 // the leases with their virtual cells, so the other team's job gets the
 // other socket.
 func TestVirtualClustersReclaimAndReplay(t *testing.T) {
-	vcs, err := hived.ParseConfig("two-teams.hcl", []byte(twoTeams))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := stack.Build("fifo", stack.Options{VCs: vcs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := vcsStack(t, "fifo", "two-teams.hcl", twoTeams)
 	h := newHarness(t, 8, st)
 	fn, fs, round := h.fn, h.fs, h.round
 	key := func(id string) core.JobKey { return core.JobKey{Namespace: "default", ID: id} }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/themis-nomad/themis/planner/core"
-	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -90,14 +89,7 @@ func TestViewAfterEachRound(t *testing.T) {
 // With virtual clusters the view carries each VC's cells and each GPU's
 // leaf cell.
 func TestViewVirtualClusters(t *testing.T) {
-	vcs, err := hived.ParseConfig("two-teams.hcl", []byte(twoTeams))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := stack.Build("fifo", stack.Options{VCs: vcs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := vcsStack(t, "fifo", "two-teams.hcl", twoTeams)
 	h := newHarness(t, 8, st)
 	var v View
 	h.config.OnRound = func(nv View) { v = nv }
@@ -128,7 +120,7 @@ func TestViewVirtualClusters(t *testing.T) {
 // A gang's lease spans nodes: the view's lease keeps its parts, and its
 // grant names every node.
 func TestViewGang(t *testing.T) {
-	h := newClusterHarness(t, 3, 8, gangStack(t, "fifo"))
+	h := newClusterHarness(t, 3, 8, mustStack(t, "fifo", stack.Options{}))
 	var v View
 	h.config.OnRound = func(nv View) { v = nv }
 	h.restart()
