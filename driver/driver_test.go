@@ -443,17 +443,7 @@ func TestSignalTaskAndStats(t *testing.T) {
 // to the task's executor, runs the checkpoint protocol through it and
 // reports the task's real exit code.
 func TestRecoverTask(t *testing.T) {
-	e := newTestEnv(t, false, nil)
-	task, tc := newTask("recover", `trap 'exit 42' TERM; while :; do sleep 0.05; done`, spec.Stanza{GPUs: 1})
-	handle, err := e.start(t, task, tc, false)
-	must.NoError(t, err)
-	must.NoError(t, e.h.WaitUntilStarted(task.ID, 5*time.Second))
-
-	// The old driver process is gone (a plugin restart): it neither waits
-	// for the task nor stops its executor any more.
-	e.d.detach(task.ID)
-	fresh := newTestEnv(t, false, nil)
-	must.NoError(t, fresh.h.RecoverTask(handle))
+	e, fresh, task, handle := restarted(t, "recover", `trap 'exit 42' TERM; while :; do sleep 0.05; done`)
 	st, err := fresh.h.InspectTask(task.ID)
 	must.NoError(t, err)
 	must.Eq(t, drivers.TaskStateRunning, st.State)
@@ -468,9 +458,33 @@ func TestRecoverTask(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, DefaultStopReason, n.Reason)
 
-	// Once Nomad has destroyed the exited task its executor is gone:
-	// recovery must fail so Nomad restarts the task.
-	must.NoError(t, fresh.h.DestroyTask(task.ID, false))
+	destroyedForGood(t, fresh, task, handle)
+}
+
+// restarted starts a task named name running script in one driver, then
+// recovers it in a fresh driver, as after a plugin restart: the old
+// driver process is gone, so it neither waits for the task nor stops its
+// executor any more. It returns both drivers' envs, the task and the
+// handle Nomad keeps.
+func restarted(t *testing.T, name, script string) (old, fresh *testEnv, task *drivers.TaskConfig, handle *drivers.TaskHandle) {
+	t.Helper()
+	old = newTestEnv(t, false, nil)
+	task, tc := newTask(name, script, spec.Stanza{GPUs: 1})
+	handle, err := old.start(t, task, tc, false)
+	must.NoError(t, err)
+	must.NoError(t, old.h.WaitUntilStarted(task.ID, 5*time.Second))
+	old.d.detach(task.ID)
+	fresh = newTestEnv(t, false, nil)
+	must.NoError(t, fresh.h.RecoverTask(handle))
+	return old, fresh, task, handle
+}
+
+// destroyedForGood destroys an exited task in e, as Nomad does, and checks
+// that its executor is gone, not leaked: recovering it again fails (so
+// Nomad would restart the task).
+func destroyedForGood(t *testing.T, e *testEnv, task *drivers.TaskConfig, handle *drivers.TaskHandle) {
+	t.Helper()
+	must.NoError(t, e.h.DestroyTask(task.ID, false))
 	again := newTestEnv(t, false, nil)
 	must.ErrorContains(t, again.h.RecoverTask(handle), "re-attach to executor")
 }

@@ -8,8 +8,6 @@ import (
 
 	"github.com/hashicorp/nomad/plugins/drivers"
 	"github.com/shoenig/test/must"
-
-	"github.com/themis-nomad/themis/planner/spec"
 )
 
 // recoveredExitBound is how long a recovered task's exit may take to reach
@@ -21,14 +19,7 @@ const recoveredExitBound = 500 * time.Millisecond
 // TestRecoverTask_ExitPrompt: a recovered task's exit reaches WaitTask
 // promptly, and DestroyTask still stops its executor.
 func TestRecoverTask_ExitPrompt(t *testing.T) {
-	e := newTestEnv(t, false, nil)
-	task, tc := newTask("prompt", `trap 'exit 7' TERM; while :; do sleep 0.01; done`, spec.Stanza{GPUs: 1})
-	handle, err := e.start(t, task, tc, false)
-	must.NoError(t, err)
-	must.NoError(t, e.h.WaitUntilStarted(task.ID, 5*time.Second))
-	e.d.detach(task.ID)
-	fresh := newTestEnv(t, false, nil)
-	must.NoError(t, fresh.h.RecoverTask(handle))
+	_, fresh, task, handle := restarted(t, "prompt", `trap 'exit 7' TERM; while :; do sleep 0.01; done`)
 
 	ch, err := fresh.h.WaitTask(context.Background(), task.ID)
 	must.NoError(t, err)
@@ -49,9 +40,5 @@ func TestRecoverTask_ExitPrompt(t *testing.T) {
 	must.Eq(t, 7, res.ExitCode)
 	must.Less(t, recoveredExitBound, took)
 
-	// Nomad destroys the exited task: its executor must be gone after
-	// that, not leaked.
-	must.NoError(t, fresh.h.DestroyTask(task.ID, false))
-	again := newTestEnv(t, false, nil)
-	must.ErrorContains(t, again.h.RecoverTask(handle), "re-attach to executor")
+	destroyedForGood(t, fresh, task, handle)
 }
