@@ -137,10 +137,7 @@ func TestFidelity(t *testing.T) {
 			}
 		}
 		live, start := runFidelityLive(t, policy, opts, jobs)
-		st, err := stack.Build(policy, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := mustStack(t, policy, opts)
 		simr := runFidelitySim(t, st, tr, start.Seconds())
 		row := fmt.Sprintf("| %s | %.1f | %.1f | %+.0f%% | %.1f | %.1f | %.1f | %.1f | %d | %d | %s | %.1f |",
 			name, live.avgJCT, simr.avgJCT, 100*(simr.avgJCT-live.avgJCT)/live.avgJCT, live.p95JCT, simr.p95JCT,
@@ -159,10 +156,7 @@ func runFidelityLive(t *testing.T, policy string, opts stack.Options, jobs []fid
 	ctx, cancel := context.WithTimeout(env.ctx, 30*time.Minute)
 	defer cancel()
 	m := startMultiCluster(t, ctx)
-	st, err := stack.Build(policy, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStack(t, policy, opts)
 	m.runPlanner(t, ctx, st)
 	began := time.Now()
 	submitted := make(map[string]time.Time, len(jobs))

@@ -21,10 +21,7 @@ func TestGangFitGppTwoVictims(t *testing.T) {
 	defer cancel()
 	began := time.Now()
 	m := startMultiCluster(t, ctx)
-	st, err := stack.Build("fitgpp", stack.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStack(t, "fitgpp", stack.Options{})
 	m.runPlanner(t, ctx, st)
 
 	ids := []string{"be-1", "be-2", "be-3"}

@@ -63,10 +63,7 @@ func TestGangAcrossNodes(t *testing.T) {
 	defer cancel()
 	began := time.Now()
 	m := startMultiCluster(t, ctx)
-	st, err := stack.Build("fitgpp", stack.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStack(t, "fitgpp", stack.Options{})
 	m.runPlanner(t, ctx, st)
 
 	job := trainJob{gpus: 16, steps: 3000, grace: "20s"}.build(t, "gang")
@@ -78,6 +75,7 @@ func TestGangAcrossNodes(t *testing.T) {
 	var parts map[int]*nomadapi.Allocation
 	var lines map[int]string
 	eventually(t, 60*time.Second, "both parts of the gang run", func() (bool, error) {
+		var err error
 		parts, lines, err = m.gangParts("gang", 2)
 		return err == nil, err
 	})
@@ -121,6 +119,7 @@ func TestGangAcrossNodes(t *testing.T) {
 		if l == nil || l.LeaseID == first || l.Revoke != nil {
 			return false, fmt.Errorf("gang lease %+v", l)
 		}
+		var err error
 		parts, lines, err = m.gangParts("gang", 2)
 		return err == nil, err
 	})

@@ -73,10 +73,7 @@ func runLoad(t *testing.T, n, window int, timeout time.Duration) loadResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := stack.Build("fitgpp", stack.Options{VCs: vcs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStack(t, "fitgpp", stack.Options{VCs: vcs})
 	if err := st.Live(); err != nil {
 		t.Fatal(err)
 	}

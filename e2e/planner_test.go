@@ -96,14 +96,21 @@ func usePolicy(t testing.TB, name string, settings ...string) {
 // mustPolicy builds a policy by name and knobs.
 func mustPolicy(t testing.TB, name string, settings ...string) core.Policy {
 	t.Helper()
-	st, err := stack.Build(name, stack.Options{Knobs: mustKnobs(t, settings...)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStack(t, name, stack.Options{Knobs: mustKnobs(t, settings...)})
 	if err := st.Live(); err != nil {
 		t.Fatal(err)
 	}
 	return st.Policy
+}
+
+// mustStack is stack.Build, failing the test or benchmark on error.
+func mustStack(tb testing.TB, policy string, opts stack.Options) *stack.Stack {
+	tb.Helper()
+	st, err := stack.Build(policy, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st
 }
 
 // mustKnobs parses knob settings ("themis.lease=15s"), failing the test on

@@ -56,10 +56,7 @@ func BenchmarkLiveRound200Queued4VCs(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := stack.Build("fifo", stack.Options{VCs: vcs})
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := mustStack(b, "fifo", stack.Options{VCs: vcs})
 	benchLiveRound(b, st, func(i int) trainJob {
 		return trainJob{gpus: []int{1, 2, 4}[i%3], vc: []string{"a", "b", "c", "d"}[i%4], steps: 100000}
 	})
@@ -73,10 +70,7 @@ func BenchmarkLiveRound200Queued4VCs(b *testing.B) {
 //	make agents && THEMIS_AGENTS_DIR=$(e2e/agents/build.sh) \
 //	  go test ./e2e -run '^$' -bench LiveRoundThemis -benchtime 50x
 func BenchmarkLiveRoundThemis(b *testing.B) {
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(b, "themis.lease=10m")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := mustStack(b, "themis", stack.Options{Knobs: mustKnobs(b, "themis.lease=10m")})
 	benchLiveRound(b, st, func(i int) trainJob {
 		return trainJob{gpus: []int{1, 2, 4}[i%3], app: fmt.Sprintf("app-%02d", i/8), steps: 100000}
 	})

@@ -73,20 +73,14 @@ func TestThemisScenario(t *testing.T) {
 	for i := range tr.Jobs {
 		tr.Jobs[i].Line = i + 2
 	}
-	st, err := stack.Build("themis", stack.Options{Knobs: knobs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStack(t, "themis", stack.Options{Knobs: knobs})
 	// The live planner never seeds its arbiter: its auctions break ties
 	// with seed 0, so the simulator does too (where apps tie, another seed
 	// may pick other winners: planner/lie_live_test.go).
 	liveSeed := func(c *sim.Config) { c.Seed = 0 }
 	r := simOnDevCluster(t, st, tr, start.Seconds(), liveSeed)
 	// And with remaining times hidden until a job runs, as live.
-	st2, err := stack.Build("themis", stack.Options{Knobs: knobs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st2 := mustStack(t, "themis", stack.Options{Knobs: knobs})
 	ru := simOnDevCluster(t, st2, tr, start.Seconds(), liveSeed, func(c *sim.Config) { c.UnknownUntilRun = true })
 	liveApps := sim.AppResults(liveJobs, 24)
 	simApps, unknownApps := map[string]sim.AppResult{}, map[string]sim.AppResult{}

@@ -26,10 +26,7 @@ func TestThemisLive(t *testing.T) {
 	defer cancel()
 	began := time.Now()
 	m := startMultiCluster(t, ctx)
-	st, err := stack.Build("themis", stack.Options{Knobs: mustKnobs(t, "themis.lease=15s")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStack(t, "themis", stack.Options{Knobs: mustKnobs(t, "themis.lease=15s")})
 	// The planner's HTTP API, fed by its rounds, for /v1/apps.
 	api := httpapi.New(httpapi.Options{ID: "e2e-themis"})
 	api.SetLeading(true)

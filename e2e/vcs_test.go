@@ -29,10 +29,7 @@ func vcStack(t *testing.T) *stack.Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := stack.Build("fifo", stack.Options{Knobs: core.Knobs{}, VCs: vcs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStack(t, "fifo", stack.Options{Knobs: core.Knobs{}, VCs: vcs})
 	return st
 }
 
@@ -162,10 +159,7 @@ func TestVCPoliciesLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := stack.Build("fifo", stack.Options{Knobs: core.Knobs{}, VCs: vcs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustStack(t, "fifo", stack.Options{Knobs: core.Knobs{}, VCs: vcs})
 	useStack(t, st)
 	be, te, s1, s2 := "e2e-vcpol-be", "e2e-vcpol-te", "e2e-vcpol-s1", "e2e-vcpol-s2"
 	trainJob{gpus: 4, vc: "vision", grace: "3s", steps: 3000}.run(t, be)
