@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,18 +28,7 @@ func TestAPIStandby(t *testing.T) {
 
 	start := func(id string) (*exec.Cmd, string) {
 		addr := freeAddr(t)
-		cmd := exec.Command(env.themis, "planner", "-nomad-addr", env.stack.NomadAddr(), "-consul-addr", env.stack.ConsulAddr(),
-			"-resync", "5s", "-id", id, "-http-addr", addr)
-		logf, err := os.Create(filepath.Join(t.TempDir(), id+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd, "http://" + addr
+		return startPlannerProcess(t, id, "-http-addr", addr), "http://" + addr
 	}
 	planner := func(url string) (httpapi.PlannerResponse, error) {
 		var p httpapi.PlannerResponse

@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -106,18 +103,7 @@ func TestPlannerKilledMidRevoke(t *testing.T) {
 			startPlanner(plannerSetup{policy: core.FIFO{}})
 		}
 	})
-	cmd := exec.Command(env.themis, "planner", "-policy", "fitgpp", "-nomad-addr", env.stack.NomadAddr(),
-		"-consul-addr", env.stack.ConsulAddr(), "-resync", "5s", "-max-kill-timeout", "30m", "-id", "e2e-doomed",
-		"-http-addr", "127.0.0.1:0")
-	logf, err := os.Create(filepath.Join(t.TempDir(), "planner.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd := startPlannerProcess(t, "e2e-doomed", "-policy", "fitgpp", "-max-kill-timeout", "30m", "-http-addr", "127.0.0.1:0")
 
 	be, te := "e2e-killed-be", "e2e-killed-te"
 	first := revokingScene(t, be, te)

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -122,4 +124,24 @@ func mustKnobs(t testing.TB, settings ...string) core.Knobs {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// startPlannerProcess runs `themis planner` with the given id and flags
+// against the suite's agents (resyncing every 5 s), its output in a log
+// file of the test's temp dir; it is killed when the test ends.
+func startPlannerProcess(t *testing.T, id string, flags ...string) *exec.Cmd {
+	t.Helper()
+	args := append([]string{"planner", "-nomad-addr", env.stack.NomadAddr(), "-consul-addr", env.stack.ConsulAddr(),
+		"-resync", "5s", "-id", id}, flags...)
+	cmd := exec.Command(env.themis, args...)
+	logf, err := os.Create(filepath.Join(t.TempDir(), id+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -69,7 +70,7 @@ func TestThemisScenario(t *testing.T) {
 		liveJobs = append(liveJobs, sim.JobResult{ID: j.id, App: j.app, GPUs: j.gpus, Submit: sub, End: live.ends[j.id] - first,
 			Duration: j.duration, Started: true, Finished: true, Preemptions: live.preempted[j.id]})
 	}
-	slices.SortStableFunc(tr.Jobs, func(a, b trace.Job) int { return cmpFloat(a.Submit, b.Submit) })
+	slices.SortStableFunc(tr.Jobs, func(a, b trace.Job) int { return cmp.Compare(a.Submit, b.Submit) })
 	for i := range tr.Jobs {
 		tr.Jobs[i].Line = i + 2
 	}
@@ -117,14 +118,4 @@ func TestThemisScenario(t *testing.T) {
 	}
 	t.Logf("start cost %.2f s, live wall %s (sim: every remaining time known; sim u: unknown until the job runs, sim.Config.UnknownUntilRun)\n| app | jobs | finish live (s) | finish sim (s) | sim vs live | finish sim u (s) | sim u vs live | ρ live | ρ sim | ρ sim u | last auction ρ live | preemptions live | preemptions sim | preemptions sim u |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n%s",
 		start.Seconds(), live.wall.Round(1e9), strings.Join(rows, "\n"))
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
