@@ -144,11 +144,7 @@ func (r *Room) node(v *Job) int {
 func (r *Room) FitsWith(j, v *Job) bool {
 	i := r.node(v)
 	if r.free.equalParts && (i < 0 || j.GPUs > len(r.free.x.nodes[i].gpus)) {
-		c := r.free.clone()
-		c.give(r.grant[v])
-		c.hold(r.grant[v], v, -1)
-		_, ok := c.PlaceJob(j, true)
-		return ok
+		return r.FitsWithAll(j, []*Job{v})
 	}
 	if i < 0 {
 		return false
