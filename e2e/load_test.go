@@ -230,8 +230,8 @@ func runLoad(t *testing.T, n, window int, timeout time.Duration) loadResult {
 				p50.Round(time.Millisecond), p99.Round(time.Millisecond), vmRSS()/1024)
 			if calls {
 				label := time.Since(began).Round(time.Second).String()
-				nomadCalls.window(t, label)
-				consulCalls.window(t, label)
+				nomadCalls.window(t, label, len(r))
+				consulCalls.window(t, label, len(r))
 				cur := agentCPU(cpuDir)
 				logCPU(t, label, prevCPU, cur)
 				prevCPU = cur
@@ -240,6 +240,14 @@ func runLoad(t *testing.T, n, window int, timeout time.Duration) loadResult {
 	}
 	res.wall = time.Since(began)
 	res.jobs = finished
+	if calls {
+		// The last, partial window, and the whole run's status writes.
+		mu.Lock()
+		r := slices.Clone(res.rounds[reported:])
+		mu.Unlock()
+		consulCalls.window(t, "end", len(r))
+		consulCalls.total(t)
+	}
 	for k := range outstanding {
 		res.unfinished = append(res.unfinished, k)
 	}
