@@ -12,6 +12,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
@@ -110,11 +111,11 @@ func (s crashStore) PutRecord(ctx context.Context, r consul.JobRecord) (consul.J
 	return s.Store.PutRecord(ctx, r)
 }
 
-func (s crashStore) PutStatus(ctx context.Context, st consul.JobStatus) error {
+func (s crashStore) WriteStatuses(ctx context.Context, puts []consul.JobStatus, dels []core.JobKey) (int, error) {
 	if err := s.c.dead(); err != nil {
-		return err
+		return 0, err
 	}
-	return s.Store.PutStatus(ctx, st)
+	return s.Store.WriteStatuses(ctx, puts, dels)
 }
 
 type crashNomad struct {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/themis-nomad/themis/planner/consul"
 )
 
 // callTimer is an http.RoundTripper that times each request the planner's
@@ -24,8 +27,14 @@ type callTimer struct {
 	next http.RoundTripper
 	mu   sync.Mutex
 	took map[string][]time.Duration
-	// status counts the status records written, by state and reason.
-	status map[string]int
+	// status counts the status records written, by state and reason;
+	// statusReqs the requests that wrote or deleted status records
+	// (PUT and DELETE /v1/kv/themis/status/..., or a PUT /v1/txn with
+	// status keys) and statusOps the records they wrote or deleted.
+	status                map[string]int
+	statusReqs, statusOps int
+	// allReqs, allOps and allRounds are the windows' so far.
+	allReqs, allOps, allRounds int
 }
 
 func newCallTimer(name string) *callTimer {
@@ -54,36 +63,96 @@ func callKey(r *http.Request) string {
 }
 
 func (c *callTimer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/kv/themis/status/") && r.GetBody != nil {
-		if b, err := r.GetBody(); err == nil {
-			var st struct{ State, Reason string }
-			if json.NewDecoder(b).Decode(&st) == nil {
-				reason := regexp.MustCompile(`[0-9]+`).ReplaceAllString(st.Reason, "N")
-				c.mu.Lock()
-				c.status[st.State+": "+reason[:min(len(reason), 70)]]++
-				c.mu.Unlock()
-			}
-		}
-	}
+	ops := c.statusWrites(r)
 	start := time.Now()
 	resp, err := c.next.RoundTrip(r)
 	took := time.Since(start)
 	k := callKey(r)
+	if ops > 0 && r.URL.Path == "/v1/txn" {
+		k += " (status)"
+	}
 	c.mu.Lock()
 	c.took[k] = append(c.took[k], took)
+	if ops > 0 {
+		c.statusReqs++
+		c.statusOps += ops
+	}
 	c.mu.Unlock()
 	return resp, err
 }
 
+// kvWrite is a status record write as it goes to Consul: the body of a PUT
+// /v1/kv/themis/status/ key (a put; a DELETE has none) or one operation of a
+// transaction (PUT /v1/txn).
+type kvWrite struct {
+	Verb, Key string
+	Value     []byte
+}
+
+// statusWrites counts, by state and reason, the status records r writes
+// (one a request per key, or many in a transaction), and returns how many
+// records r writes or deletes (0: r is no status write).
+func (c *callTimer) statusWrites(r *http.Request) int {
+	var writes []kvWrite
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/v1/kv/"+consul.StatusPrefix) && r.Method == http.MethodDelete:
+		return 1
+	case strings.HasPrefix(r.URL.Path, "/v1/kv/"+consul.StatusPrefix) && r.Method == http.MethodPut && r.GetBody != nil:
+		b, err := r.GetBody()
+		if err != nil {
+			return 1
+		}
+		v, _ := io.ReadAll(b)
+		writes = []kvWrite{{Verb: "set", Key: strings.TrimPrefix(r.URL.Path, "/v1/kv/"), Value: v}}
+	case r.URL.Path == "/v1/txn" && r.Method == http.MethodPut && r.GetBody != nil:
+		b, err := r.GetBody()
+		if err != nil {
+			return 0
+		}
+		var ops []struct{ KV *kvWrite }
+		if json.NewDecoder(b).Decode(&ops) != nil {
+			return 0
+		}
+		for _, op := range ops {
+			if op.KV != nil && strings.HasPrefix(op.KV.Key, consul.StatusPrefix) {
+				writes = append(writes, *op.KV)
+			}
+		}
+	default:
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range writes {
+		var st struct{ State, Reason string }
+		if w.Verb != "set" || json.Unmarshal(w.Value, &st) != nil {
+			continue
+		}
+		reason := digits.ReplaceAllString(st.Reason, "N")
+		c.status[st.State+": "+reason[:min(len(reason), 70)]]++
+	}
+	return len(writes)
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
 // window logs the calls since the last window, the costliest (by total
-// time) first, and starts a new window.
-func (c *callTimer) window(t *testing.T, label string) {
+// time) first, and the status writes per round of the window's rounds, and
+// starts a new window.
+func (c *callTimer) window(t *testing.T, label string, rounds int) {
 	c.mu.Lock()
 	took := c.took
 	c.took = map[string][]time.Duration{}
 	status := c.status
 	c.status = map[string]int{}
+	reqs, ops := c.statusReqs, c.statusOps
+	c.statusReqs, c.statusOps = 0, 0
+	c.allReqs, c.allOps, c.allRounds = c.allReqs+reqs, c.allOps+ops, c.allRounds+rounds
 	c.mu.Unlock()
+	if reqs > 0 {
+		t.Logf("%s %s status writes: %d requests (%.2f a round), %d records written or deleted (%.2f a round)",
+			label, c.name, reqs, float64(reqs)/float64(max(rounds, 1)), ops, float64(ops)/float64(max(rounds, 1)))
+	}
 	type row struct {
 		key   string
 		n     int
@@ -112,6 +181,14 @@ func (c *callTimer) window(t *testing.T, label string) {
 			t.Logf("  status written %5d times: %s", n, k)
 		}
 	}
+}
+
+// total logs the status writes of every window so far, per round.
+func (c *callTimer) total(t *testing.T) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.Logf("whole run %s status writes: %d requests in %d rounds (%.2f a round), %d records written or deleted (%.2f a round)",
+		c.name, c.allReqs, c.allRounds, float64(c.allReqs)/float64(max(c.allRounds, 1)), c.allOps, float64(c.allOps)/float64(max(c.allRounds, 1)))
 }
 
 // agentCPU sums the CPU time (user+system) of the processes whose command

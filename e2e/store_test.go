@@ -19,6 +19,19 @@ import (
 // jobs that do not exist in Nomad, which is exactly what these leases are.
 func privateConsul(t *testing.T) *consulapi.Client {
 	t.Helper()
+	cfg := consulapi.DefaultConfig()
+	cfg.Address = privateConsulAddr(t)
+	c, err := consulapi.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// privateConsulAddr starts a Consul of the test's own and returns its HTTP
+// address.
+func privateConsulAddr(t *testing.T) string {
+	t.Helper()
 	agents, err := agentsDir(env.root)
 	if err != nil {
 		t.Fatal(err)
@@ -31,13 +44,7 @@ func privateConsul(t *testing.T) *consulapi.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Stop)
-	cfg := consulapi.DefaultConfig()
-	cfg.Address = st.ConsulAddr()
-	c, err := consulapi.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return st.ConsulAddr()
 }
 
 func keys(t *testing.T, c *consulapi.Client) []string {

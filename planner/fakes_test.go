@@ -262,6 +262,18 @@ type fakeStore struct {
 	pending  map[core.JobKey]lease.Pending
 	policy   map[string][]byte
 	auction  []byte
+	// statusCalls counts WriteStatuses calls; statusFail, when set, fails
+	// them after that many writes were committed.
+	statusCalls int
+	statusFail  *statusFail
+	// lastPuts and lastDels are the last WriteStatuses call's.
+	lastPuts []consul.JobStatus
+	lastDels []core.JobKey
+}
+
+type statusFail struct {
+	after int
+	err   error
 }
 
 func newFakeStore() *fakeStore {
@@ -432,14 +444,27 @@ func (s *fakeStore) Statuses(context.Context) ([]consul.JobStatus, error) {
 	return slices.Collect(maps.Values(s.statuses)), nil
 }
 
-func (s *fakeStore) PutStatus(_ context.Context, st consul.JobStatus) error {
-	s.statuses[core.JobKey{Namespace: st.Namespace, ID: st.JobID}] = st
-	return nil
-}
-
-func (s *fakeStore) DeleteStatus(_ context.Context, k core.JobKey) error {
-	delete(s.statuses, k)
-	return nil
+// WriteStatuses commits the writes, puts first, up to statusFail's: as
+// consul.Store.WriteStatuses, where the transaction holding it failed.
+func (s *fakeStore) WriteStatuses(_ context.Context, puts []consul.JobStatus, dels []core.JobKey) (int, error) {
+	s.statusCalls++
+	s.lastPuts, s.lastDels = slices.Clone(puts), slices.Clone(dels)
+	n := 0
+	for _, st := range puts {
+		if s.statusFail != nil && n >= s.statusFail.after {
+			return n, s.statusFail.err
+		}
+		s.statuses[core.JobKey{Namespace: st.Namespace, ID: st.JobID}] = st
+		n++
+	}
+	for _, k := range dels {
+		if s.statusFail != nil && n >= s.statusFail.after {
+			return n, s.statusFail.err
+		}
+		delete(s.statuses, k)
+		n++
+	}
+	return n, nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -64,8 +64,10 @@ type Store interface {
 	SetLeaseEnd(ctx context.Context, l lease.JobLease) error
 	PutAuction(ctx context.Context, report []byte) error
 	Statuses(ctx context.Context) ([]consul.JobStatus, error)
-	PutStatus(ctx context.Context, st consul.JobStatus) error
-	DeleteStatus(ctx context.Context, k core.JobKey) error
+	// WriteStatuses writes puts and deletes dels (status records, in
+	// Consul transactions); it returns how many of them, puts first, were
+	// committed (all when the error is nil).
+	WriteStatuses(ctx context.Context, puts []consul.JobStatus, dels []core.JobKey) (int, error)
 }
 
 // Config wires a planner.

@@ -1,8 +1,9 @@
 package planner
 
 import (
+	"cmp"
 	"context"
-	"errors"
+	"slices"
 	"time"
 
 	"github.com/themis-nomad/themis/planner/consul"
@@ -21,10 +22,13 @@ func (p *Planner) loadStatuses(ctx context.Context) error {
 	return nil
 }
 
-// writeStatuses writes the records that changed and deletes those of jobs
-// that left Nomad.
+// writeStatuses writes the records that changed (Since set to now) and
+// deletes those of jobs that left Nomad, in as few Consul transactions as
+// the store needs (Store.WriteStatuses). p.statuses only takes what Consul
+// committed: a record whose transaction failed still differs from it, so
+// the next round writes it again.
 func (p *Planner) writeStatuses(ctx context.Context, next map[core.JobKey]consul.JobStatus, now time.Time) error {
-	var errs []error
+	var puts []consul.JobStatus
 	for k, st := range next {
 		st.Namespace, st.JobID = k.Namespace, k.ID
 		old, ok := p.statuses[k]
@@ -32,24 +36,33 @@ func (p *Planner) writeStatuses(ctx context.Context, next map[core.JobKey]consul
 			continue
 		}
 		st.Since = now.UTC()
-		if err := p.cfg.Store.PutStatus(ctx, st); err != nil {
-			errs = append(errs, err)
-			continue
+		puts = append(puts, st)
+	}
+	var dels []core.JobKey
+	for k := range p.statuses {
+		if _, ok := next[k]; !ok {
+			dels = append(dels, k)
 		}
-		if st.State == "rejected" && (!ok || old.Reason != st.Reason) {
+	}
+	if len(puts) == 0 && len(dels) == 0 {
+		return nil
+	}
+	// In key order, so that the transactions are the same for the same
+	// changes (map order is random).
+	slices.SortFunc(puts, func(a, b consul.JobStatus) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.JobID, b.JobID))
+	})
+	slices.SortFunc(dels, compareKeys)
+	n, err := p.cfg.Store.WriteStatuses(ctx, puts, dels)
+	for _, st := range puts[:min(n, len(puts))] {
+		k := core.JobKey{Namespace: st.Namespace, ID: st.JobID}
+		if old, ok := p.statuses[k]; st.State == "rejected" && (!ok || old.Reason != st.Reason) {
 			p.log.Error("rejected a themis job", "job", k, "error", st.Reason)
 		}
 		p.statuses[k] = st
 	}
-	for k := range p.statuses {
-		if _, ok := next[k]; ok {
-			continue
-		}
-		if err := p.cfg.Store.DeleteStatus(ctx, k); err != nil {
-			errs = append(errs, err)
-			continue
-		}
+	for _, k := range dels[:max(0, min(n-len(puts), len(dels)))] {
 		delete(p.statuses, k)
 	}
-	return errors.Join(errs...)
+	return err
 }

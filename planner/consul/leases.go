@@ -8,8 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"time"
 
 	"github.com/hashicorp/consul/api"
 
@@ -148,63 +146,4 @@ func (s *Store) Revoke(ctx context.Context, l lease.JobLease, r lease.Revoke) (l
 func (s *Store) txn(ctx context.Context, what string, l lease.JobLease, ops api.TxnOps) error {
 	_, err := s.txnOps(ctx, fmt.Sprintf("%s lease %s for %s/%s", what, l.LeaseID, l.Namespace, l.JobID), ops)
 	return err
-}
-
-// JobStatus is what the planner last decided about a job, for operators
-// (Consul UI under themis/status/) and `themis status`.
-type JobStatus struct {
-	Namespace string `json:"namespace"`
-	JobID     string `json:"job_id"`
-	// State is queued, granted, revoking (being preempted: checkpointing
-	// until Deadline), suspended (preempted, queued again with its
-	// checkpoint), rejected or finished.
-	State   string   `json:"state"`
-	Reason  string   `json:"reason,omitempty"`
-	Node    string   `json:"node,omitempty"`
-	GPUs    []string `json:"gpus,omitempty"`
-	LeaseID string   `json:"lease_id,omitempty"`
-	// Deadline is when a revoking job's grace period ends.
-	Deadline time.Time `json:"deadline,omitzero"`
-	// Preemptions counts the times the job was preempted.
-	Preemptions int       `json:"preemptions,omitempty"`
-	Since       time.Time `json:"since"`
-	// Driver is the task's driver when it is not the themis driver
-	// (docker, exec, raw_exec): no lease check guards its start.
-	Driver string `json:"driver,omitempty"`
-}
-
-// StatusPrefix is where job status records live.
-const StatusPrefix = lease.Root + "status/"
-
-// StatusKey is the key of one job's status record.
-func StatusKey(k core.JobKey) string {
-	return StatusPrefix + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.ID)
-}
-
-// PutStatus writes a job's status record.
-func (s *Store) PutStatus(ctx context.Context, st JobStatus) error {
-	v, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	key := StatusKey(core.JobKey{Namespace: st.Namespace, ID: st.JobID})
-	if _, err := s.api.KV().Put(&api.KVPair{Key: key, Value: v}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return aclErr(fmt.Errorf("write %s: %w", key, err), "write "+key, key, "write")
-	}
-	return nil
-}
-
-// DeleteStatus removes a job's status record (the job is gone from Nomad).
-func (s *Store) DeleteStatus(ctx context.Context, k core.JobKey) error {
-	if _, err := s.api.KV().Delete(StatusKey(k), (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("delete %s: %w", StatusKey(k), err)
-	}
-	return nil
-}
-
-// Statuses lists all job status records.
-func (s *Store) Statuses(ctx context.Context) ([]JobStatus, error) {
-	var out []JobStatus
-	err := list(ctx, s, StatusPrefix, func(st JobStatus, _ uint64) { out = append(out, st) })
-	return out, err
 }

@@ -58,6 +58,11 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf *gra
 		free.give(g)
 		free.hold(g, v, -1)
 	}
+	// behind names the head that blocks j: operators see who they wait
+	// for (`themis status`). A new head changes every queued job's reason
+	// in its VC; the planner writes a round's changed records in one
+	// Consul transaction (planner/status.go), so that costs an operation
+	// a job, not a request (docs/invariants.md, the load runs).
 	behind := func(j *Job) string {
 		if h := heads[j.VC]; h != nil {
 			return fmt.Sprintf("behind %s in virtual cluster %q's %s queue", h.Key, j.VC, p.policyOf(j).Name())
