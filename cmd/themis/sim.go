@@ -98,8 +98,8 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   themis.lie=APP:+X%, themis.lie_remaining=APP:+X%,
   themis.filter_remaining=reported|truth|as-run (what the filter ranks
   apps by), themis.revoke=on|off, themis.revoke_rho=1 (early revocation's
-  target ρ), themis.revoke_victim=1|target; docs/themis.md. See docs/simulator.md, docs/checkpoints-sim.md,
-  docs/tiresias.md and docs/themis.md.
+  target ρ), themis.revoke_victim=1|target. See docs/simulator.md,
+  docs/checkpoints-sim.md, docs/tiresias.md and docs/themis.md.
 
 Options:
 ` + flagHelp(simFlags(&simOptions{})))
