@@ -104,13 +104,16 @@
 // # No app left behind by lease timing
 //
 // With themis.revoke=on (the default), a newcomer that would wait past
-// ρ = 1 for the next release has the best-off apps' leases ended early for
-// its gang (revoke.go).
+// ρ = 1 (themis.revoke_rho) for the next release has the best-off apps'
+// leases ended early for its gang (revoke.go).
 //
 // Knobs: themis.f (fairness knob f, default 0.8), themis.lease (default
 // 10m; a Go duration or seconds), themis.lie and themis.lie_remaining
 // (APP:+X% or APP:-X%, comma-separated; default none), themis.filter_remaining
 // (reported, truth or as-run, default reported: what round-by-round
 // filtering ranks the apps by; filter.go), themis.revoke (on or
-// off, default on; New leaves it off).
+// off, default on; New leaves it off), themis.revoke_rho (the ρ in (0, 1]
+// a newcomer must not reach waiting, default 1) and themis.revoke_victim
+// (1 or target: the ρ a revoked job's app must stay at or below, 1 or
+// themis.revoke_rho; default 1).
 package arbiter

@@ -12,7 +12,8 @@ import (
 )
 
 // FromKnobs builds a policy from themis.f, themis.lease, themis.lie,
-// themis.lie_remaining, themis.filter_remaining and themis.revoke.
+// themis.lie_remaining, themis.filter_remaining, themis.revoke,
+// themis.revoke_rho and themis.revoke_victim.
 func FromKnobs(k core.Knobs) (*Policy, error) {
 	f, err := k.Float("themis.f", auction.DefaultFairness)
 	if err != nil {
@@ -60,6 +61,19 @@ func FromKnobs(k core.Knobs) (*Policy, error) {
 	case "off":
 	default:
 		return nil, fmt.Errorf("themis.revoke = %q: want on or off", v)
+	}
+	if p.RevokeRho, err = k.Float("themis.revoke_rho", 1); err != nil {
+		return nil, err
+	}
+	if !(p.RevokeRho > 0 && p.RevokeRho <= 1) {
+		return nil, fmt.Errorf("themis.revoke_rho = %v: want a number in (0, 1]", p.RevokeRho)
+	}
+	switch v := k.String("themis.revoke_victim", "1"); v {
+	case "1":
+	case "target":
+		p.RevokeVictim = p.RevokeRho
+	default:
+		return nil, fmt.Errorf("themis.revoke_victim = %q: want 1 or target", v)
 	}
 	return p, nil
 }

@@ -38,6 +38,11 @@ type Policy struct {
 	// Revoke ends the best-off apps' leases early for an app left behind
 	// by lease timing (revoke.go; themis.revoke).
 	Revoke bool
+	// RevokeRho is the ρ a left-behind newcomer must not reach for leases
+	// to end early (themis.revoke_rho; 1 by default). RevokeVictim is the
+	// ρ a revoked job's app must stay at or below, waiting a lease
+	// (themis.revoke_victim: 1, or RevokeRho).
+	RevokeRho, RevokeVictim float64
 
 	leases map[core.JobKey]time.Time
 	first  map[string]float64
@@ -68,7 +73,8 @@ type Policy struct {
 // New returns a policy with f, lease (seconds) and the liars.
 func New(f, lease float64, lie map[string]float64) *Policy {
 	return &Policy{Fairness: f, Lease: lease, Lie: lie, leases: map[core.JobKey]time.Time{},
-		first: map[string]float64{}, marks: map[string]auction.Mark{}, ran: map[string]bool{}}
+		first: map[string]float64{}, marks: map[string]auction.Mark{}, ran: map[string]bool{},
+		RevokeRho: 1, RevokeVictim: 1}
 }
 
 func (*Policy) Name() string { return Name }

@@ -19,15 +19,17 @@ import (
 // gang the offer cannot hold is left behind when, waiting for the GPUs that running jobs
 // release (lease ends and finishes, as the reservation's releases), it
 // would reach ρ > 1 at its fair share (auction.App.CurrentRhoAfter) and that
-// wait is longer than MinLeaseFraction of a lease. Then the leases of the
+// wait is longer than MinLeaseFraction of a lease (1 is themis.revoke_rho,
+// the target: any value in (0, 1]). Then the leases of the
 // best-off apps' running jobs end early, enough GPUs for its gang, and the
 // round runs on the larger offer as at any lease end: the revoked jobs bid
 // again (one that wins back its own GPUs keeps running, no checkpoint), the
 // left-behind app bids with the worst current ρ.
 //
 // A job is revoked only if its app, made to wait a whole lease for that
-// job's GPUs, still reaches ρ <= 1 (CurrentRho with the job queued), and
-// below the left-behind app's; the best-off apps by that measure go first,
+// job's GPUs, still reaches ρ <= 1 (CurrentRho with the job queued; with
+// themis.revoke_victim=target, ρ <= the target instead), and below the
+// left-behind app's; the best-off apps by that measure go first,
 // preferring one machine that then holds the gang, else across machines.
 // Among those, the machine that then holds the gang with the fewest GPUs
 // revoked is chosen (the revoked pay a checkpoint and a restore), and
@@ -68,9 +70,10 @@ func (p *Policy) revokeEarly(r *round) {
 }
 
 // leftBehind is the newcomer (not in ran) that has a queued gang (need
-// GPUs) the offer cannot hold and, waiting for releases, would reach ρ > 1
-// after more than the bound; the worst such by ρ. "" when none.
-func leftBehind(apps []auction.App, ran map[string]bool, env auction.Env, offered int, rel map[string][]release, bound float64) (id string, need int, rho float64) {
+// GPUs) the offer cannot hold and, waiting for releases, would reach ρ >
+// target (themis.revoke_rho) after more than the bound; the worst such by
+// ρ. "" when none.
+func leftBehind(apps []auction.App, ran map[string]bool, env auction.Env, offered int, rel map[string][]release, bound, target float64) (id string, need int, rho float64) {
 	var soon []release
 	for _, rs := range rel {
 		soon = append(soon, rs...)
@@ -107,7 +110,7 @@ func leftBehind(apps []auction.App, ran map[string]bool, env auction.Env, offere
 		if math.IsInf(w, 1) {
 			w = env.Lease
 		}
-		if r := a.CurrentRhoAfter(env, w); r > 1 && (r > rho || r == rho && a.ID < id) {
+		if r := a.CurrentRhoAfter(env, w); r > target && (r > rho || r == rho && a.ID < id) {
 			id, need, rho = a.ID, g, r
 		}
 	}
@@ -125,10 +128,11 @@ type revocable struct {
 
 // revocable lists the running jobs whose leases may end early for an app
 // at ρ worse: not restoring, lease not yet over, and their app still at
-// ρ <= 1 (and below worse) if it waits a whole lease for the job's GPUs;
+// ρ <= p.RevokeVictim (and below worse) if it waits a whole lease for the job's GPUs;
 // best-off first.
 func (p *Policy) revocable(jobs []*core.Job, apps []auction.App, env auction.Env, grantOf map[core.JobKey]core.Grant,
 	isExpired map[core.JobKey]bool, free *core.FreeGPUs, worse float64) []revocable {
+	stay := p.RevokeVictim
 	appAt := make(map[string]int, len(apps))
 	for i := range apps {
 		appAt[apps[i].ID] = i
@@ -156,7 +160,7 @@ func (p *Policy) revocable(jobs []*core.Job, apps []auction.App, env auction.Env
 			continue
 		}
 		r := a.CurrentRho(env)
-		if !(r <= 1 && r < worse) {
+		if !(r <= stay && r < worse) {
 			continue
 		}
 		on := map[string]int{}
@@ -257,7 +261,7 @@ func chooseRevoked(need int, offer auction.Offer, cands []revocable) []*core.Job
 func (p *Policy) revokeFor(now time.Time, jobs []*core.Job, apps []auction.App, env auction.Env, offer auction.Offer,
 	grantOf map[core.JobKey]core.Grant, isExpired map[core.JobKey]bool, free *core.FreeGPUs) []*core.Job {
 	rel := releases(now, jobs, grantOf, p.leases, isExpired, free)
-	id, need, rho := leftBehind(apps, p.ran, env, offer.GPUs(), rel, p.Lease*MinLeaseFraction)
+	id, need, rho := leftBehind(apps, p.ran, env, offer.GPUs(), rel, p.Lease*MinLeaseFraction, p.RevokeRho)
 	if id == "" {
 		return nil
 	}
