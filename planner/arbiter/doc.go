@@ -111,6 +111,8 @@
 // 10m; a Go duration or seconds), themis.lie and themis.lie_remaining
 // (APP:+X% or APP:-X%, comma-separated; default none), themis.filter_remaining
 // (reported, truth or as-run, default reported: what round-by-round
-// filtering ranks the apps by; filter.go), themis.revoke (on or
-// off, default on; New leaves it off).
+// filtering ranks the apps by; filter.go), themis.filter_estimate
+// (current, whole or fluid, default current: the current ρ estimate the
+// filter and the reservation rank the apps by; estimate.go), themis.revoke
+// (on or off, default on; New leaves it off).
 package arbiter
