@@ -3,10 +3,11 @@ package arbiter
 import "github.com/themis-nomad/themis/planner/core"
 
 // doneWork is the work of each app's jobs that have left (finished), which
-// themis.filter_remaining=whole counts in the app's T_id: the agents model
-// only the jobs they see. A job's work is its total GPU-seconds when last
-// seen, as the agent models it (agents.go: its reported total, or what it
-// has left plus what it has run).
+// themis.filter_estimate=whole and fluid count in the app's T_id
+// (estimate.go): the agents model only the jobs they see. A job's work is
+// its total GPU-seconds when last seen, as its agent models it (agents.go:
+// its reported total, or what it has left plus what it has run). It lives
+// in memory only: a planner that restarts (ImportState) starts it empty.
 type doneWork struct {
 	// seen is the jobs of the last round with their app and work.
 	seen map[core.JobKey]seenJob
