@@ -97,8 +97,10 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   placement schemes), themis.f=0.8, themis.lease=10m,
   themis.lie=APP:+X%, themis.lie_remaining=APP:+X%,
   themis.filter_remaining=reported|truth|as-run (what the filter ranks
-  apps by), themis.revoke=on|off, themis.revoke_rho=1 (early revocation's
-  target ρ), themis.revoke_victim=1|target. See docs/simulator.md,
+  apps by; docs/themis.md), themis.filter_estimate=current|whole|fluid
+  (the current rho estimate the filter and the reservation rank by),
+  themis.revoke=on|off, themis.revoke_rho=1 (early revocation's target ρ),
+  themis.revoke_victim=1|target. See docs/simulator.md,
   docs/checkpoints-sim.md, docs/tiresias.md and docs/themis.md.
 
 Options:

@@ -24,8 +24,8 @@ func (p *Policy) modelApps(r *round) {
 		}
 	}
 	auction.SetFairShares(r.apps, r.env.ClusterGPUs)
-	if p.FilterRemaining != "" && p.FilterRemaining != FilterReported {
-		p.filterBy(r) // themis.filter_remaining (filter.go)
+	if p.FilterRemaining != "" && p.FilterRemaining != FilterReported || p.estimating() {
+		p.filterBy(r) // themis.filter_remaining and filter_estimate (filter.go)
 	}
 }
 
@@ -43,32 +43,12 @@ func (p *Policy) app(id string, js []*core.Job, t float64, free *core.FreeGPUs, 
 		if j.GPUs < 1 || j.GPUs > free.Capacity() {
 			continue // a gang the cluster can never hold
 		}
-		if j.Remaining < 0 {
-			// Live, a job that reports no progress: the agent estimates.
-			c := *j
-			c.Remaining = p.unknownRemaining(j)
-			j = &c
-		} else if x, ok := p.LieRemaining[id]; ok {
-			// The simulator's progress lie: the app reports x times its
-			// remaining time, and a total off by as much.
-			c := *j
-			if c.Work >= c.Remaining {
-				c.Work += c.Remaining * (x - 1)
-			}
-			c.Remaining *= x
-			j = &c
-		}
+		j = p.reported(id, j)
 		sk, cr = max(sk, j.Skew), max(cr, j.CrossRack, j.Skew)
-		// The job's total work: known, or else what it has left plus what it
-		// has run (which overstates the total of a job that ran spread).
-		tot := j.Work
-		if !(tot >= j.Remaining) {
-			tot = j.Remaining + max(0, j.Attained)/g
-		}
 		// A job with no work left (a zero-length job, or one finishing
 		// now) still needs its gang to start and end: a millisecond.
 		left := max(j.Remaining, 1e-3)
-		tot = max(tot, left)
+		tot := max(total(j), left)
 		jb := auction.Job{ID: j.Key.String(), IterTime: g, ItersLeft: left, ItersTotal: tot, Demand: j.GPUs, Gang: j.GPUs}
 		switch {
 		case j.Phase == core.Granted && !isExpired[j.Key]:
@@ -105,6 +85,39 @@ func (p *Policy) app(id string, js []*core.Job, t float64, free *core.FreeGPUs, 
 		a.Halving = h
 	}
 	return a, true
+}
+
+// reported is the job as its app's agent sees it: with an estimate of its
+// remaining time when it reports none, and with the simulator's progress
+// lie (themis.lie_remaining) when its app tells one.
+func (p *Policy) reported(id string, j *core.Job) *core.Job {
+	if j.Remaining < 0 {
+		// Live, a job that reports no progress: the agent estimates.
+		c := *j
+		c.Remaining = p.unknownRemaining(j)
+		return &c
+	}
+	if x, ok := p.LieRemaining[id]; ok {
+		// The simulator's progress lie: the app reports x times its
+		// remaining time, and a total off by as much.
+		c := *j
+		if c.Work >= c.Remaining {
+			c.Work += c.Remaining * (x - 1)
+		}
+		c.Remaining *= x
+		return &c
+	}
+	return j
+}
+
+// total is a reported job's total work in seconds on its GPUs: known, or
+// else what it has left plus what it has run (which overstates the total
+// of a job that ran spread).
+func total(j *core.Job) float64 {
+	if j.Work >= j.Remaining {
+		return j.Work
+	}
+	return j.Remaining + max(0, j.Attained)/float64(max(1, j.GPUs))
 }
 
 // unknownRemaining is what an agent assumes is left of a job whose

@@ -128,6 +128,9 @@ func (p *Policy) observe(now time.Time, jobs []*core.Job, free *core.FreeGPUs, h
 		}
 	}
 	p.leases = leases
+	if p.estimating() {
+		p.done.observe(jobs, p.reported)
+	}
 	p.cont.Set(r.t, len(r.order))
 	for _, a := range r.order {
 		if _, ok := p.first[a]; !ok {

@@ -111,9 +111,11 @@
 // 10m; a Go duration or seconds), themis.lie and themis.lie_remaining
 // (APP:+X% or APP:-X%, comma-separated; default none), themis.filter_remaining
 // (reported, truth or as-run, default reported: what round-by-round
-// filtering ranks the apps by; filter.go), themis.revoke (on or
-// off, default on; New leaves it off), themis.revoke_rho (the ρ in (0, 1]
-// a newcomer must not reach waiting, default 1) and themis.revoke_victim
-// (1 or target: the ρ a revoked job's app must stay at or below, 1 or
-// themis.revoke_rho; default 1).
+// filtering ranks the apps by; filter.go), themis.filter_estimate
+// (current, whole or fluid, default current: the current ρ estimate the
+// filter and the reservation rank the apps by; estimate.go), themis.revoke
+// (on or off, default on; New leaves it off), themis.revoke_rho (the ρ in
+// (0, 1] a newcomer must not reach waiting, default 1) and
+// themis.revoke_victim (1 or target: the ρ a revoked job's app must stay at
+// or below, 1 or themis.revoke_rho; default 1).
 package arbiter

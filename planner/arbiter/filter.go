@@ -24,18 +24,21 @@ const (
 	FilterAsRun = "as-run"
 )
 
-// filterBy sets every app's auction.App.FilterRho as FilterRemaining says.
+// filterBy sets every app's auction.App.FilterRho as FilterRemaining and
+// FilterEstimate say.
 func (p *Policy) filterBy(r *round) {
 	lies := p.LieRemaining
-	p.LieRemaining = nil
-	defer func() { p.LieRemaining = lies }()
+	if p.FilterRemaining == FilterTruth || p.FilterRemaining == FilterAsRun {
+		p.LieRemaining = nil
+		defer func() { p.LieRemaining = lies }()
+	}
 	for i := range r.apps {
 		a := &r.apps[i]
 		js := r.byApp[a.ID]
 		switch p.FilterRemaining {
 		case FilterTruth:
-			if _, ok := lies[a.ID]; !ok {
-				continue
+			if _, ok := lies[a.ID]; !ok && !p.estimating() {
+				continue // its own model, as the round has it
 			}
 		case FilterAsRun:
 			js = asRun(js, p.Lease)
@@ -45,7 +48,7 @@ func (p *Policy) filterBy(r *round) {
 			continue
 		}
 		m.FairShare = a.FairShare // the share counts demands, which neither changes
-		a.FilterRho = m.CurrentRho(r.env)
+		a.FilterRho = p.estimate(&m, r.env)
 	}
 }
 

@@ -55,6 +55,13 @@ func FromKnobs(k core.Knobs) (*Policy, error) {
 	default:
 		return nil, fmt.Errorf("themis.filter_remaining = %q: want %s, %s or %s", v, FilterReported, FilterTruth, FilterAsRun)
 	}
+	switch v := k.String("themis.filter_estimate", EstimateCurrent); v {
+	case EstimateCurrent:
+	case EstimateWhole, EstimateFluid:
+		p.FilterEstimate = v
+	default:
+		return nil, fmt.Errorf("themis.filter_estimate = %q: want %s, %s or %s", v, EstimateCurrent, EstimateWhole, EstimateFluid)
+	}
 	switch v := k.String("themis.revoke", "on"); v {
 	case "on":
 		p.Revoke = true

@@ -9,18 +9,24 @@ import (
 )
 
 func TestKnobs(t *testing.T) {
-	k, _ := core.ParseKnobs([]string{"themis.f=0.5", "themis.lease=20m", "themis.lie=app-0001:+20%", "themis.lie_remaining=a:-50%,b:+100%", "themis.filter_remaining=truth"})
+	k, _ := core.ParseKnobs([]string{"themis.f=0.5", "themis.lease=20m", "themis.lie=app-0001:+20%", "themis.lie_remaining=a:-50%,b:+100%", "themis.filter_remaining=truth", "themis.filter_estimate=fluid"})
 	p, err := FromKnobs(k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Fairness != 0.5 || p.Lease != 1200 || p.Lie["app-0001"] != 1.2 || p.LieRemaining["a"] != 0.5 || p.LieRemaining["b"] != 2 || p.FilterRemaining != FilterTruth {
+	if p.Fairness != 0.5 || p.Lease != 1200 || p.Lie["app-0001"] != 1.2 || p.LieRemaining["a"] != 0.5 || p.LieRemaining["b"] != 2 || p.FilterRemaining != FilterTruth || p.FilterEstimate != EstimateFluid {
 		t.Errorf("f %v lease %v lie %v lie_remaining %v", p.Fairness, p.Lease, p.Lie, p.LieRemaining)
 	}
-	for _, bad := range []string{"themis.f=2", "themis.lease=-1m", "themis.lie=app", "themis.lie=a:-150%", "themis.lie_remaining=a:-100%", "themis.filter_remaining=yes"} {
+	for _, bad := range []string{"themis.f=2", "themis.lease=-1m", "themis.lie=app", "themis.lie=a:-150%", "themis.lie_remaining=a:-100%", "themis.filter_remaining=yes", "themis.filter_estimate=best"} {
 		k, _ := core.ParseKnobs([]string{bad})
 		if _, err := FromKnobs(k); err == nil {
 			t.Errorf("%s accepted", bad)
+		}
+	}
+	for v, want := range map[string]string{"current": "", "whole": EstimateWhole, "fluid": EstimateFluid} {
+		k, _ := core.ParseKnobs([]string{"themis.filter_estimate=" + v})
+		if p, err := FromKnobs(k); err != nil || p.FilterEstimate != want {
+			t.Errorf("filter_estimate=%s: %q, %v; want %q", v, p.FilterEstimate, err, want)
 		}
 	}
 }

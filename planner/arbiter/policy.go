@@ -35,6 +35,10 @@ type Policy struct {
 	// the apps by (themis.filter_remaining; agents.go): FilterReported
 	// (""), FilterTruth or FilterAsRun.
 	FilterRemaining string
+	// FilterEstimate is the current ρ estimate round-by-round filtering
+	// ranks the apps by (themis.filter_estimate; estimate.go):
+	// EstimateCurrent (""), EstimateWhole or EstimateFluid.
+	FilterEstimate string
 	// Revoke ends the best-off apps' leases early for an app left behind
 	// by lease timing (revoke.go; themis.revoke).
 	Revoke bool
@@ -43,6 +47,9 @@ type Policy struct {
 	// ρ a revoked job's app must stay at or below, waiting a lease
 	// (themis.revoke_victim: 1, or RevokeRho).
 	RevokeRho, RevokeVictim float64
+	// done is the work of the apps' jobs that have left, kept only for
+	// EstimateWhole and EstimateFluid (done.go).
+	done doneWork
 
 	leases map[core.JobKey]time.Time
 	first  map[string]float64

@@ -23,7 +23,7 @@ import (
 // among the other apps; once the reserved-for app's gang can be placed,
 // it bids alone (f = 1).
 func (p *Policy) reserve(r *round) bool {
-	w, need := worst(r.apps, r.env)
+	w, need := worst(r.apps, r.env, p.estimating())
 	if w == "" {
 		p.reserving, p.target = "", nil
 		return true
@@ -114,10 +114,11 @@ func (p *Policy) gatherOnTarget(r *round, w string) bool {
 	return r.offer.GPUs() > 0 && len(r.apps) > 0
 }
 
-// worst is the app with the worst current ρ (auction.App.CurrentRho) among those
-// with a queued job the cluster can hold, and the GPUs its largest queued
-// gang needs; "" when no app waits.
-func worst(apps []auction.App, env auction.Env) (string, int) {
+// worst is the app with the worst current ρ (auction.App.CurrentRho; with
+// filter set, the filter's estimate, App.FilterRho, where there is one:
+// themis.filter_estimate) among those with a queued job the cluster can
+// hold, and the GPUs its largest queued gang needs; "" when no app waits.
+func worst(apps []auction.App, env auction.Env, filter bool) (string, int) {
 	id, need, rho := "", 0, math.Inf(-1)
 	for i := range apps {
 		a := &apps[i]
@@ -130,7 +131,11 @@ func worst(apps []auction.App, env auction.Env) (string, int) {
 		if g == 0 || g > env.ClusterGPUs {
 			continue
 		}
-		if r := a.CurrentRho(env); r > rho || (r == rho && a.ID < id) {
+		r := a.CurrentRho(env)
+		if filter && a.FilterRho > 0 {
+			r = a.FilterRho
+		}
+		if r > rho || (r == rho && a.ID < id) {
 			id, need, rho = a.ID, g, r
 		}
 	}

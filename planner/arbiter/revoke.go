@@ -67,6 +67,9 @@ func (p *Policy) revokeEarly(r *round) {
 		}
 	}
 	auction.SetFairShares(r.apps, r.env.ClusterGPUs)
+	if p.estimating() {
+		p.filterBy(r) // the rebuilt apps' filter ρ (themis.filter_estimate)
+	}
 }
 
 // leftBehind is the newcomer (not in ran) that has a queued gang (need

@@ -53,6 +53,11 @@ type Halving struct {
 	// Demand is each later job's job_demand_max; 0 means the largest
 	// demand among the current jobs. Later jobs are elastic (gang 1).
 	Demand int
+	// Doubling, when set, makes Demand the last phase's job demand only:
+	// each earlier phase's jobs want half the next one's (at least 1), as
+	// a sweep whose trials double their GPUs each phase. Unset, every
+	// later phase's jobs want Demand.
+	Doubling bool
 }
 
 // App is an ML app (section 2.1): one job, or several hyper-parameter
@@ -207,16 +212,23 @@ func (a *App) laterDemand() int {
 	return d
 }
 
-// phases calls f with the job count and per-job work of each later phase.
-func (a *App) phases(f func(jobs int, work float64)) {
+// phases calls f with the job count, per-job work and per-job demand of
+// each later phase.
+func (a *App) phases(f func(jobs int, work float64, demand int)) {
 	if a.Halving == nil {
 		return
 	}
 	med := a.medianIterTime()
+	ld := a.laterDemand()
 	n := len(a.Jobs)
-	for _, it := range a.Halving.Iters {
+	last := len(a.Halving.Iters) - 1
+	for q, it := range a.Halving.Iters {
 		n = max(1, n/2)
-		f(n, it*med)
+		d := ld
+		if a.Halving.Doubling {
+			d = max(1, ld>>min(last-q, 62))
+		}
+		f(n, it*med, d)
 	}
 }
 
@@ -230,7 +242,7 @@ func (a *App) budget() float64 {
 	for i := range a.Jobs {
 		b += a.Jobs[i].ItersTotal * a.Jobs[i].IterTime
 	}
-	a.phases(func(n int, w float64) { b += float64(n) * w })
+	a.phases(func(n int, w float64, _ int) { b += float64(n) * w })
 	return b
 }
 
@@ -241,7 +253,6 @@ func (a *App) demandMax() int {
 	for i := range a.Jobs {
 		d += a.Jobs[i].Demand
 	}
-	ld := a.laterDemand()
-	a.phases(func(n int, _ float64) { d = max(d, n*ld) })
+	a.phases(func(n int, _ float64, ld int) { d = max(d, n*ld) })
 	return d
 }

@@ -36,10 +36,9 @@ func (a *App) bidTable(rho []float64, kmax int, tid, rho0 float64) {
 	}
 	// Later phases run on all the app's GPUs at the union class, which for
 	// k >= 1 depends on c only; one sweep per phase and union class.
-	ld := a.laterDemand()
 	type later struct{ sweeps [NumClasses]*phaseSweep }
 	var phases []later
-	a.phases(func(n int, w float64) {
+	a.phases(func(n int, w float64, ld int) {
 		ts := make([]task, n)
 		for i := range ts {
 			ts[i] = task{w, ld, 1}

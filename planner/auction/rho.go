@@ -21,6 +21,10 @@ func (a *App) IdealTime(clusterGPUs int) float64 {
 	return a.budget() / float64(min(clusterGPUs, a.demandMax())) * max(1, a.NAvg)
 }
 
+// Work is B, the app's whole work at the ideal placement in GPU-seconds
+// (Budget, or its jobs' and later phases' work when Budget is 0).
+func (a *App) Work() float64 { return a.budget() }
+
 // unionClass is the class of an app's whole allocation (what later phases
 // run on) when it holds GPUs of class held and adds new ones of class c: two
 // separate allocations span at least two machines, which we take to be in
@@ -80,8 +84,7 @@ func (a *App) sharedTime(k int, c Class, withSplit bool) (float64, []int) {
 	}
 	p := held + k
 	uc := unionClass(heldClass, held, c, k)
-	ld := a.laterDemand()
-	a.phases(func(n int, w float64) {
+	a.phases(func(n int, w float64, ld int) {
 		ts := make([]task, n)
 		for i := range ts {
 			ts[i] = task{w, ld, 1}
