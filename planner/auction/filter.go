@@ -49,12 +49,17 @@ func (a *App) CurrentRho(env Env) float64 {
 			}
 			held += a.Jobs[i].Held
 		}
-		share := a.FairShare
-		if share <= 0 {
-			share = float64(env.ClusterGPUs) / max(1, a.NAvg)
-		}
-		return max(m, min(int(share)-held, demand, env.ClusterGPUs))
+		return max(m, min(int(a.share(env))-held, demand, env.ClusterGPUs))
 	})
+}
+
+// share is the app's fair share of the cluster's GPUs: FairShare, or
+// R_C / N_avg when unset.
+func (a *App) share(env Env) float64 {
+	if a.FairShare > 0 {
+		return a.FairShare
+	}
+	return float64(env.ClusterGPUs) / max(1, a.NAvg)
 }
 
 // CurrentRhoAfter is CurrentRho with a wait of the given seconds instead of

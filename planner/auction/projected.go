@@ -1,7 +1,5 @@
 package auction
 
-import "math"
-
 // ProjectedRho is another current ρ estimate for round-by-round filtering
 // (the simulator's themis.filter_estimate=fluid): the ρ the app reaches if
 // it waits one more lease and then runs all its remaining work on its fair
@@ -21,14 +19,13 @@ import "math"
 // CurrentRho. With nothing queued it is Rho(0), as CurrentRho; +Inf for a
 // gang the cluster cannot hold.
 func (a *App) ProjectedRho(env Env) float64 {
-	tid := a.IdealTime(env.ClusterGPUs)
-	m := a.minGPUs()
-	switch {
-	case m == 0:
-		return a.SharedTime(0, SameMachine) / tid
-	case m > env.ClusterGPUs:
-		return math.Inf(1)
-	}
+	return a.rhoAfterWait(env, func(m int) float64 { return a.Elapsed + a.fluidTime(env, m) })
+}
+
+// fluidTime is how long the app's remaining work takes on its fair share
+// of the cluster in all (at least its largest queued gang, m), no job
+// faster than at its demand: ProjectedRho's max(T_crit, W / g).
+func (a *App) fluidTime(env Env, m int) float64 {
 	work, crit := 0.0, 0.0
 	for i := range a.Jobs {
 		j := &a.Jobs[i]
@@ -40,10 +37,6 @@ func (a *App) ProjectedRho(env Env) float64 {
 		work += float64(n) * w
 		crit += w / float64(d)
 	})
-	share := a.FairShare
-	if share <= 0 {
-		share = float64(env.ClusterGPUs) / max(1, a.NAvg)
-	}
-	g := min(float64(env.ClusterGPUs), max(share, float64(m)))
-	return (a.Elapsed + env.Lease + max(crit, work/g)) / tid
+	g := min(float64(env.ClusterGPUs), max(a.share(env), float64(m)))
+	return max(crit, work/g)
 }

@@ -144,6 +144,14 @@ func (a *App) RhoWait(env Env) float64 {
 // with nothing queued, +Inf for a gang the cluster cannot hold (it never
 // runs).
 func (a *App) rhoAfterLease(env Env, c Class, count func(m int) int) float64 {
+	return a.rhoAfterWait(env, func(m int) float64 { return a.SharedTime(count(m), c) })
+}
+
+// rhoAfterWait is ρ if the app waits one more lease and then finishes at
+// finish(m) (from its arrival, less that lease), m being its largest queued
+// gang: Rho(0) with nothing queued, +Inf for a gang the cluster cannot
+// hold (it never runs).
+func (a *App) rhoAfterWait(env Env, finish func(m int) float64) float64 {
 	tid := a.IdealTime(env.ClusterGPUs)
 	m := a.minGPUs()
 	switch {
@@ -152,5 +160,5 @@ func (a *App) rhoAfterLease(env Env, c Class, count func(m int) int) float64 {
 	case m > env.ClusterGPUs:
 		return math.Inf(1)
 	}
-	return (a.SharedTime(count(m), c) + env.Lease) / tid
+	return (finish(m) + env.Lease) / tid
 }
