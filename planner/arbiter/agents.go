@@ -24,7 +24,7 @@ func (p *Policy) modelApps(r *round) {
 		}
 	}
 	auction.SetFairShares(r.apps, r.env.ClusterGPUs)
-	if p.FilterRemaining != "" && p.FilterRemaining != FilterReported || p.estimating() {
+	if p.filtering() {
 		p.filterBy(r) // themis.filter_remaining and filter_estimate (filter.go)
 	}
 }

@@ -24,6 +24,14 @@ const (
 	FilterAsRun = "as-run"
 )
 
+// filtering says whether the filter ranks the apps by a ρ of its own
+// (filterBy): themis.filter_remaining other than reported, or
+// themis.filter_estimate other than current. Every step that models the
+// apps anew (modelApps, revokeEarly) then sets it again.
+func (p *Policy) filtering() bool {
+	return p.FilterRemaining != "" && p.FilterRemaining != FilterReported || p.estimating()
+}
+
 // filterBy sets every app's auction.App.FilterRho as FilterRemaining and
 // FilterEstimate say.
 func (p *Policy) filterBy(r *round) {

@@ -67,8 +67,8 @@ func (p *Policy) revokeEarly(r *round) {
 		}
 	}
 	auction.SetFairShares(r.apps, r.env.ClusterGPUs)
-	if p.estimating() {
-		p.filterBy(r) // the rebuilt apps' filter ρ (themis.filter_estimate)
+	if p.filtering() {
+		p.filterBy(r) // the rebuilt apps' filter ρ, on the new fair shares
 	}
 }
 

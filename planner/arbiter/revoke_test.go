@@ -95,3 +95,40 @@ func TestRevokeKnob(t *testing.T) {
 		t.Error("themis.revoke=maybe accepted")
 	}
 }
+
+// An early revocation models the revoked jobs' apps anew; with a filter of
+// its own (themis.filter_remaining, themis.filter_estimate) each app must
+// still be ranked by that filter's ρ, set on the new fair shares, not by
+// CurrentRho (FilterRho 0).
+func TestRevokeKeepsTheFilterRho(t *testing.T) {
+	for _, c := range []struct{ remaining, estimate string }{
+		{FilterAsRun, ""},
+		{FilterReported, EstimateFluid},
+	} {
+		p := New(0.8, 600, nil)
+		p.Revoke = true
+		p.FilterRemaining, p.FilterEstimate = c.remaining, c.estimate
+		nodes, jobs, held := revokeScene(t, p)
+		js := make([]*core.Job, len(jobs))
+		for i := range jobs {
+			js[i] = &jobs[i]
+		}
+		r := p.observe(at(10), js, core.NewFreeGPUs(nodes, held), held)
+		p.openOffer(r)
+		p.modelApps(r)
+		p.revokeEarly(r)
+		if len(r.expiredJobs) == 0 {
+			t.Fatalf("%+v: no lease ended early; the scene should revoke one of A's", c)
+		}
+		want := map[string]float64{}
+		for _, a := range r.apps {
+			want[a.ID] = a.FilterRho
+		}
+		p.filterBy(r) // what the filter gives on the round's final models
+		for _, a := range r.apps {
+			if want[a.ID] <= 0 || a.FilterRho != want[a.ID] {
+				t.Errorf("%+v: app %s ranked by %v after the revocation, want its filter ρ %v", c, a.ID, want[a.ID], a.FilterRho)
+			}
+		}
+	}
+}
