@@ -39,8 +39,9 @@ func startPlanner(s plannerSetup) {
 	}
 	nc := nomad.NewClient(env.nomad, "", env.log.Named("nomad"))
 	// raw_exec jobs keep checkpoints where the dev agent's themis driver
-	// does (nomad-dev.hcl.tmpl's checkpoint_root).
-	nc.SetForeignCheckpoints(nomad.ForeignCheckpoints{Root: filepath.Join(env.work, "stack", "checkpoints")})
+	// does (nomad-dev.hcl.tmpl's checkpoint_root); exec jobs in the host
+	// volume the dev agent declares there.
+	nc.SetForeignCheckpoints(nomad.ForeignCheckpoints{Root: filepath.Join(env.work, "stack", "checkpoints"), Volume: nomad.DefaultCheckpointVolume})
 	p := planner.New(planner.Config{
 		Nomad:          nc,
 		Store:          consul.NewStore(env.consul),

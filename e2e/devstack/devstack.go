@@ -159,6 +159,11 @@ func start(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 		}
 	}
 	if withNomad {
+		// The checkpoint root is also the client's host volume
+		// themis-checkpoints, which must exist when the client starts.
+		if err := os.MkdirAll(filepath.Join(cfg.DataDir, "checkpoints"), 0o755); err != nil {
+			return nil, err
+		}
 		nomadCfg, err := s.render("nomad-dev.hcl.tmpl", "nomad.hcl", nil)
 		if err != nil {
 			return nil, err

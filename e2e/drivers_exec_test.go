@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	nomadapi "github.com/hashicorp/nomad/api"
+	"github.com/themis-nomad/themis/driver/checkpoint"
+	"github.com/themis-nomad/themis/planner/nomad"
+)
+
+// execHelloDir is where the exec test puts the hello binary, inside the
+// dev agent's checkpoint root (its host volume themis-checkpoints): an
+// exec task sees only its chroot (Nomad's chroot_env: /bin, /lib, /usr,
+// ...) and its volumes, so hello comes from the shared storage, as a
+// user's code would.
+const execHelloDir = ".e2e-bin"
+
+// execJob is hello under Nomad's exec driver, with the stanza in meta,
+// run from the checkpoint volume. It runs as exec's default user, nobody
+// (the client's user.denylist refuses root to exec).
+func execJob(t testing.TB, id string, steps int, meta map[string]string) *nomadapi.Job {
+	t.Helper()
+	job := rawExecJob(t, id, steps, meta)
+	task := job.TaskGroups[0].Tasks[0]
+	task.Driver = "exec"
+	task.Config["command"] = nomad.CheckpointMount + "/" + execHelloDir + "/hello"
+	return job
+}
+
+// skipWithoutExec skips the test unless the dev node's exec driver is
+// detected and healthy (root and a cgroup mount: Nomad's drivers/exec
+// buildFingerprint).
+func skipWithoutExec(t *testing.T) {
+	t.Helper()
+	stubs, _, err := env.nomad.Nodes().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stubs {
+		if s.Name != "dev-node" {
+			continue
+		}
+		n, _, err := env.nomad.Nodes().Info(s.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch d := n.Drivers["exec"]; {
+		case d == nil:
+			t.Skip("the client reports no exec driver")
+		case !d.Detected || !d.Healthy:
+			t.Skipf("the client's exec driver: detected %v, healthy %v (%s)", d.Detected, d.Healthy, d.HealthDescription)
+		}
+		return
+	}
+	t.Fatal("no Nomad node dev-node")
+}
+
+// An exec job with the stanza in meta is pinned with the checkpoint host
+// volume mounted at /themis-checkpoints, runs on exactly its leased GPUs,
+// is preempted by a FitGpp TE job with its grace (kill_signal SIGTERM,
+// kill_timeout 20s), checkpoints through the volume to the host's
+// checkpoint root, and resumes from that checkpoint in a new chroot with
+// its restart count.
+func TestExecJobIsScheduledPreemptedAndResumed(t *testing.T) {
+	skipWithoutExec(t)
+	usePolicy(t, "fitgpp")
+	root := filepath.Join(env.stack.DataDir(), "checkpoints")
+	bin := filepath.Join(root, execHelloDir, "hello")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(env.helloBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const be, te = "e2e-exec-be", "e2e-exec-te"
+	rel := "default/" + be + "/train/hello"
+	// The checkpoint root belongs to root (raw_exec and themis tasks write
+	// there); the task runs as nobody, so its dir is made and given to
+	// nobody here, as an operator would on shared storage.
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(nobody.Uid)
+	ckpt := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(ckpt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(ckpt, uid, -1); err != nil {
+		t.Fatal(err)
+	}
+	register(t, execJob(t, be, 3000, map[string]string{"themis.gpus": "8", "themis.grace_period": "20s", "themis.checkpoint_signal": "SIGTERM"}))
+	eventually(t, 60*time.Second, be+" is leased", func() (bool, error) {
+		return jobLease(t, be) != nil, fmt.Errorf("no lease")
+	})
+	job, _, err := env.nomad.Jobs().Info(be, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, task := job.TaskGroups[0], job.TaskGroups[0].Tasks[0]
+	if v := tg.Volumes[nomad.DefaultCheckpointVolume]; v == nil || v.Type != "host" || v.Source != nomad.DefaultCheckpointVolume || v.ReadOnly {
+		t.Fatalf("pinned exec group: volumes %v; want the host volume %s", tg.Volumes, nomad.DefaultCheckpointVolume)
+	}
+	mounted := slices.ContainsFunc(task.VolumeMounts, func(m *nomadapi.VolumeMount) bool {
+		return m.Volume != nil && *m.Volume == nomad.DefaultCheckpointVolume && m.Destination != nil && *m.Destination == nomad.CheckpointMount
+	})
+	if !mounted {
+		t.Fatalf("pinned exec task: mounts %v; want %s at %s", task.VolumeMounts, nomad.DefaultCheckpointVolume, nomad.CheckpointMount)
+	}
+	if task.KillSignal != "SIGTERM" || task.KillTimeout == nil || *task.KillTimeout != 20*time.Second {
+		t.Fatalf("pinned exec task: kill_signal %q, kill_timeout %v; want SIGTERM and 20s", task.KillSignal, task.KillTimeout)
+	}
+	if dir := task.Env["THEMIS_CHECKPOINT_DIR"]; dir != nomad.CheckpointMount+"/"+rel {
+		t.Fatalf("THEMIS_CHECKPOINT_DIR = %q, want %s/%s", dir, nomad.CheckpointMount, rel)
+	}
+
+	// The chroot is built for each run (about 10 s here).
+	first := waitRunning(t, be, 90*time.Second)
+	l := jobLease(t, be)
+	out := taskStdout(t, first.ID)
+	visible, _ := visibleGPUs(t, out)
+	if slices.Sort(visible); !slices.Equal(visible, slices.Sorted(slices.Values(l.GPUs))) {
+		t.Fatalf("the exec task sees GPUs %v, its lease names %v", visible, l.GPUs)
+	}
+	if st := jobStatus(t, be); st == nil || st.Driver != "exec" {
+		t.Fatalf("status %+v: want it to name the exec driver", st)
+	}
+
+	trainJob{gpus: 8, class: "te", steps: 30}.run(t, te)
+	eventually(t, 60*time.Second, be+" checkpoints and stops", func() (bool, error) {
+		if a := allocInfo(t, first.ID); a.ClientStatus == "running" {
+			return false, fmt.Errorf("still running")
+		}
+		return true, nil
+	})
+	out = taskStdout(t, first.ID)
+	step := stepOf(checkpointedRE, out)
+	if step < 1 {
+		t.Fatalf("the exec task did not checkpoint on its kill signal:\n%s", out)
+	}
+	// The checkpoint went through the volume to the host, not into the
+	// task's chroot.
+	marker := filepath.Join(ckpt, fmt.Sprintf("step-%09d", step), checkpoint.Marker)
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("checkpoint at step %d not on the host volume: %v", step, err)
+	}
+	waitDead(t, te, 60*time.Second)
+	eventually(t, 90*time.Second, be+" resumes", func() (bool, error) {
+		for _, a := range allocs(t, be) {
+			if a.ID == first.ID || a.ClientStatus != "running" {
+				continue
+			}
+			out, err := readStdout(a.ID)
+			if err != nil {
+				return false, err
+			}
+			if strings.Contains(out, "hello: restart count 1") && stepOf(resumedRE, out) == step {
+				return true, nil
+			}
+			return false, fmt.Errorf("second run printed:\n%s", out)
+		}
+		return false, fmt.Errorf("no second run yet")
+	})
+}
