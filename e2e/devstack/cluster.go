@@ -90,7 +90,9 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 		c.clients = append(c.clients, cl)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	// The shared checkpoint root is also every client's host volume
+	// themis-checkpoints, which must exist when the clients start.
+	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "checkpoints"), 0o755); err != nil {
 		return nil, err
 	}
 	var err error
