@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -139,12 +138,7 @@ func TestExecJobIsScheduledPreemptedAndResumed(t *testing.T) {
 	}
 
 	trainJob{gpus: 8, class: "te", steps: 30}.run(t, te)
-	eventually(t, 60*time.Second, be+" checkpoints and stops", func() (bool, error) {
-		if a := allocInfo(t, first.ID); a.ClientStatus == "running" {
-			return false, fmt.Errorf("still running")
-		}
-		return true, nil
-	})
+	waitStopped(t, be, first.ID, 60*time.Second)
 	out = taskStdout(t, first.ID)
 	step := stepOf(checkpointedRE, out)
 	if step < 1 {
@@ -157,20 +151,5 @@ func TestExecJobIsScheduledPreemptedAndResumed(t *testing.T) {
 		t.Fatalf("checkpoint at step %d not on the host volume: %v", step, err)
 	}
 	waitDead(t, te, 60*time.Second)
-	eventually(t, 90*time.Second, be+" resumes", func() (bool, error) {
-		for _, a := range allocs(t, be) {
-			if a.ID == first.ID || a.ClientStatus != "running" {
-				continue
-			}
-			out, err := readStdout(a.ID)
-			if err != nil {
-				return false, err
-			}
-			if strings.Contains(out, "hello: restart count 1") && stepOf(resumedRE, out) == step {
-				return true, nil
-			}
-			return false, fmt.Errorf("second run printed:\n%s", out)
-		}
-		return false, fmt.Errorf("no second run yet")
-	})
+	waitSecondRun(t, be, first.ID, 90*time.Second, func(s int) bool { return s == step })
 }

@@ -63,27 +63,41 @@ func TestRawExecJobIsScheduledPreemptedAndResumed(t *testing.T) {
 	}
 
 	trainJob{gpus: 8, class: "te", steps: 30}.run(t, te)
-	eventually(t, 60*time.Second, be+" checkpoints and stops", func() (bool, error) {
-		a := allocInfo(t, first.ID)
-		if a.ClientStatus == "running" {
-			return false, fmt.Errorf("still running")
-		}
-		return true, nil
-	})
+	waitStopped(t, be, first.ID, 60*time.Second)
 	if out := taskStdout(t, first.ID); stepOf(checkpointedRE, out) < 1 {
 		t.Fatalf("the raw_exec task did not checkpoint on its kill signal:\n%s", out)
 	}
 	waitDead(t, te, 60*time.Second)
-	eventually(t, 60*time.Second, be+" resumes", func() (bool, error) {
-		for _, a := range allocs(t, be) {
-			if a.ID == first.ID || a.ClientStatus != "running" {
+	waitSecondRun(t, be, first.ID, 60*time.Second, func(step int) bool { return step >= 1 })
+}
+
+// waitStopped waits for job's allocation alloc to stop running (its task
+// checkpointed on its kill signal and exited).
+func waitStopped(t *testing.T, job, alloc string, within time.Duration) {
+	t.Helper()
+	eventually(t, within, job+" checkpoints and stops", func() (bool, error) {
+		if a := allocInfo(t, alloc); a.ClientStatus == "running" {
+			return false, fmt.Errorf("still running")
+		}
+		return true, nil
+	})
+}
+
+// waitSecondRun waits for a run of job other than the allocation first that
+// says it is the task's second run (restart count 1) and resumed from a
+// checkpoint step that ok accepts.
+func waitSecondRun(t *testing.T, job, first string, within time.Duration, ok func(step int) bool) {
+	t.Helper()
+	eventually(t, within, job+" resumes", func() (bool, error) {
+		for _, a := range allocs(t, job) {
+			if a.ID == first || a.ClientStatus != "running" {
 				continue
 			}
 			out, err := readStdout(a.ID)
 			if err != nil {
 				return false, err
 			}
-			if strings.Contains(out, "hello: restart count 1") && stepOf(resumedRE, out) >= 1 {
+			if strings.Contains(out, "hello: restart count 1") && ok(stepOf(resumedRE, out)) {
 				return true, nil
 			}
 			return false, fmt.Errorf("second run printed:\n%s", out)
