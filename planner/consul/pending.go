@@ -27,11 +27,7 @@ func (s *Store) PutPending(ctx context.Context, pg lease.Pending) error {
 	if err != nil {
 		return err
 	}
-	key := lease.PendingKey(pg.Namespace, pg.JobID)
-	if _, err := s.api.KV().Put(&api.KVPair{Key: key, Value: v}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return aclErr(fmt.Errorf("write %s: %w", key, err), "write "+key, key, "write")
-	}
-	return nil
+	return s.put(ctx, lease.PendingKey(pg.Namespace, pg.JobID), v)
 }
 
 // DeletePending removes a job's pending grant (carried out or withdrawn).

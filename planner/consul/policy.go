@@ -29,10 +29,7 @@ func (s *Store) PolicyState(ctx context.Context, name string) ([]byte, error) {
 
 // PutPolicyState records a policy's state.
 func (s *Store) PutPolicyState(ctx context.Context, name string, state []byte) error {
-	if _, err := s.api.KV().Put(&api.KVPair{Key: PolicyKey(name), Value: state}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("write %s: %w", PolicyKey(name), err)
-	}
-	return nil
+	return s.put(ctx, PolicyKey(name), state)
 }
 
 // SetLeaseEnd writes a new end time into a job's lease key (a lease the
@@ -68,10 +65,7 @@ const AuctionKey = lease.Root + "auction/last"
 
 // PutAuction records the last auction round's result.
 func (s *Store) PutAuction(ctx context.Context, report []byte) error {
-	if _, err := s.api.KV().Put(&api.KVPair{Key: AuctionKey, Value: report}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("write %s: %w", AuctionKey, err)
-	}
-	return nil
+	return s.put(ctx, AuctionKey, report)
 }
 
 // Auction reads the last auction round's result; nil when none ran.

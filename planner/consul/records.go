@@ -191,3 +191,12 @@ func list[T any](ctx context.Context, s *Store, prefix string, each func(v T, in
 	}
 	return nil
 }
+
+// put writes value at key (no check-and-set: keys only the leader writes),
+// an ACL refusal naming the rule the planner's policy has for it.
+func (s *Store) put(ctx context.Context, key string, value []byte) error {
+	if _, err := s.api.KV().Put(&api.KVPair{Key: key, Value: value}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return aclErr(fmt.Errorf("write %s: %w", key, err), "write "+key, key, "write")
+	}
+	return nil
+}
