@@ -42,20 +42,22 @@ func (p *Policy) filterBy(r *round) {
 	}
 	for i := range r.apps {
 		a := &r.apps[i]
-		js := r.byApp[a.ID]
-		switch p.FilterRemaining {
-		case FilterTruth:
-			if _, ok := lies[a.ID]; !ok && !p.estimating() {
-				continue // its own model, as the round has it
+		_, liar := lies[a.ID]
+		m := *a // the round's own model, where the filter sees the jobs as it does
+		switch {
+		case p.FilterRemaining == FilterAsRun || p.FilterRemaining == FilterTruth && liar:
+			js := r.byApp[a.ID]
+			if p.FilterRemaining == FilterAsRun {
+				js = asRun(js, p.Lease)
 			}
-		case FilterAsRun:
-			js = asRun(js, p.Lease)
+			var ok bool
+			if m, ok = p.app(a.ID, js, r.t, r.free, r.grantOf, r.isExpired, map[string]*core.Job{}); !ok {
+				continue
+			}
+			m.FairShare = a.FairShare // the share counts demands, which neither changes
+		case !p.estimating():
+			continue // ranked by its own CurrentRho
 		}
-		m, ok := p.app(a.ID, js, r.t, r.free, r.grantOf, r.isExpired, map[string]*core.Job{})
-		if !ok {
-			continue
-		}
-		m.FairShare = a.FairShare // the share counts demands, which neither changes
 		a.FilterRho = p.estimate(&m, r.env)
 	}
 }
