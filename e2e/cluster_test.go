@@ -308,8 +308,5 @@ func checkPinned(t *testing.T, id string, a *nomadapi.Allocation, stdout string,
 	if slices.Sort(got); !slices.Equal(got, want) {
 		t.Fatalf("%s: Nomad allocated GPUs %v, its lease names %v", id, got, want)
 	}
-	visible, _ := visibleGPUs(t, stdout)
-	if slices.Sort(visible); !slices.Equal(visible, want) {
-		t.Fatalf("%s: the task sees GPUs %v, its lease names %v", id, visible, want)
-	}
+	checkSeesLeased(t, id+": the task", stdout, want)
 }

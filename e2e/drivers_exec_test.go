@@ -128,18 +128,14 @@ func TestExecJobIsScheduledPreemptedAndResumed(t *testing.T) {
 	// The chroot is built for each run (about 10 s here).
 	first := waitRunning(t, be, 90*time.Second)
 	l := jobLease(t, be)
-	out := taskStdout(t, first.ID)
-	visible, _ := visibleGPUs(t, out)
-	if slices.Sort(visible); !slices.Equal(visible, slices.Sorted(slices.Values(l.GPUs))) {
-		t.Fatalf("the exec task sees GPUs %v, its lease names %v", visible, l.GPUs)
-	}
+	checkSeesLeased(t, "the exec task", taskStdout(t, first.ID), l.GPUs)
 	if st := jobStatus(t, be); st == nil || st.Driver != "exec" {
 		t.Fatalf("status %+v: want it to name the exec driver", st)
 	}
 
 	trainJob{gpus: 8, class: "te", steps: 30}.run(t, te)
 	waitStopped(t, be, first.ID, 60*time.Second)
-	out = taskStdout(t, first.ID)
+	out := taskStdout(t, first.ID)
 	step := stepOf(checkpointedRE, out)
 	if step < 1 {
 		t.Fatalf("the exec task did not checkpoint on its kill signal:\n%s", out)

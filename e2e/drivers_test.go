@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,11 +37,7 @@ func TestRawExecJobIsScheduledPreemptedAndResumed(t *testing.T) {
 	register(t, rawExecJob(t, be, 3000, map[string]string{"themis.gpus": "8", "themis.grace_period": "20s", "themis.checkpoint_signal": "SIGTERM"}))
 	first := waitRunning(t, be, 60*time.Second)
 	l := jobLease(t, be)
-	out := taskStdout(t, first.ID)
-	visible, _ := visibleGPUs(t, out)
-	if slices.Sort(visible); !slices.Equal(visible, slices.Sorted(slices.Values(l.GPUs))) {
-		t.Fatalf("the raw_exec task sees GPUs %v, its lease names %v", visible, l.GPUs)
-	}
+	checkSeesLeased(t, "the raw_exec task", taskStdout(t, first.ID), l.GPUs)
 	job, _, err := env.nomad.Jobs().Info(be, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -152,10 +152,7 @@ func checkGang(t *testing.T, l *lease.JobLease, parts map[int]*nomadapi.Allocati
 		if slices.Sort(got); !slices.Equal(got, want) || len(want) != 8 {
 			t.Fatalf("rank %d: Nomad allocated %v, the lease's part names %v", rank, got, want)
 		}
-		visible, _ := visibleGPUs(t, outs[rank])
-		if slices.Sort(visible); !slices.Equal(visible, want) {
-			t.Fatalf("rank %d sees GPUs %v, the lease's part names %v", rank, visible, want)
-		}
+		checkSeesLeased(t, fmt.Sprintf("rank %d", rank), outs[rank], want)
 		g, g0 := gangRE.FindStringSubmatch(outs[rank]), gangRE.FindStringSubmatch(outs[0])
 		if g[1] != fmt.Sprint(rank) || g[2] != "2" || g[6] != "8" || g[4] != "127.0.0.1" {
 			t.Fatalf("rank %d printed %q: want rank %d of a gang of 2, 8 GPUs per node, master 127.0.0.1", rank, g[0], rank)

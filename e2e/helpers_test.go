@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,4 +188,14 @@ func visibleGPUs(t testing.TB, stdout string) (ids, indexes []string) {
 		t.Fatalf("hello did not print its GPUs; stdout:\n%s", stdout)
 	}
 	return strings.Split(m[1], ","), strings.Split(m[2], ",")
+}
+
+// checkSeesLeased fails the test unless the task (who) whose stdout this is
+// saw exactly the GPUs of its lease, or of its lease's part, in any order.
+func checkSeesLeased(t testing.TB, who, stdout string, leased []string) {
+	t.Helper()
+	visible, _ := visibleGPUs(t, stdout)
+	if !slices.Equal(slices.Sorted(slices.Values(visible)), slices.Sorted(slices.Values(leased))) {
+		t.Fatalf("%s sees GPUs %v, its lease names %v", who, visible, leased)
+	}
 }
