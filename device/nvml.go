@@ -27,11 +27,13 @@ type nvmlBackend struct {
 	files      deviceFiles
 	now        func() time.Time
 
-	mu      sync.Mutex
-	ready   bool   // lib.Init succeeded
-	absent  string // why NVML is not available, once said
-	stop    context.CancelFunc
-	watched map[string]bool // UUIDs whose events are watched
+	mu     sync.Mutex
+	ready  bool   // lib.Init succeeded
+	absent string // why NVML is not available, once said
+	stop   context.CancelFunc
+	// watched says, by UUID, which health events of a GPU are watched
+	// ("" for none); a GPU not in it has not been registered yet.
+	watched map[string]string
 	events  nvml.EventSet
 	// devices are the GPUs of the last fingerprint, for Stats.
 	devices []statDevice
@@ -80,7 +82,7 @@ func newNVMLBackend(cfg Config, lib nvml.Interface, logger hclog.Logger, files d
 		health:  newGPUHealth(recovery),
 		files:   files,
 		now:     now,
-		watched: map[string]bool{},
+		watched: map[string]string{},
 		known:   map[int]gpuIdentity{},
 		changed: make(chan struct{}, 1),
 	}

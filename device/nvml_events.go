@@ -4,6 +4,7 @@ package device
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -31,18 +32,29 @@ func (b *nvmlBackend) watchLocked(gpus []physGPU) {
 		go b.watchEvents(ctx, set)
 	}
 	for _, g := range gpus {
-		if g.dev == nil || g.problem != "" || b.watched[g.uuid] {
+		if _, done := b.watched[g.uuid]; g.dev == nil || g.problem != "" || done {
 			continue
 		}
+		what := "XIDs, double-bit ECC errors"
 		ret := g.dev.RegisterEvents(healthEvents, b.events)
 		if ret == nvml.ERROR_NOT_SUPPORTED {
+			what = "XIDs"
 			ret = g.dev.RegisterEvents(nvml.EventTypeXidCriticalError, b.events)
 		}
 		if ret != nvml.SUCCESS {
 			b.logger.Warn("cannot watch the GPU's XIDs", "gpu", g.uuid, "error", nvmlError(ret))
+			what = ""
 		}
-		b.watched[g.uuid] = true
+		b.watched[g.uuid] = what
 	}
+}
+
+// watching returns, by UUID, which health events are watched on each GPU
+// registered so far ("" for none).
+func (b *nvmlBackend) watching() map[string]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.watched)
 }
 
 // watchEvents waits for events until ctx ends, then frees the set and

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/hashicorp/nomad/plugins/shared/structs"
 
 	"github.com/themis-nomad/themis/device/topology"
 )
@@ -84,6 +86,16 @@ func TestRealGPU(t *testing.T) {
 			t.Errorf("stats %s: no memory total", s.ID)
 		}
 	}
+	fmt.Fprintf(&report, "\n\nhealth events watched:")
+	for _, g := range inv.GPUs {
+		if w, ok := b.watching()[g.ID]; ok {
+			fmt.Fprintf(&report, " %s: %q;", g.ID, w)
+		}
+	}
+	for _, group := range deviceGroups(inv, BackendNVML) {
+		fmt.Fprintf(&report, "\n\ndevice group %s, layout attribute %q", group.Name, *group.Attributes[topology.AttrLayout].String)
+	}
+	probeReport(t, lib, count, &report)
 	compareNvidiaSMI(t, inv, &report)
 	t.Log("\n" + report.String())
 	if path := os.Getenv("THEMIS_GPU_REPORT"); path != "" {
@@ -131,4 +143,161 @@ func compareNvidiaSMI(t *testing.T, inv *Inventory, report *strings.Builder) {
 		t.Logf("nvidia-smi topo -m: %v", err)
 	}
 	fmt.Fprintf(report, "\n\nnvidia-smi topo -m:\n\n%s", topo)
+}
+
+// probeReport writes what NVML itself answers for each GPU, return codes
+// included, so that the backend's choices can be checked against the raw
+// calls: versions, minor number, NUMA node, CPU affinity, MIG mode, NVLink
+// links and what they reach, and the event types the GPU supports.
+func probeReport(t *testing.T, lib nvml.Interface, count int, report *strings.Builder) {
+	t.Helper()
+	driver, _ := lib.SystemGetDriverVersion()
+	nvmlVersion, _ := lib.SystemGetNVMLVersion()
+	cuda, _ := lib.SystemGetCudaDriverVersion()
+	fmt.Fprintf(report, "\n\nNVML %s, driver %s, CUDA driver API %d", nvmlVersion, driver, cuda)
+	for i := range count {
+		dev, ret := lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			fmt.Fprintf(report, "\n\nGPU %d: DeviceGetHandleByIndex %s", i, nvmlError(ret))
+			continue
+		}
+		fmt.Fprintf(report, "\n\nGPU %d raw NVML:", i)
+		minor, ret := dev.GetMinorNumber()
+		fmt.Fprintf(report, "\n- minor %d (%s)", minor, nvmlError(ret))
+		numa, ret := dev.GetNumaNodeId()
+		fmt.Fprintf(report, "\n- NUMA node %d (%s)", numa, nvmlError(ret))
+		mask, ret := dev.GetCpuAffinity(affinityWords)
+		nonzero := 0
+		for _, w := range mask {
+			if w != 0 {
+				nonzero++
+			}
+		}
+		fmt.Fprintf(report, "\n- CPU affinity: %d non-zero words of %d, first %x (%s)", nonzero, len(mask), firstWord(mask), nvmlError(ret))
+		cur, pending, ret := dev.GetMigMode()
+		fmt.Fprintf(report, "\n- MIG mode current %d pending %d (%s)", cur, pending, nvmlError(ret))
+		mem, ret := dev.GetMemoryInfo()
+		fmt.Fprintf(report, "\n- memory total %d used %d bytes (%s)", mem.Total, mem.Used, nvmlError(ret))
+		events, ret := dev.GetSupportedEventTypes()
+		fmt.Fprintf(report, "\n- supported events %#x: XID %v, double-bit ECC %v (%s)", events,
+			events&nvml.EventTypeXidCriticalError != 0, events&nvml.EventTypeDoubleBitEccError != 0, nvmlError(ret))
+		ecc, _, ret := dev.GetEccMode()
+		fmt.Fprintf(report, "\n- ECC mode %d (%s)", ecc, nvmlError(ret))
+		var active, switches int
+		var states []string
+		for link := range nvml.NVLINK_MAX_LINKS {
+			state, ret := dev.GetNvLinkState(link)
+			if ret != nvml.SUCCESS {
+				states = append(states, fmt.Sprintf("%d:%s", link, nvmlError(ret)))
+				if ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_INVALID_ARGUMENT {
+					break
+				}
+				continue
+			}
+			if state != nvml.FEATURE_ENABLED {
+				states = append(states, fmt.Sprintf("%d:off", link))
+				continue
+			}
+			active++
+			if typ, ret := dev.GetNvLinkRemoteDeviceType(link); ret == nvml.SUCCESS && typ == nvml.NVLINK_DEVICE_TYPE_SWITCH {
+				switches++
+			}
+		}
+		fmt.Fprintf(report, "\n- NVLink: %d active, %d to an NVSwitch; others %v", active, switches, states)
+	}
+}
+
+func firstWord(mask []uint) uint {
+	if len(mask) == 0 {
+		return 0
+	}
+	return mask[0]
+}
+
+// TestRealGPUPluginOverGRPC serves the plugin with the nvml backend over
+// Nomad's gRPC device plugin transport on a real GPU machine, as a Nomad
+// client runs it: fingerprint, Reserve of every GPU and one stats sample.
+func TestRealGPUPluginOverGRPC(t *testing.T) {
+	if ret := nvml.New().Init(); ret != nvml.SUCCESS {
+		t.Skipf("NVML is not available here (%s): no GPU to test", nvmlAbsence(ret))
+	}
+	dp := serve(t, NewPlugin(testLogger(t)))
+	if err := dp.SetConfig(agentConfig(t, `backend = "nvml"
+rack = "rack9"`)); err != nil {
+		t.Fatal(err)
+	}
+	resp := next(t, fingerprints(t, dp))
+	if resp.Error != nil || len(resp.Devices) == 0 {
+		t.Fatalf("fingerprint = %+v", resp)
+	}
+	var ids []string
+	for _, g := range resp.Devices {
+		if g.Vendor != "themis" || g.Type != "gpu" {
+			t.Errorf("group %s/%s/%s", g.Vendor, g.Type, g.Name)
+		}
+		if _, err := topology.DecodeLayout(attrString(t, g, topology.AttrLayout)); err != nil {
+			t.Errorf("group %s layout: %v", g.Name, err)
+		}
+		for _, d := range g.Devices {
+			ids = append(ids, d.ID)
+			t.Logf("device %s healthy %v %q locality %+v", d.ID, d.Healthy, d.HealthDesc, d.HwLocality)
+			if !d.Healthy {
+				t.Errorf("device %s unhealthy: %s", d.ID, d.HealthDesc)
+			}
+		}
+	}
+	res, err := dp.Reserve(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reserve %v: envs %v", ids, res.Envs)
+	if res.Envs[EnvCudaVisibleDevices] != strings.Join(ids, ",") {
+		t.Errorf("CUDA_VISIBLE_DEVICES = %q, want the UUIDs %v", res.Envs[EnvCudaVisibleDevices], ids)
+	}
+	var files []string
+	for _, d := range res.Devices {
+		files = append(files, d.HostPath)
+		if _, err := os.Stat(d.HostPath); err != nil {
+			t.Errorf("reserved device file %s: %v", d.HostPath, err)
+		}
+	}
+	t.Logf("device files %v", files)
+	if !slices.Contains(files, "/dev/nvidiactl") {
+		t.Errorf("device files %v lack /dev/nvidiactl", files)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats, err := dp.Stats(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sresp := next(t, stats)
+	if sresp.Error != nil || len(sresp.Groups) == 0 {
+		t.Fatalf("stats = %+v", sresp)
+	}
+	for _, g := range sresp.Groups {
+		for id, s := range g.InstanceStats {
+			line := fmt.Sprintf("stats %s: %s", id, statText(s.Summary))
+			for name, v := range s.Stats.Attributes {
+				line += fmt.Sprintf(", %s %s", name, statText(v))
+			}
+			t.Log(line)
+		}
+	}
+}
+
+// statText writes a stat value as numbers, not pointers.
+func statText(v *structs.StatValue) string {
+	switch {
+	case v == nil:
+		return "none"
+	case v.IntNumeratorVal != nil && v.IntDenominatorVal != nil:
+		return fmt.Sprintf("%d/%d %s", *v.IntNumeratorVal, *v.IntDenominatorVal, v.Unit)
+	case v.IntNumeratorVal != nil:
+		return fmt.Sprintf("%d %s", *v.IntNumeratorVal, v.Unit)
+	case v.FloatNumeratorVal != nil:
+		return fmt.Sprintf("%.1f %s", *v.FloatNumeratorVal, v.Unit)
+	default:
+		return v.Desc
+	}
 }

@@ -416,6 +416,9 @@ func TestNVMLEventFallbacks(t *testing.T) {
 		if f.registered[0] != nvml.EventTypeXidCriticalError {
 			t.Errorf("GPU 0 registered %#x, want XIDs only", f.registered[0])
 		}
+		if w := b.watching(); w[fakeUUID(0)] != "XIDs" || w[fakeUUID(1)] != "XIDs, double-bit ECC errors" {
+			t.Errorf("watching = %v", w)
+		}
 	})
 	t.Run("no event set", func(t *testing.T) {
 		f := newFakeNVML(pcieBox())
