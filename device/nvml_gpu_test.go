@@ -48,8 +48,16 @@ func TestRealGPU(t *testing.T) {
 	if ret != nvml.SUCCESS {
 		t.Fatal(errNVML("DeviceGetCount", ret))
 	}
+	start = time.Now()
+	if _, err := b.Fingerprint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	again := time.Since(start)
 	var report strings.Builder
-	fmt.Fprintf(&report, "fingerprint of %d GPU(s) took %s\n\n", count, took)
+	fmt.Fprintf(&report, "fingerprint of %d GPU(s) took %s, the next one %s\n\n", count, took, again)
+	if count > 0 {
+		registerTimes(t, lib, &report)
+	}
 	fmt.Fprintf(&report, "| index | id | model | memory MiB | path | healthy | PCI bus |\n|---|---|---|---|---|---|---|\n")
 	for _, g := range inv.GPUs {
 		fmt.Fprintf(&report, "| %d | %s | %s | %d | %s | %v %s | %s |\n", g.Index, g.ID, g.Model, g.MemoryMiB, g.Path, g.Healthy, g.HealthDescription, g.PCIBusID)
@@ -300,4 +308,41 @@ func statText(v *structs.StatValue) string {
 	default:
 		return v.Desc
 	}
+}
+
+// registerTimes measures an XID event registration of GPU 0 on an idle
+// event set and on one a 1 s nvmlEventSetWait is running on (the backend
+// registers before its watcher waits; see watchLocked).
+func registerTimes(t *testing.T, lib nvml.Interface, report *strings.Builder) {
+	t.Helper()
+	dev, ret := lib.DeviceGetHandleByIndex(0)
+	if ret != nvml.SUCCESS {
+		return
+	}
+	idle, ret := lib.EventSetCreate()
+	if ret != nvml.SUCCESS {
+		fmt.Fprintf(report, "EventSetCreate: %s\n\n", nvmlError(ret))
+		return
+	}
+	defer idle.Free()
+	start := time.Now()
+	ret = dev.RegisterEvents(nvml.EventTypeXidCriticalError, idle)
+	onIdle := time.Since(start)
+	busy, ret2 := lib.EventSetCreate()
+	if ret2 != nvml.SUCCESS {
+		return
+	}
+	defer busy.Free()
+	waited := make(chan struct{})
+	go func() {
+		defer close(waited)
+		_, _ = busy.Wait(1000)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start = time.Now()
+	ret2 = dev.RegisterEvents(nvml.EventTypeXidCriticalError, busy)
+	onBusy := time.Since(start)
+	<-waited
+	fmt.Fprintf(report, "RegisterEvents on an idle event set: %s (%s); while a 1000 ms Wait runs on it: %s (%s)\n\n",
+		onIdle, nvmlError(ret), onBusy, nvmlError(ret2))
 }

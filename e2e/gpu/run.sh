@@ -47,12 +47,12 @@ step device: NVML fingerprint and the plugin over gRPC
 echo "exit $?"
 
 step driver: a CUDA job through the driver
-(cd driver && THEMIS_DRIVER_GPU_REPORT="$OUT/driver-report.md" timeout 240 "$dir/driver.test" -test.run 'RealGPU' -test.v -test.timeout 230s)
+(cd driver && THEMIS_DRIVER_GPU_REPORT="$OUT/driver-report.md" timeout 200 "$dir/driver.test" -test.run 'RealGPU' -test.v -test.timeout 195s)
 echo "exit $?"
 
 step GPU suspend in place
 (cd driver/gpususpend && THEMIS_SUSPEND_GIB="${SUSPEND_GIB:-8,64}" THEMIS_SUSPEND_REPORT="$OUT/suspend-report.md" \
-	timeout 240 "$dir/gpususpend.test" -test.v -test.timeout 230s)
+	timeout 200 "$dir/gpususpend.test" -test.v -test.timeout 195s)
 echo "exit $?"
 
 step themis-device binary: the plugin process with the nvml backend
