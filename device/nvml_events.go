@@ -20,16 +20,20 @@ const healthEvents = nvml.EventTypeXidCriticalError | nvml.EventTypeDoubleBitEcc
 // watchLocked registers the GPUs not yet watched for health events,
 // creating the event set and starting its watcher the first time. A GPU
 // whose events cannot be watched is logged and fingerprinted without them.
+//
+// The first GPUs are registered before the watcher starts waiting: on a
+// real H200 (driver 580) a registration made while nvmlEventSetWait runs on
+// the same set waits for that wait to end, which cost the first fingerprint
+// eventWaitMillis per GPU. A GPU that appears later still waits once.
 func (b *nvmlBackend) watchLocked(gpus []physGPU) {
+	start := false
 	if b.events == nil {
 		set, ret := b.lib.EventSetCreate()
 		if ret != nvml.SUCCESS {
 			b.logger.Warn("cannot watch NVML events: GPUs are not marked unhealthy on XIDs", "error", nvmlError(ret))
 			return
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		b.events, b.stop = set, cancel
-		go b.watchEvents(ctx, set)
+		b.events, start = set, true
 	}
 	for _, g := range gpus {
 		if _, done := b.watched[g.uuid]; g.dev == nil || g.problem != "" || done {
@@ -46,6 +50,11 @@ func (b *nvmlBackend) watchLocked(gpus []physGPU) {
 			what = ""
 		}
 		b.watched[g.uuid] = what
+	}
+	if start {
+		ctx, cancel := context.WithCancel(context.Background())
+		b.stop = cancel
+		go b.watchEvents(ctx, b.events)
 	}
 }
 

@@ -98,6 +98,8 @@ func TestNVMLFingerprint(t *testing.T) {
 			return w
 		}()},
 		{name: "PCIe box: sockets and switches", machine: pcieBox(), want: pcie()},
+		{name: "H200 in a VM, as run on 2026-11-28: the GPU is the node", machine: h200VM(),
+			want: []wantGPU{whole(0, "NVIDIA H200", 143771, "")}},
 		{name: "PCIe box: 2 switches x 4 GPUs per socket", machine: pcieBoxOf(4), want: func() []wantGPU {
 			var w []wantGPU
 			for i := range 16 {
@@ -385,6 +387,30 @@ func TestNVMLMIGHealth(t *testing.T) {
 	})
 	if h := health(); !h[fakeUUID(1)] {
 		t.Error("GPU 1 unhealthy after an XID on GPU 0")
+	}
+}
+
+// TestNVMLRegistersBeforeWatching: the GPUs' events are registered before
+// the watcher waits on the event set. On a real H200 (driver 580) a
+// registration made while nvmlEventSetWait runs on the same set waits for
+// the wait to end, which made the first fingerprint take a whole
+// eventWaitMillis (1 s) per GPU registered.
+func TestNVMLRegistersBeforeWatching(t *testing.T) {
+	f := newFakeNVML(dgxH100())
+	f.registerTakes = 20 * time.Millisecond
+	b, err := newNVMLBackend(Config{}, f, testLogger(t), deviceFiles{}, newFakeClock().now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Fingerprint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.registered) != 8 || f.waitedRegistrations != 0 {
+		t.Errorf("%d GPUs registered, %d of them while the watcher waited on the set; want 8 and 0",
+			len(f.registered), f.waitedRegistrations)
 	}
 }
 

@@ -45,6 +45,36 @@ type fakeNVML struct {
 	mu     sync.Mutex
 	// registered is the event mask each GPU index registered.
 	registered map[int]uint64
+	// waitedRegistrations counts registrations that had to wait for a
+	// Wait on their event set to end.
+	waitedRegistrations int
+	// registerTakes is how long a registration takes: long enough, in a
+	// test, for a watcher started before it to be waiting already.
+	registerTakes time.Duration
+}
+
+// fakeEventSet is an NVML event set that, as the real one does (seen on an
+// H200 with driver 580, docs/nvml.md), is busy while a Wait on it runs: a
+// registration on it meanwhile waits until the Wait returns.
+type fakeEventSet struct {
+	mock.EventSet
+	busy sync.Mutex
+}
+
+// register models a registration on set: it waits out a Wait in progress.
+func (f *fakeNVML) register(set nvml.EventSet) {
+	s, ok := set.(*fakeEventSet)
+	if !ok {
+		return
+	}
+	time.Sleep(f.registerTakes)
+	if !s.busy.TryLock() {
+		f.mu.Lock()
+		f.waitedRegistrations++
+		f.mu.Unlock()
+		s.busy.Lock()
+	}
+	s.busy.Unlock()
 }
 
 // fakeUUID is GPU i's UUID in the fakes.
@@ -63,8 +93,11 @@ func newFakeNVML(m fakeMachine) *fakeNVML {
 		registered: map[int]uint64{},
 	}
 	f.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
-		return &mock.EventSet{
+		set := &fakeEventSet{}
+		set.EventSet = mock.EventSet{
 			WaitFunc: func(ms uint32) (nvml.EventData, nvml.Return) {
+				set.busy.Lock()
+				defer set.busy.Unlock()
 				select {
 				case e := <-f.events:
 					return e, nvml.SUCCESS
@@ -73,7 +106,8 @@ func newFakeNVML(m fakeMachine) *fakeNVML {
 				}
 			},
 			FreeFunc: func() nvml.Return { return nvml.SUCCESS },
-		}, nvml.SUCCESS
+		}
+		return set, nvml.SUCCESS
 	}
 	index := map[nvml.Device]int{}
 	for i, d := range f.Devices {
@@ -136,7 +170,8 @@ func (f *fakeNVML) fillDevice(m fakeMachine, i int, d *server.Device, index map[
 	}
 	d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return uint32(40 + i), nvml.SUCCESS }
 	d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return uint32(100_000 + 500*i), nvml.SUCCESS }
-	d.RegisterEventsFunc = func(mask uint64, _ nvml.EventSet) nvml.Return {
+	d.RegisterEventsFunc = func(mask uint64, set nvml.EventSet) nvml.Return {
+		f.register(set)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.registered[i] = mask
@@ -226,6 +261,19 @@ func pcieBoxOf(perSwitch int) fakeMachine {
 		},
 		numa:      func(i int) int { return i / perSocket },
 		p2pNVLink: func(i, j int) bool { return false },
+	}
+}
+
+// h200VM is the machine of the real-GPU run of 2026-11-28 (docs/nvml.md,
+// "On a real GPU"): one H200 passed through to a Firecracker VM, named
+// plainly "NVIDIA H200" with 143771 MiB, whose NUMA node call is not
+// supported (CPU affinity answers), with no NVLink (link 0 not supported).
+func h200VM() fakeMachine {
+	c := gpus.H200_SXM5_141GB
+	c.Name, c.MemoryMB = "NVIDIA H200", 143771
+	return fakeMachine{
+		gpus:     []gpus.Config{c},
+		ancestor: func(i, j int) nvml.GpuTopologyLevel { return nvml.TOPOLOGY_SYSTEM },
 	}
 }
 
