@@ -56,7 +56,9 @@ func TestRealGPU(t *testing.T) {
 	var report strings.Builder
 	fmt.Fprintf(&report, "fingerprint of %d GPU(s) took %s, the next one %s\n\n", count, took, again)
 	if count > 0 {
+		start = time.Now()
 		registerTimes(t, lib, &report)
+		fmt.Fprintf(&report, "(the registration measurements, event sets freed, took %s)\n\n", time.Since(start))
 	}
 	fmt.Fprintf(&report, "| index | id | model | memory MiB | path | healthy | PCI bus |\n|---|---|---|---|---|---|---|\n")
 	for _, g := range inv.GPUs {
@@ -76,10 +78,12 @@ func TestRealGPU(t *testing.T) {
 			t.Errorf("group %s: %v", group.Name, err)
 		}
 	}
+	start = time.Now()
 	stats, err := b.Stats(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	fmt.Fprintf(&report, "\nstats sample took %s", time.Since(start))
 	for _, s := range stats {
 		fmt.Fprintf(&report, "\nstats %s: memory %d/%d MiB", s.ID, s.MemoryUsedMiB, s.MemoryTotalMiB)
 		for name, v := range map[string]*int64{"util %": s.UtilizationPct, "temp C": s.TemperatureC} {
@@ -104,7 +108,9 @@ func TestRealGPU(t *testing.T) {
 		fmt.Fprintf(&report, "\n\ndevice group %s, layout attribute %q", group.Name, *group.Attributes[topology.AttrLayout].String)
 	}
 	probeReport(t, lib, count, &report)
+	start = time.Now()
 	compareNvidiaSMI(t, inv, &report)
+	fmt.Fprintf(&report, "\n(nvidia-smi --query-gpu and topo -m took %s)\n", time.Since(start))
 	t.Log("\n" + report.String())
 	if path := os.Getenv("THEMIS_GPU_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(report.String()), 0o644); err != nil {

@@ -391,10 +391,9 @@ func TestNVMLMIGHealth(t *testing.T) {
 }
 
 // TestNVMLRegistersBeforeWatching: the GPUs' events are registered before
-// the watcher waits on the event set. On a real H200 (driver 580) a
-// registration made while nvmlEventSetWait runs on the same set waits for
-// the wait to end, which made the first fingerprint take a whole
-// eventWaitMillis (1 s) per GPU registered.
+// the watcher waits. On a real H200 (driver 580) a registration made while
+// an nvmlEventSetWait is in progress waits for it to end, which made the
+// first fingerprint take a whole eventWaitMillis (1 s) per GPU registered.
 func TestNVMLRegistersBeforeWatching(t *testing.T) {
 	f := newFakeNVML(dgxH100())
 	f.registerTakes = 20 * time.Millisecond

@@ -51,30 +51,22 @@ type fakeNVML struct {
 	// registerTakes is how long a registration takes: long enough, in a
 	// test, for a watcher started before it to be waiting already.
 	registerTakes time.Duration
+	// waiting is held while an event set's Wait runs.
+	waiting sync.Mutex
 }
 
-// fakeEventSet is an NVML event set that, as the real one does (seen on an
-// H200 with driver 580, docs/nvml.md), is busy while a Wait on it runs: a
-// registration on it meanwhile waits until the Wait returns.
-type fakeEventSet struct {
-	mock.EventSet
-	busy sync.Mutex
-}
-
-// register models a registration on set: it waits out a Wait in progress.
-func (f *fakeNVML) register(set nvml.EventSet) {
-	s, ok := set.(*fakeEventSet)
-	if !ok {
-		return
-	}
+// register models an event registration on the real library (seen on an
+// H200 with driver 580, docs/nvml.md): it waits while any nvmlEventSetWait
+// is in progress, on whichever event set.
+func (f *fakeNVML) register() {
 	time.Sleep(f.registerTakes)
-	if !s.busy.TryLock() {
+	if !f.waiting.TryLock() {
 		f.mu.Lock()
 		f.waitedRegistrations++
 		f.mu.Unlock()
-		s.busy.Lock()
+		f.waiting.Lock()
 	}
-	s.busy.Unlock()
+	f.waiting.Unlock()
 }
 
 // fakeUUID is GPU i's UUID in the fakes.
@@ -93,11 +85,10 @@ func newFakeNVML(m fakeMachine) *fakeNVML {
 		registered: map[int]uint64{},
 	}
 	f.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
-		set := &fakeEventSet{}
-		set.EventSet = mock.EventSet{
+		return &mock.EventSet{
 			WaitFunc: func(ms uint32) (nvml.EventData, nvml.Return) {
-				set.busy.Lock()
-				defer set.busy.Unlock()
+				f.waiting.Lock()
+				defer f.waiting.Unlock()
 				select {
 				case e := <-f.events:
 					return e, nvml.SUCCESS
@@ -106,8 +97,7 @@ func newFakeNVML(m fakeMachine) *fakeNVML {
 				}
 			},
 			FreeFunc: func() nvml.Return { return nvml.SUCCESS },
-		}
-		return set, nvml.SUCCESS
+		}, nvml.SUCCESS
 	}
 	index := map[nvml.Device]int{}
 	for i, d := range f.Devices {
@@ -170,8 +160,8 @@ func (f *fakeNVML) fillDevice(m fakeMachine, i int, d *server.Device, index map[
 	}
 	d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return uint32(40 + i), nvml.SUCCESS }
 	d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return uint32(100_000 + 500*i), nvml.SUCCESS }
-	d.RegisterEventsFunc = func(mask uint64, set nvml.EventSet) nvml.Return {
-		f.register(set)
+	d.RegisterEventsFunc = func(mask uint64, _ nvml.EventSet) nvml.Return {
+		f.register()
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.registered[i] = mask
