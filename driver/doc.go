@@ -91,6 +91,18 @@
 //     driver reads oom_kill from the task's memory cgroup, which the executor
 //     does not), and Nomad records "OOM Killed".
 //
+// The executor needs the Nomad client's cgroup parents (/nomad under the
+// freezer, memory, cpu and cpuset controllers on cgroups v1, nomad.slice
+// on v2), which a client makes when it starts; on a host where none has
+// run (the driver harness in tests, a fresh CI machine) every task failed
+// with "open /sys/fs/cgroup/freezer/nomad/cgroup.procs: no such file or
+// directory". Where any is missing, the driver makes them the way the
+// client does (cgroupslib.Init and the cpuset partitions), at every
+// fingerprint and before every task; where it cannot, the fingerprint is
+// unhealthy ("tasks cannot start: cgroup parent ... is missing and cannot
+// be made: ...") and StartTask fails with the same reason
+// (cgroup_parent.go, TestCgroupParentMissing).
+//
 // GPU device files: the driver does no isolation of /dev/nvidia* (no device
 // cgroup, no mount namespace). A task is told its GPUs through
 // NVIDIA_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES (set by the themis device

@@ -250,6 +250,14 @@ func (d *Driver) buildFingerprint(ctx context.Context) *drivers.Fingerprint {
 		Health:            drivers.HealthStateHealthy,
 		HealthDescription: iso.describe(),
 	}
+	if iso.limits {
+		if err := d.ensureCgroupParents(); err != nil {
+			d.logger.Error("tasks cannot start: the Nomad client's cgroup parents are missing", "error", err)
+			fp.Health = drivers.HealthStateUnhealthy
+			fp.HealthDescription = "tasks cannot start: " + err.Error()
+			return fp
+		}
+	}
 	if !cfg.LeaseCheck {
 		return fp
 	}
@@ -340,6 +348,11 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		}
 	}
 
+	if currentIsolation().limits {
+		if err := d.ensureCgroupParents(); err != nil {
+			return nil, nil, fmt.Errorf("start task: %w", err)
+		}
+	}
 	taskDir := cfg.TaskDir().Dir
 	path, err := resolveCommand(tc.Command, taskDir, cfg.Env["PATH"])
 	if err != nil {

@@ -182,6 +182,11 @@ func (e *testEnv) start(t *testing.T, task *drivers.TaskConfig, tc TaskConfig, l
 	t.Helper()
 	cleanup := e.h.MkAllocDir(task, logs)
 	t.Cleanup(cleanup)
+	if task.Resources == nil {
+		// As the Nomad client does (taskCgroups); none where the
+		// executor applies none.
+		_, _ = taskCgroups(t, e, task, testMemoryMB)
+	}
 	must.NoError(t, task.EncodeConcreteDriverConfig(&tc))
 	handle, _, err := e.h.StartTask(task)
 	if err == nil {
@@ -408,7 +413,7 @@ func TestSignalTaskAndStats(t *testing.T) {
 	task, tc := newTask("sig", `trap 'exit 3' USR1; echo ready; while :; do :; done`, spec.Stanza{GPUs: 1})
 	// The executor finds the task's processes in its cgroup where cgroups
 	// are on, and by pid where they are off.
-	if ok, why := taskCgroups(t, task, 256); !ok && cgroupslib.GetMode() != cgroupslib.OFF {
+	if ok, why := taskCgroups(t, e, task, 256); !ok && cgroupslib.GetMode() != cgroupslib.OFF {
 		t.Skipf("the executor cannot see the task's processes here: %s", why)
 	}
 	_, err := e.start(t, task, tc, true)
