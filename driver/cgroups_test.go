@@ -40,6 +40,9 @@ func taskCgroups(t *testing.T, e *testEnv, task *drivers.TaskConfig, memoryMB in
 		for i := 0; i < 50 && life.Teardown() != nil; i++ {
 			time.Sleep(100 * time.Millisecond)
 		}
+		// The driver's v1 devices cgroup, should a failed test not
+		// have destroyed the task.
+		_ = removeDeviceCgroupV1(task)
 	})
 	task.Resources = &drivers.Resources{
 		NomadResources: &structs.AllocatedTaskResources{

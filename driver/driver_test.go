@@ -106,6 +106,9 @@ type testEnv struct {
 	d       *Driver
 	h       *dtestutil.DriverHarness
 	ckptDir string
+	// openAllocDirs makes the harness's alloc dirs reachable by other
+	// users (they are under a 0700 temp dir of root's).
+	openAllocDirs bool
 }
 
 func newTestEnv(t *testing.T, leaseCheck bool, reader LeaseReader) *testEnv {
@@ -182,6 +185,9 @@ func (e *testEnv) start(t *testing.T, task *drivers.TaskConfig, tc TaskConfig, l
 	t.Helper()
 	cleanup := e.h.MkAllocDir(task, logs)
 	t.Cleanup(cleanup)
+	if e.openAllocDirs {
+		must.NoError(t, os.Chmod(filepath.Dir(task.AllocDir), 0o755))
+	}
 	if task.Resources == nil {
 		// As the Nomad client does (taskCgroups); none where the
 		// executor applies none.
@@ -490,6 +496,7 @@ func restarted(t *testing.T, name, script string) (old, fresh *testEnv, task *dr
 func destroyedForGood(t *testing.T, e *testEnv, task *drivers.TaskConfig, handle *drivers.TaskHandle) {
 	t.Helper()
 	must.NoError(t, e.h.DestroyTask(task.ID, false))
+	noDeviceCgroup(t, task)
 	again := newTestEnv(t, false, nil)
 	must.ErrorContains(t, again.h.RecoverTask(handle), "re-attach to executor")
 }
@@ -537,6 +544,12 @@ func TestFingerprint(t *testing.T) {
 				must.Eq(t, os.Geteuid() == 0, users)
 				limits, _ := fp.Attributes[attrLimits].GetBool()
 				must.Eq(t, os.Geteuid() == 0 && cgroupslib.GetMode() != cgroupslib.OFF, limits)
+				devs, ok := fp.Attributes[attrDevices].GetBool()
+				must.True(t, ok)
+				must.Eq(t, iso.devices, devs)
+				if !devs && c.health == drivers.HealthStateHealthy {
+					must.StrContains(t, fp.HealthDescription, "can open every GPU's device file")
+				}
 				if !limits && c.health == drivers.HealthStateHealthy {
 					must.StrContains(t, fp.HealthDescription, "without cpu and memory limits")
 				}
