@@ -454,7 +454,7 @@ func TestSignalTaskAndStats(t *testing.T) {
 // to the task's executor, runs the checkpoint protocol through it and
 // reports the task's real exit code.
 func TestRecoverTask(t *testing.T) {
-	e, fresh, task, handle := restarted(t, "recover", `trap 'exit 42' TERM; while :; do sleep 0.05; done`)
+	e, fresh, task, handle := restarted(t, "recover", `trap 'exit 42' TERM; touch ready; while :; do sleep 0.05; done`)
 	st, err := fresh.h.InspectTask(task.ID)
 	must.NoError(t, err)
 	must.Eq(t, drivers.TaskStateRunning, st.State)
@@ -475,8 +475,10 @@ func TestRecoverTask(t *testing.T) {
 // restarted starts a task named name running script in one driver, then
 // recovers it in a fresh driver, as after a plugin restart: the old
 // driver process is gone, so it neither waits for the task nor stops its
-// executor any more. It returns both drivers' envs, the task and the
-// handle Nomad keeps.
+// executor any more. The script touches "ready" in its task dir once it
+// has set its traps (a signal before that kills the shell instead: exit
+// 143 for SIGTERM), and restarted waits for it. It returns both drivers'
+// envs, the task and the handle Nomad keeps.
 func restarted(t *testing.T, name, script string) (old, fresh *testEnv, task *drivers.TaskConfig, handle *drivers.TaskHandle) {
 	t.Helper()
 	old = newTestEnv(t, false, nil)
@@ -484,6 +486,15 @@ func restarted(t *testing.T, name, script string) (old, fresh *testEnv, task *dr
 	handle, err := old.start(t, task, tc, false)
 	must.NoError(t, err)
 	must.NoError(t, old.h.WaitUntilStarted(task.ID, 5*time.Second))
+	ready := filepath.Join(task.TaskDir().Dir, "ready")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task did not touch %s within 5s", ready)
+		}
+	}
 	old.d.detach(task.ID)
 	fresh = newTestEnv(t, false, nil)
 	must.NoError(t, fresh.h.RecoverTask(handle))
