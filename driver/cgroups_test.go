@@ -42,7 +42,7 @@ func taskCgroups(t *testing.T, e *testEnv, task *drivers.TaskConfig, memoryMB in
 		}
 		// The driver's v1 devices cgroup, should a failed test not
 		// have destroyed the task.
-		_ = removeDeviceCgroupV1(task)
+		_ = removeDeviceCgroupV1(task, 2*time.Second)
 	})
 	task.Resources = &drivers.Resources{
 		NomadResources: &structs.AllocatedTaskResources{

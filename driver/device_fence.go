@@ -28,7 +28,8 @@ import (
 //     afterwards), and moves the task's executor into it before the
 //     executor starts the task, which is born in it. The executor stays in
 //     it (it opens no device but /dev/null) and the driver removes it when
-//     the task is destroyed.
+//     the task has exited and its executor stopped, and again on
+//     DestroyTask once any processes the task left are killed.
 //   - cgroups v2: the driver attaches an eBPF program of type
 //     BPF_PROG_TYPE_CGROUP_DEVICE that allows only the list to the cgroup
 //     the Nomad client made for the task, before the executor starts the
@@ -122,22 +123,25 @@ func (f *deviceFence) enter(executorPid int) error {
 }
 
 // removeDeviceCgroupV1 removes the v1 devices cgroup the driver made for a
-// task, once its processes are gone (the kernel refuses while any is in
-// it); nothing where there is none (v2, no fence, removed already).
-func removeDeviceCgroupV1(cfg *drivers.TaskConfig) error {
+// task, once its processes are gone: the kernel refuses while any is in
+// it, so it tries again for up to wait. Nothing where there is none (v2,
+// no fence, removed already).
+func removeDeviceCgroupV1(cfg *drivers.TaskConfig, wait time.Duration) error {
 	if cgroupslib.GetMode() != cgroupslib.CG1 {
 		return nil
 	}
 	dir := deviceCgroupV1(cfg)
-	var err error
-	for range 100 {
-		err = os.Remove(dir)
+	deadline := time.Now().Add(wait)
+	for {
+		err := os.Remove(dir)
 		if err == nil || errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("remove devices cgroup %s: %w", dir, err)
+		}
 		time.Sleep(20 * time.Millisecond) // exited processes leave the cgroup a moment later
 	}
-	return fmt.Errorf("remove devices cgroup %s: %w", dir, err)
 }
 
 // deviceFiles is what the task-start log says of a task's device files:

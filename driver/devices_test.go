@@ -345,3 +345,28 @@ func TestConfig_AllowDevices(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceCgroupGoneAtExit: the v1 devices cgroup of a task that exits
+// goes with its executor, before and without DestroyTask, which Nomad
+// does not always call (a client shutting down just after a task ended
+// left one behind in the e2e suite's fault tests).
+func TestDeviceCgroupGoneAtExit(t *testing.T) {
+	if ok, why := deviceIsolation(); !ok || cgroupslib.GetMode() != cgroupslib.CG1 {
+		t.Skipf("the driver makes devices cgroups only on cgroups v1 when it can fence devices (here: %s, fence: %v %s)", cgroupsMode(), ok, why)
+	}
+	e := newTestEnv(t, false, nil)
+	task, tc := newTask("exits", `test -d "$FENCE" && echo fenced`, spec.Stanza{GPUs: 1})
+	task.Env["FENCE"] = deviceCgroupV1(task)
+	_, err := e.start(t, task, tc, true)
+	must.NoError(t, err)
+	must.Eq(t, 0, e.wait(t, task.ID, 10*time.Second).ExitCode)
+	readEventually(t, filepath.Join(task.TaskDir().LogDir, "exits.stdout.0"), "fenced")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(deviceCgroupV1(task)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("devices cgroup %s still there 5s after the task exited", deviceCgroupV1(task))
+		}
+	}
+}

@@ -97,9 +97,10 @@ func (d *Driver) launch(logger hclog.Logger, cfg *drivers.TaskConfig, spec launc
 }
 
 // unfence removes the v1 devices cgroup the driver made for a task, once
-// its processes are gone; it logs what it cannot remove.
+// its processes are gone (waiting up to 2 s for them); it logs what it
+// cannot remove.
 func (d *Driver) unfence(logger hclog.Logger, cfg *drivers.TaskConfig) {
-	if err := removeDeviceCgroupV1(cfg); err != nil {
+	if err := removeDeviceCgroupV1(cfg, 2*time.Second); err != nil {
 		logger.Warn("cannot remove the task's devices cgroup", "error", err)
 	}
 }
