@@ -29,7 +29,8 @@ import (
 //     executor starts the task, which is born in it. The executor stays in
 //     it (it opens no device but /dev/null) and the driver removes it when
 //     the task has exited and its executor stopped, and again on
-//     DestroyTask once any processes the task left are killed.
+//     DestroyTask once any processes the task left are killed; the
+//     fingerprint sweeps away any left over (sweepDeviceCgroupsV1).
 //   - cgroups v2: the driver attaches an eBPF program of type
 //     BPF_PROG_TYPE_CGROUP_DEVICE that allows only the list to the cgroup
 //     the Nomad client made for the task, before the executor starts the
@@ -163,4 +164,38 @@ func deviceFiles(reserved []*drivers.DeviceConfig, f *deviceFence) string {
 func deviceIsolationWhy() string {
 	_, why := deviceIsolation()
 	return why
+}
+
+// sweepDeviceCgroupsV1 removes the v1 devices cgroups of tasks that are
+// over: empty ones whose task's freezer cgroup, which the Nomad client
+// makes before it starts a task and removes once its processes are gone,
+// no longer exists. They are left where the driver process ended before
+// its task did (a client shut down just after a task ended). The devices
+// parent is shared by every Nomad client on the node, so a cgroup whose
+// task may still start or run is never touched. It returns what it
+// removed.
+func sweepDeviceCgroupsV1() []string {
+	if cgroupslib.GetMode() != cgroupslib.CG1 {
+		return nil
+	}
+	parent := filepath.Join(devicesControllerV1(), cgroupslib.NomadCgroupParent)
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return nil
+	}
+	freezer := filepath.Join(cgroupslib.GetDefaultRoot(), "freezer", cgroupslib.NomadCgroupParent)
+	var removed []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(freezer, e.Name())); !errors.Is(err, os.ErrNotExist) {
+			continue // the task's cgroups are the client's still
+		}
+		dir := filepath.Join(parent, e.Name())
+		if os.Remove(dir) == nil { // the kernel refuses while any process is in it
+			removed = append(removed, dir)
+		}
+	}
+	return removed
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"maps"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -368,5 +369,50 @@ func TestDeviceCgroupGoneAtExit(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("devices cgroup %s still there 5s after the task exited", deviceCgroupV1(task))
 		}
+	}
+}
+
+// TestSweepDeviceCgroupsV1: the fingerprint's sweep removes the devices
+// cgroup of a task that is over (its freezer cgroup gone, none of its
+// processes left) and no other: not one whose task's cgroups the client
+// still has (a task being started or running), nor one a process is in.
+func TestSweepDeviceCgroupsV1(t *testing.T) {
+	if ok, why := deviceIsolation(); !ok || cgroupslib.GetMode() != cgroupslib.CG1 {
+		t.Skipf("the driver makes devices cgroups only on cgroups v1 when it can fence devices (here: %s, fence: %v %s)", cgroupsMode(), ok, why)
+	}
+	e := newTestEnv(t, false, nil)
+	must.NoError(t, e.d.ensureCgroupParents())
+	cases := []struct {
+		name    string
+		freezer bool // the client still has the task's freezer cgroup
+		process bool // a process is in the devices cgroup
+		removed bool
+	}{
+		{"task over", false, false, true},
+		{"task the client's still", true, false, false},
+		{"a process left in it", false, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			task, _ := newTask("sweep", "", spec.Stanza{GPUs: 1})
+			dir := deviceCgroupV1(task)
+			must.NoError(t, os.Mkdir(dir, 0o755))
+			t.Cleanup(func() { _ = os.Remove(dir) })
+			if c.freezer {
+				fz := cgroupslib.PathCG1(task.AllocID, task.Name, "freezer")
+				must.NoError(t, os.Mkdir(fz, 0o755))
+				t.Cleanup(func() { _ = os.Remove(fz) })
+			}
+			if c.process {
+				cmd := exec.Command("sleep", "30")
+				must.NoError(t, cmd.Start())
+				t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+				must.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644))
+			}
+			gone := sweepDeviceCgroupsV1()
+			_, err := os.Stat(dir)
+			must.Eq(t, c.removed, os.IsNotExist(err), must.Sprintf("%s: stat %v", dir, err))
+			must.Eq(t, c.removed, slices.Contains(gone, dir))
+		})
 	}
 }

@@ -124,7 +124,8 @@
 //   - cgroups v1: a devices cgroup of the driver's,
 //     /sys/fs/cgroup/devices/nomad/<alloc>.<task> (Nomad makes none),
 //     denying all but the list; the task's executor is moved into it
-//     before it starts the task, which is born in it; removed with the task.
+//     before it starts the task, which is born in it; removed when the
+//     task has exited (or, left over, by the fingerprint's sweep).
 //   - cgroups v2: an eBPF program (BPF_PROG_TYPE_CGROUP_DEVICE) allowing only
 //     the list, attached to the cgroup the Nomad client made for the task
 //     before the executor starts the task in it.

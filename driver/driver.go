@@ -260,6 +260,11 @@ func (d *Driver) buildFingerprint(ctx context.Context) *drivers.Fingerprint {
 			return fp
 		}
 	}
+	if iso.devices {
+		if gone := sweepDeviceCgroupsV1(); len(gone) > 0 {
+			d.logger.Info("removed the devices cgroups of tasks that are over", "cgroups", gone)
+		}
+	}
 	if !cfg.LeaseCheck {
 		return fp
 	}
