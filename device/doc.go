@@ -81,6 +81,19 @@
 // /dev/nvidia-uvm-tools, /dev/nvidia-modeset; only files present on the
 // host. An unknown ID is an error naming it.
 //
+// These files are the fence, not the environment: Nomad hands them to the
+// task's driver (TaskConfig.Devices), and the themis driver allows the task
+// only them (plus runc's default /dev/null, zero, random, ... and the
+// operator's allow_devices) in a device cgroup, the cgroups v1 devices
+// controller or a v2 eBPF device program, so opening another GPU's
+// /dev/nvidiaN, or another MIG instance's capability file, fails with
+// EPERM (driver/doc.go, "GPU device isolation"). Nomad's exec driver
+// allows the same list, docker passes them as --device; raw_exec fences
+// nothing. A file made after the task started (nvidia-uvm is made by
+// nvidia-modprobe the first time CUDA runs) is not in its list: load the
+// NVIDIA modules, nvidia-uvm included, when the node boots. The simulated
+// backend has no device files, so its tasks may open no GPU file at all.
+//
 // # The nvml backend
 //
 // Each fingerprint asks NVML for every GPU: UUID (the device ID), name (the

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,29 +14,25 @@ import (
 	"github.com/themis-nomad/themis/planner/spec"
 )
 
+// testMemoryMB is the memory limit of a test task that names none.
+const testMemoryMB = 512
+
 // taskCgroups gives the task its cgroups the way the Nomad client does
-// (cgroupslib.Factory, under the client's /nomad parent) and the resources
-// that point the executor at them, with a memory limit of memoryMB. It says
-// why not where this test process cannot: not root, cgroups off, or no Nomad
-// client has made its cgroup parent on this host (the test does not make it:
-// that is the client's, and other clients may be using it).
-func taskCgroups(t *testing.T, task *drivers.TaskConfig, memoryMB int64) (ok bool, why string) {
+// before it calls StartTask: the client's cgroup parents (made at client
+// start; here by the driver's ensureCgroupParents, the same way), the
+// task's own cgroups (cgroupslib.Factory, removed at cleanup) and the
+// resources that point the executor at them, with a memory limit of
+// memoryMB. Where the executor applies no cgroups (the test is not root,
+// or cgroups are off) it gives none and says why.
+func taskCgroups(t *testing.T, e *testEnv, task *drivers.TaskConfig, memoryMB int64) (ok bool, why string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		return false, "the test does not run as root, so the executor applies no cgroups"
 	}
-	var parent string
-	switch cgroupslib.GetMode() {
-	case cgroupslib.OFF:
+	if cgroupslib.GetMode() == cgroupslib.OFF {
 		return false, "cgroups are off on this host"
-	case cgroupslib.CG1:
-		parent = filepath.Join(cgroupslib.GetDefaultRoot(), "cpuset", cgroupslib.NomadCgroupParent, "share")
-	default:
-		parent = filepath.Join(cgroupslib.GetDefaultRoot(), cgroupslib.NomadCgroupParent)
 	}
-	if _, err := os.Stat(parent); err != nil {
-		return false, "no Nomad client has made its cgroup parent " + parent + " on this host"
-	}
+	must.NoError(t, e.d.ensureCgroupParents())
 	life := cgroupslib.Factory(task.AllocID, task.Name, false)
 	must.NoError(t, life.Setup())
 	t.Cleanup(func() {
@@ -45,6 +40,9 @@ func taskCgroups(t *testing.T, task *drivers.TaskConfig, memoryMB int64) (ok boo
 		for i := 0; i < 50 && life.Teardown() != nil; i++ {
 			time.Sleep(100 * time.Millisecond)
 		}
+		// The driver's v1 devices cgroup, should a failed test not
+		// have destroyed the task.
+		_ = removeDeviceCgroupV1(task, 2*time.Second)
 	})
 	task.Resources = &drivers.Resources{
 		NomadResources: &structs.AllocatedTaskResources{
@@ -66,7 +64,7 @@ func TestMemoryLimitEnforced(t *testing.T) {
 	e := newTestEnv(t, false, nil)
 	// tail buffers an endless line of /dev/zero: its memory grows until killed.
 	task, tc := newTask("oom", `echo ready; exec tail /dev/zero`, spec.Stanza{GPUs: 1})
-	if ok, why := taskCgroups(t, task, 32); !ok {
+	if ok, why := taskCgroups(t, e, task, 32); !ok {
 		t.Skipf("memory limits cannot be tested here: %s", why)
 	}
 	_, err := e.start(t, task, tc, true)

@@ -57,6 +57,10 @@ type Config struct {
 	// GangTimeout is how long a part of a multi-node gang waits for the
 	// others before its task fails (a Go duration; DefaultGangTimeout).
 	GangTimeout string `codec:"gang_timeout"`
+	// AllowDevices are host device files (or directories of them, such as
+	// /dev/infiniband) every task may open besides runc's defaults and
+	// the devices reserved for it (devices.go); absolute paths.
+	AllowDevices []string `codec:"allow_devices"`
 }
 
 // gangTimeout is GangTimeout parsed (validate checked it).
@@ -100,6 +104,7 @@ func configSpec() *hclspec.Spec {
 		),
 		"allow_root_jobs":   hclspec.NewAttr("allow_root_jobs", "list(string)", false),
 		"advertise_address": hclspec.NewAttr("advertise_address", "string", false),
+		"allow_devices":     hclspec.NewAttr("allow_devices", "list(string)", false),
 		"gang_timeout": hclspec.NewDefault(
 			hclspec.NewAttr("gang_timeout", "string", false),
 			hclspec.NewLiteral(strconv.Quote(DefaultGangTimeout.String())),
@@ -166,6 +171,11 @@ func (c Config) validate() error {
 	}
 	if c.AdvertiseAddress != "" && net.ParseIP(c.AdvertiseAddress) == nil {
 		return fmt.Errorf("advertise_address: want an IP address, got %q", c.AdvertiseAddress)
+	}
+	for _, p := range c.AllowDevices {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("allow_devices: want absolute paths of device files or directories, got %q", p)
+		}
 	}
 	for _, j := range c.AllowRootJobs {
 		if j != AllowRootAll && !strings.Contains(j, "/") {

@@ -61,6 +61,7 @@ const (
 	attrCgroups       = "driver.themis.cgroups"
 	attrLimits        = "driver.themis.resource_limits"
 	attrUsers         = "driver.themis.user_isolation"
+	attrDevices       = "driver.themis.device_isolation"
 	eventLeaseChecked = "GPU leases verified"
 	eventGangWaiting  = "Waiting for the gang's other parts"
 	eventGangGathered = "Gang gathered"
@@ -246,9 +247,23 @@ func (d *Driver) buildFingerprint(ctx context.Context) *drivers.Fingerprint {
 			attrCgroups:    pstructs.NewStringAttribute(iso.cgroups),
 			attrLimits:     pstructs.NewBoolAttribute(iso.limits),
 			attrUsers:      pstructs.NewBoolAttribute(iso.users),
+			attrDevices:    pstructs.NewBoolAttribute(iso.devices),
 		},
 		Health:            drivers.HealthStateHealthy,
 		HealthDescription: iso.describe(),
+	}
+	if iso.limits {
+		if err := d.ensureCgroupParents(); err != nil {
+			d.logger.Error("tasks cannot start: the Nomad client's cgroup parents are missing", "error", err)
+			fp.Health = drivers.HealthStateUnhealthy
+			fp.HealthDescription = "tasks cannot start: " + err.Error()
+			return fp
+		}
+	}
+	if iso.devices {
+		if gone := sweepDeviceCgroupsV1(); len(gone) > 0 {
+			d.logger.Info("removed the devices cgroups of tasks that are over", "cgroups", gone)
+		}
 	}
 	if !cfg.LeaseCheck {
 		return fp
@@ -340,6 +355,11 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		}
 	}
 
+	if currentIsolation().limits {
+		if err := d.ensureCgroupParents(); err != nil {
+			return nil, nil, fmt.Errorf("start task: %w", err)
+		}
+	}
 	taskDir := cfg.TaskDir().Dir
 	path, err := resolveCommand(tc.Command, taskDir, cfg.Env["PATH"])
 	if err != nil {
@@ -366,8 +386,16 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		logger.Warn("ignoring a bad restart count; the task sees 0", "error", err)
 	}
 	env := taskEnv(cfg, intent, gpuIDs, checkpointEnv{dir: ckpt, resumeFrom: resume, notice: proto.noticeFile, restarts: restarts}, gangVars)
+	rules, err := taskDeviceRules(cfg.Devices, pcfg.AllowDevices)
+	if err != nil {
+		return nil, nil, fmt.Errorf("device isolation: %w", err)
+	}
+	fence, err := newDeviceFence(cfg, rules)
+	if err != nil {
+		return nil, nil, err
+	}
 
-	h, err := d.launch(logger, cfg, launchSpec{path: path, dir: taskDir, args: tc.Args, env: env, user: who})
+	h, err := d.launch(logger, cfg, launchSpec{path: path, dir: taskDir, args: tc.Args, env: env, user: who, fence: fence})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -393,7 +421,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if resume != "" {
 		d.emit(cfg, eventResuming, map[string]string{"checkpoint": resume, "restart_count": strconv.Itoa(restarts)})
 	}
-	logger.Info("task started", "pid", h.pid, "user", who.name, "command", path, "gpus", gpuIDs, "vc", intent.VC,
+	logger.Info("task started", "pid", h.pid, "user", who.name, "command", path, "gpus", gpuIDs, "device_files", deviceFiles(cfg.Devices, fence), "vc", intent.VC,
 		"class", intent.Class, "grace_period", intent.GracePeriod.String(), "checkpoint_signal", intent.CheckpointSignal,
 		"checkpoint_dir", ckpt, "resume_from", resume, "restart_count", restarts)
 	return handle, nil, nil
@@ -559,6 +587,7 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 	}
 	h.reapGroup()
 	h.stopExecutor()
+	d.unfence(h.logger, h.cfg)
 	d.tasksMu.Lock()
 	delete(d.tasks, taskID)
 	d.tasksMu.Unlock()

@@ -106,6 +106,9 @@ type testEnv struct {
 	d       *Driver
 	h       *dtestutil.DriverHarness
 	ckptDir string
+	// openAllocDirs makes the harness's alloc dirs reachable by other
+	// users (they are under a 0700 temp dir of root's).
+	openAllocDirs bool
 }
 
 func newTestEnv(t *testing.T, leaseCheck bool, reader LeaseReader) *testEnv {
@@ -182,6 +185,14 @@ func (e *testEnv) start(t *testing.T, task *drivers.TaskConfig, tc TaskConfig, l
 	t.Helper()
 	cleanup := e.h.MkAllocDir(task, logs)
 	t.Cleanup(cleanup)
+	if e.openAllocDirs {
+		must.NoError(t, os.Chmod(filepath.Dir(task.AllocDir), 0o755))
+	}
+	if task.Resources == nil {
+		// As the Nomad client does (taskCgroups); none where the
+		// executor applies none.
+		_, _ = taskCgroups(t, e, task, testMemoryMB)
+	}
 	must.NoError(t, task.EncodeConcreteDriverConfig(&tc))
 	handle, _, err := e.h.StartTask(task)
 	if err == nil {
@@ -408,7 +419,7 @@ func TestSignalTaskAndStats(t *testing.T) {
 	task, tc := newTask("sig", `trap 'exit 3' USR1; echo ready; while :; do :; done`, spec.Stanza{GPUs: 1})
 	// The executor finds the task's processes in its cgroup where cgroups
 	// are on, and by pid where they are off.
-	if ok, why := taskCgroups(t, task, 256); !ok && cgroupslib.GetMode() != cgroupslib.OFF {
+	if ok, why := taskCgroups(t, e, task, 256); !ok && cgroupslib.GetMode() != cgroupslib.OFF {
 		t.Skipf("the executor cannot see the task's processes here: %s", why)
 	}
 	_, err := e.start(t, task, tc, true)
@@ -443,7 +454,7 @@ func TestSignalTaskAndStats(t *testing.T) {
 // to the task's executor, runs the checkpoint protocol through it and
 // reports the task's real exit code.
 func TestRecoverTask(t *testing.T) {
-	e, fresh, task, handle := restarted(t, "recover", `trap 'exit 42' TERM; while :; do sleep 0.05; done`)
+	e, fresh, task, handle := restarted(t, "recover", `trap 'exit 42' TERM; touch ready; while :; do sleep 0.05; done`)
 	st, err := fresh.h.InspectTask(task.ID)
 	must.NoError(t, err)
 	must.Eq(t, drivers.TaskStateRunning, st.State)
@@ -464,8 +475,10 @@ func TestRecoverTask(t *testing.T) {
 // restarted starts a task named name running script in one driver, then
 // recovers it in a fresh driver, as after a plugin restart: the old
 // driver process is gone, so it neither waits for the task nor stops its
-// executor any more. It returns both drivers' envs, the task and the
-// handle Nomad keeps.
+// executor any more. The script touches "ready" in its task dir once it
+// has set its traps (a signal before that kills the shell instead: exit
+// 143 for SIGTERM), and restarted waits for it. It returns both drivers'
+// envs, the task and the handle Nomad keeps.
 func restarted(t *testing.T, name, script string) (old, fresh *testEnv, task *drivers.TaskConfig, handle *drivers.TaskHandle) {
 	t.Helper()
 	old = newTestEnv(t, false, nil)
@@ -473,6 +486,15 @@ func restarted(t *testing.T, name, script string) (old, fresh *testEnv, task *dr
 	handle, err := old.start(t, task, tc, false)
 	must.NoError(t, err)
 	must.NoError(t, old.h.WaitUntilStarted(task.ID, 5*time.Second))
+	ready := filepath.Join(task.TaskDir().Dir, "ready")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task did not touch %s within 5s", ready)
+		}
+	}
 	old.d.detach(task.ID)
 	fresh = newTestEnv(t, false, nil)
 	must.NoError(t, fresh.h.RecoverTask(handle))
@@ -485,6 +507,7 @@ func restarted(t *testing.T, name, script string) (old, fresh *testEnv, task *dr
 func destroyedForGood(t *testing.T, e *testEnv, task *drivers.TaskConfig, handle *drivers.TaskHandle) {
 	t.Helper()
 	must.NoError(t, e.h.DestroyTask(task.ID, false))
+	noDeviceCgroup(t, task)
 	again := newTestEnv(t, false, nil)
 	must.ErrorContains(t, again.h.RecoverTask(handle), "re-attach to executor")
 }
@@ -532,6 +555,12 @@ func TestFingerprint(t *testing.T) {
 				must.Eq(t, os.Geteuid() == 0, users)
 				limits, _ := fp.Attributes[attrLimits].GetBool()
 				must.Eq(t, os.Geteuid() == 0 && cgroupslib.GetMode() != cgroupslib.OFF, limits)
+				devs, ok := fp.Attributes[attrDevices].GetBool()
+				must.True(t, ok)
+				must.Eq(t, iso.devices, devs)
+				if !devs && c.health == drivers.HealthStateHealthy {
+					must.StrContains(t, fp.HealthDescription, "can open every GPU's device file")
+				}
 				if !limits && c.health == drivers.HealthStateHealthy {
 					must.StrContains(t, fp.HealthDescription, "without cpu and memory limits")
 				}

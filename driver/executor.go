@@ -29,9 +29,12 @@ type launchSpec struct {
 	path, dir string
 	args, env []string
 	user      taskUser
+	// fence holds the task to its device files; nil: none on this client.
+	fence *deviceFence
 }
 
-// launch starts the task's command through a new executor.
+// launch starts the task's command through a new executor, in its device
+// fence where it has one (device_fence.go).
 func (d *Driver) launch(logger hclog.Logger, cfg *drivers.TaskConfig, spec launchSpec) (*taskHandle, error) {
 	d.mu.RLock()
 	nomadCfg, compute := d.nomadConfig, d.compute
@@ -41,9 +44,27 @@ func (d *Driver) launch(logger hclog.Logger, cfg *drivers.TaskConfig, spec launc
 		LogLevel: "debug",
 		Compute:  compute,
 	}
+	if spec.fence != nil {
+		if err := spec.fence.apply(); err != nil {
+			d.unfence(logger, cfg)
+			return nil, err
+		}
+	}
 	exec, client, err := executor.CreateExecutor(logger, nomadCfg, execCfg)
 	if err != nil {
+		d.unfence(logger, cfg)
 		return nil, fmt.Errorf("start executor: %w", err)
+	}
+	if spec.fence != nil {
+		pid := 0
+		if rc := client.ReattachConfig(); rc != nil {
+			pid = rc.Pid
+		}
+		if err := spec.fence.enter(pid); err != nil {
+			client.Kill()
+			d.unfence(logger, cfg)
+			return nil, err
+		}
 	}
 	ps, err := exec.Launch(&executor.ExecCommand{
 		Cmd:              spec.path,
@@ -58,6 +79,7 @@ func (d *Driver) launch(logger hclog.Logger, cfg *drivers.TaskConfig, spec launc
 	})
 	if err != nil {
 		client.Kill()
+		d.unfence(logger, cfg)
 		return nil, fmt.Errorf("launch %s: %w", spec.path, err)
 	}
 	h := &taskHandle{
@@ -72,6 +94,15 @@ func (d *Driver) launch(logger hclog.Logger, cfg *drivers.TaskConfig, spec launc
 		state:        drivers.TaskStateRunning,
 	}
 	return h, nil
+}
+
+// unfence removes the v1 devices cgroup the driver made for a task, once
+// its processes are gone (waiting up to 2 s for them); it logs what it
+// cannot remove.
+func (d *Driver) unfence(logger hclog.Logger, cfg *drivers.TaskConfig) {
+	if err := removeDeviceCgroupV1(cfg, 2*time.Second); err != nil {
+		logger.Warn("cannot remove the task's devices cgroup", "error", err)
+	}
 }
 
 // reattach re-attaches to the executor of a task started before a driver
@@ -128,24 +159,31 @@ func cgroupsMode() string {
 	}
 }
 
-// isolation is what the executor can do for tasks on this client.
+// isolation is what the executor and the driver can do for tasks on this
+// client.
 type isolation struct {
 	cgroups string // "v1", "v2" or "off"
 	limits  bool   // cpu and memory limits are applied
 	users   bool   // tasks run as their user
-	why     string // why not, when limits or users is false
+	devices bool   // tasks are fenced to their device files (device_fence.go)
+	why     string // why not, when limits, users or devices is false
 }
 
 // currentIsolation: the executor applies cgroup limits only when the driver
-// runs as root with cgroups on, and only root can run tasks as another user.
+// runs as root with cgroups on, and only root can run tasks as another
+// user or fence their devices.
 func currentIsolation() isolation {
 	iso := isolation{cgroups: cgroupsMode(), users: os.Geteuid() == 0}
 	iso.limits = iso.users && iso.cgroups != "off"
+	devices, why := deviceIsolation()
+	iso.devices = devices
 	switch {
 	case !iso.users:
-		iso.why = "the driver does not run as root: tasks run as its user, without cpu and memory limits"
+		iso.why = "the driver does not run as root: tasks run as its user, without cpu and memory limits, and can open every GPU's device file"
 	case !iso.limits:
-		iso.why = "cgroups are off on this client: tasks run without cpu and memory limits"
+		iso.why = "cgroups are off on this client: tasks run without cpu and memory limits, and can open every GPU's device file"
+	case !iso.devices:
+		iso.why = "tasks can open every GPU's device file: " + why
 	}
 	return iso
 }

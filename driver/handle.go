@@ -89,6 +89,11 @@ func (h *taskHandle) run() {
 	}
 	h.finish(res)
 	h.stopExecutor()
+	// The executor was the last of the task's v1 devices cgroup unless
+	// the task left processes behind, which DestroyTask kills, removing
+	// the cgroup then. Removed here too, as Nomad does not always call
+	// DestroyTask (a client shutting down right after a task ends).
+	_ = removeDeviceCgroupV1(h.cfg, 0)
 }
 
 // stopExecutor stops the task's executor and waits until it has, however

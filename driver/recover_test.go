@@ -19,7 +19,7 @@ const recoveredExitBound = 500 * time.Millisecond
 // TestRecoverTask_ExitPrompt: a recovered task's exit reaches WaitTask
 // promptly, and DestroyTask still stops its executor.
 func TestRecoverTask_ExitPrompt(t *testing.T) {
-	_, fresh, task, handle := restarted(t, "prompt", `trap 'exit 7' TERM; while :; do sleep 0.01; done`)
+	_, fresh, task, handle := restarted(t, "prompt", `trap 'exit 7' TERM; touch ready; while :; do sleep 0.01; done`)
 
 	ch, err := fresh.h.WaitTask(context.Background(), task.ID)
 	must.NoError(t, err)

@@ -64,6 +64,7 @@ func TestTaskUser(t *testing.T) {
 			t.Cleanup(cleanup)
 			// The harness's alloc dirs are under a 0700 temp dir of root's.
 			must.NoError(t, os.Chmod(filepath.Dir(task.AllocDir), 0o755))
+			_, _ = taskCgroups(t, e, task, testMemoryMB)
 			must.NoError(t, task.EncodeConcreteDriverConfig(&tc))
 			_, _, err = e.h.StartTask(task)
 			if c.wantError != "" {
