@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/hashicorp/nomad/client/lib/cgroupslib"
 	"github.com/hashicorp/nomad/helper/pluginutils/hclspecutils"
 	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/hashicorp/nomad/plugins/drivers"
@@ -44,7 +43,7 @@ const trainSteps = 3000
 
 // realGPU configures the device plugin's NVML backend, fingerprints the
 // node and reserves its first GPU, as a Nomad client does for a task.
-func realGPU(t *testing.T) (id string, envs map[string]string) {
+func realGPU(t *testing.T) (id string, envs map[string]string, files []*drivers.DeviceConfig) {
 	t.Helper()
 	logger := hclog.New(&hclog.LoggerOptions{Name: "device", Level: hclog.Info, Output: testWriter{t}})
 	p := device.NewPlugin(logger)
@@ -70,34 +69,34 @@ func realGPU(t *testing.T) (id string, envs map[string]string) {
 	id = resp.Devices[0].Devices[0].ID
 	res, err := p.Reserve([]string{id})
 	must.NoError(t, err)
-	var files []string
+	// As the Nomad client hands a reservation's device specs to the driver
+	// (TaskConfig.Devices).
+	var paths []string
 	for _, d := range res.Devices {
-		files = append(files, d.HostPath)
+		files = append(files, &drivers.DeviceConfig{TaskPath: d.TaskPath, HostPath: d.HostPath, Permissions: d.CgroupPerms})
+		paths = append(paths, d.HostPath)
 	}
-	t.Logf("reserved %s: env %v, device files %v", id, res.Envs, files)
-	return id, res.Envs
+	t.Logf("reserved %s: env %v, device files %v", id, res.Envs, paths)
+	return id, res.Envs, files
 }
 
-// ensureNomadCgroups makes the Nomad client's cgroup parent where it is
-// missing, as a client does at start (cgroupslib.Init), so tasks get real
-// cgroups; on cgroups v2 the executor cannot start a task without them.
-func ensureNomadCgroups(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 || cgroupslib.GetMode() == cgroupslib.OFF {
-		return
+// reservation is what the device plugin's Reserve gave for a GPU.
+type reservation struct {
+	envs  map[string]string
+	files []*drivers.DeviceConfig
+}
+
+// give hands the reservation to a task, as the Nomad client does.
+func (r reservation) give(task *drivers.TaskConfig) {
+	for k, v := range r.envs {
+		task.DeviceEnv[k] = v
 	}
-	parent := filepath.Join(cgroupslib.GetDefaultRoot(), cgroupslib.NomadCgroupParent)
-	if cgroupslib.GetMode() == cgroupslib.CG1 {
-		parent = filepath.Join(cgroupslib.GetDefaultRoot(), "cpuset", cgroupslib.NomadCgroupParent)
-	}
-	if _, err := os.Stat(parent); err == nil {
-		return
-	}
-	cores, err := os.ReadFile("/sys/devices/system/cpu/online")
-	must.NoError(t, err)
-	logger := hclog.New(&hclog.LoggerOptions{Name: "cgroups", Output: testWriter{t}})
-	must.NoError(t, cgroupslib.Init(logger, strings.TrimSpace(string(cores))))
-	t.Logf("made the Nomad cgroup parent %s, as a client does at start", parent)
+	task.Devices = r.files
+}
+
+func reserveGPU(t *testing.T) (string, reservation) {
+	id, envs, files := realGPU(t)
+	return id, reservation{envs: envs, files: files}
 }
 
 // gpuJob is one run of testdata/gpu/train_cuda.py through the driver.
@@ -106,20 +105,17 @@ type gpuJob struct {
 	log  string
 }
 
-func startGPUJob(t *testing.T, e *testEnv, python string, gpuEnv map[string]string, args ...string) (*gpuJob, time.Time) {
+func startGPUJob(t *testing.T, e *testEnv, python string, gpu reservation, args ...string) (*gpuJob, time.Time) {
 	t.Helper()
 	task, tc := newTask("train", "", spec.Stanza{GPUs: 1, GracePeriod: "60s"})
-	for k, v := range gpuEnv {
-		task.DeviceEnv[k] = v
-	}
+	gpu.give(task)
 	task.Env = map[string]string{
 		"HOME": t.TempDir(), "PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONUNBUFFERED": "1",
 		"CUBLAS_WORKSPACE_CONFIG": ":4096:8",
 	}
 	tc.Command = python
 	tc.Args = append([]string{filepath.Join(moduleDir, "testdata", "gpu", "train_cuda.py")}, args...)
-	ensureNomadCgroups(t)
-	if ok, why := taskCgroups(t, task, 64<<10); !ok {
+	if ok, why := taskCgroups(t, e, task, 64<<10); !ok {
 		t.Logf("the task runs without cgroups: %s", why)
 	}
 	began := time.Now()
@@ -181,13 +177,13 @@ func TestRealGPU_CUDAJobPreemptedAndResumed(t *testing.T) {
 	if python == "" {
 		t.Skip(why)
 	}
-	id, gpuEnv := realGPU(t)
+	id, gpu := reserveGPU(t)
 	var report strings.Builder
 	steps := strconv.Itoa(trainSteps)
 
 	// The job sees its GPU, by the UUID the device plugin gave it.
 	first := newTestEnv(t, false, nil)
-	a, began := startGPUJob(t, first, python, gpuEnv, "--steps", steps)
+	a, began := startGPUJob(t, first, python, gpu, "--steps", steps)
 	dev, seen := a.waitFor(t, reDevice, 3*time.Minute)
 	if dev[2] != id || dev[3] != "1" {
 		t.Errorf("the job sees %s CUDA device(s), the first %s; it was given one, %s", dev[3], dev[2], id)
@@ -212,7 +208,7 @@ func TestRealGPU_CUDAJobPreemptedAndResumed(t *testing.T) {
 	// Resumed in a new allocation of the job, from the checkpoint.
 	second := newTestEnv(t, false, nil)
 	must.NoError(t, second.setCheckpointRoot(first.ckptDir))
-	b, began := startGPUJob(t, second, python, gpuEnv, "--steps", steps)
+	b, began := startGPUJob(t, second, python, gpu, "--steps", steps)
 	rs, resumedAt := b.waitFor(t, reResumed, 3*time.Minute)
 	must.Eq(t, strconv.Itoa(at), rs[1])
 	_, steppedAt := b.waitFor(t, stepRE(at+1), time.Minute)
@@ -223,7 +219,7 @@ func TestRealGPU_CUDAJobPreemptedAndResumed(t *testing.T) {
 
 	// The same job uninterrupted ends with the same weights.
 	third := newTestEnv(t, false, nil)
-	c, _ := startGPUJob(t, third, python, gpuEnv, "--steps", steps)
+	c, _ := startGPUJob(t, third, python, gpu, "--steps", steps)
 	ref, _ := c.waitFor(t, reDone, 5*time.Minute)
 	must.Eq(t, 0, third.wait(t, c.task.ID, time.Minute).ExitCode)
 	before, after, whole := a.losses(t), b.losses(t), c.losses(t)
@@ -259,9 +255,9 @@ func TestRealGPU_SuspendInPlaceThroughDriver(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	_, gpuEnv := realGPU(t)
+	_, gpu := reserveGPU(t)
 	e := newTestEnv(t, false, nil)
-	j, _ := startGPUJob(t, e, python, gpuEnv, "--steps", "100000000")
+	j, _ := startGPUJob(t, e, python, gpu, "--steps", "100000000")
 	j.waitFor(t, stepRE(200), 3*time.Minute)
 	h, err := e.d.task(j.task.ID)
 	must.NoError(t, err)
@@ -305,33 +301,37 @@ func lastStep(losses map[int]string) int {
 	return last
 }
 
-// TestRealGPU_DeviceVisibility: a task given the GPU opens it; what a task
-// given no GPU can open is reported (the device cgroup that fences it is
-// issue #30's part 5).
-func TestRealGPU_DeviceVisibility(t *testing.T) {
+// TestRealGPU_DeviceIsolation: a task given the GPU opens its device file
+// and CUDA runs on it; a task given no GPU gets EPERM on every GPU's device
+// file and CUDA finds no device, whatever CUDA_VISIBLE_DEVICES says (the
+// driver's device cgroup, driver/devices.go).
+func TestRealGPU_DeviceIsolation(t *testing.T) {
 	python, why := gputest.TorchPython()
 	if python == "" {
 		t.Skip(why)
 	}
-	_, gpuEnv := realGPU(t)
+	_, gpu := reserveGPU(t)
 	probe := `import glob, os, torch
 for p in sorted(glob.glob("/dev/nvidia[0-9]*")):
     try:
         os.close(os.open(p, os.O_RDWR)); print("probe: open", p, "ok")
     except OSError as e:
-        print("probe: open", p, "failed", e.errno)
-print("probe: cuda devices", torch.cuda.device_count() if torch.cuda.is_available() else 0)
+        print("probe: open", p, "failed errno", e.errno)
+try:
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if n:
+        torch.ones(1, device="cuda").add_(1); torch.cuda.synchronize()
+except Exception as e:
+    n = "error " + type(e).__name__
+print("probe: cuda devices", n)
 `
-	run := func(name string, env map[string]string) string {
+	run := func(name string, r reservation) string {
 		e := newTestEnv(t, false, nil)
 		task, tc := newTask(name, "", spec.Stanza{GPUs: 1})
-		for k, v := range env {
-			task.DeviceEnv[k] = v
-		}
+		r.give(task)
 		task.Env = map[string]string{"HOME": t.TempDir(), "PATH": "/usr/local/bin:/usr/bin:/bin"}
 		tc.Command, tc.Args = python, []string{"-c", probe}
-		ensureNomadCgroups(t)
-		if ok, why := taskCgroups(t, task, 16<<10); !ok {
+		if ok, why := taskCgroups(t, e, task, 16<<10); !ok {
 			t.Logf("the task runs without cgroups: %s", why)
 		}
 		_, err := e.start(t, task, tc, true)
@@ -341,11 +341,15 @@ print("probe: cuda devices", torch.cuda.device_count() if torch.cuda.is_availabl
 		t.Logf("%s:\n%s", name, out)
 		return out
 	}
-	given := run("given", gpuEnv)
-	must.StrContains(t, given, " ok\n")
+	given := run("given", gpu)
+	must.StrContains(t, given, "probe: open /dev/nvidia0 ok\n")
 	must.StrContains(t, given, "probe: cuda devices 1\n")
-	notGiven := run("notgiven", nil)
-	writeGPUReport(t, "device files a task can open", "task given the GPU:\n"+given+"task given none:\n"+notGiven)
+	// Given none, but told the GPU's name: the fence, not the variable, decides.
+	notGiven := run("notgiven", reservation{envs: map[string]string{"CUDA_VISIBLE_DEVICES": gpu.envs["CUDA_VISIBLE_DEVICES"]}})
+	must.StrContains(t, notGiven, "probe: open /dev/nvidia0 failed errno 1\n")
+	must.StrNotContains(t, notGiven, " ok\n")
+	must.StrNotContains(t, notGiven, "probe: cuda devices 1\n")
+	writeGPUReport(t, "device files a task can open", "task given the GPU:\n"+given+"task given none (CUDA_VISIBLE_DEVICES naming the GPU all the same):\n"+notGiven)
 }
 
 // writeGPUReport appends a section to THEMIS_DRIVER_GPU_REPORT, if set.
