@@ -6,7 +6,8 @@
 #   run.log           the machine's facts and every test's -v output
 #   nvidia-smi-q.txt  nvidia-smi -q
 #   gpu-report.md     TestRealGPU: the NVML fingerprint beside nvidia-smi
-#   driver-report.md  the driver's CUDA job: preempt/resume, suspend in place, device files
+#   driver-suite.log  the driver's whole test suite on this machine
+#   driver-report.md  the driver's CUDA job: preempt/resume, suspend in place, device fence
 #   suspend-report.md GPU suspend in place of SUSPEND_GIB GiB (default 8,64)
 #
 # Each step has its own time limit, so one that hangs does not cost the rest.
@@ -46,7 +47,10 @@ step device: NVML fingerprint and the plugin over gRPC
 (cd device && THEMIS_GPU_REPORT="$OUT/gpu-report.md" timeout 90 "$dir/device.test" -test.run 'RealGPU|NVMLAbsent' -test.v)
 echo "exit $?"
 
-step driver: a CUDA job through the driver
+step "driver: the whole suite on this machine (device fence, cgroups), then a CUDA job through the driver"
+(cd driver && timeout 150 "$dir/driver.test" -test.skip 'RealGPU' -test.timeout 145s >"$OUT/driver-suite.log" 2>&1)
+echo "exit $? (log: driver-suite.log)"
+grep -E '^(--- FAIL|--- SKIP|ok|FAIL|PASS)' "$OUT/driver-suite.log"
 (cd driver && THEMIS_DRIVER_GPU_REPORT="$OUT/driver-report.md" timeout 200 "$dir/driver.test" -test.run 'RealGPU' -test.v -test.timeout 195s)
 echo "exit $?"
 
