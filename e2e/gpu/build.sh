@@ -19,4 +19,14 @@ build ./device/ device.test
 build ./cmd/themis-device/ themis-device.test
 build ./driver/ driver.test
 build ./driver/gpususpend/ gpususpend.test
+# With NOMAD=1, also a Nomad agent and the two plugins, for e2e/gpu/nomad.sh
+# (about 38 MB more, compressed).
+if [ "${NOMAD:-0}" = 1 ]; then
+	for p in themis-device themis-driver; do
+		CGO_ENABLED=1 go build -ldflags='-s -w' -o "$dir/$p" ./cmd/$p
+		xz -T0 -6 -f "$dir/$p"
+	done
+	strip -o "$dir/nomad" "$(e2e/agents/build.sh nomad)/nomad"
+	xz -T0 -6 -f "$dir/nomad"
+fi
 ls -l "$dir"

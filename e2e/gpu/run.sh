@@ -9,6 +9,7 @@
 #   driver-suite.log  the driver's whole test suite on this machine
 #   driver-report.md  the driver's CUDA job: preempt/resume, suspend in place, device fence
 #   suspend-report.md GPU suspend in place of SUSPEND_GIB GiB (default 8,64)
+#   nomad.log         with NOMAD=1 binaries: e2e/gpu/nomad.sh
 #
 # Each step has its own time limit, so one that hangs does not cost the rest.
 set -uo pipefail
@@ -42,6 +43,7 @@ for f in "$dir"/*.xz; do
 	if command -v xz >/dev/null; then xz -dkf "$f"; else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[1][:-3], "wb"))' "$f"; fi
 done
 chmod +x "$dir"/*.test
+for f in nomad themis-device themis-driver; do [ -f "$dir/$f" ] && chmod +x "$dir/$f"; done
 
 step device: NVML fingerprint and the plugin over gRPC
 (cd device && THEMIS_GPU_REPORT="$OUT/gpu-report.md" timeout 90 "$dir/device.test" -test.run 'RealGPU|NVMLAbsent' -test.v)
@@ -62,6 +64,12 @@ echo "exit $?"
 step themis-device binary: the plugin process with the nvml backend
 (cd cmd/themis-device && timeout 60 "$dir/themis-device.test" -test.run 'BinaryNVML' -test.v)
 echo "exit $?"
+
+if [ -x "$dir/nomad" ]; then
+	step "a real Nomad agent with the plugins: a job given the GPU, a job given none"
+	timeout 240 e2e/gpu/nomad.sh "$dir" 2>&1 | tee "$OUT/nomad.log"
+	echo "exit $?"
+fi
 
 step done
 nvidia-smi --query-gpu=memory.used --format=csv
