@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/nomadread"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -53,6 +55,9 @@ type fakeNomad struct {
 	// cached, when set, is returned by Snapshot instead of parsing the jobs
 	// again (as the real adapter parses only jobs that changed).
 	cached *nomad.Snapshot
+	// unreadable are jobs whose reads fail, with why (as nomadread's
+	// Unreadable: Snapshot sets them aside).
+	unreadable map[core.JobKey]error
 }
 
 type fakeAlloc struct {
@@ -169,9 +174,14 @@ func (f *fakeNomad) Snapshot(context.Context) (*nomad.Snapshot, error) {
 	for _, k := range slices.SortedFunc(maps.Keys(f.jobs), compareKeys) {
 		c := *f.jobs[k]
 		c.Meta = maps.Clone(c.Meta)
+		if err := f.unreadable[k]; err != nil {
+			markUnreadable(s, k, &nomadread.Unreadable{Namespace: k.Namespace, ID: k.ID, Err: err})
+			continue
+		}
 		j, err := nomad.ParseJob(&c)
 		if err != nil {
-			return nil, err
+			markUnreadable(s, k, &nomadread.Unreadable{Namespace: k.Namespace, ID: k.ID, Err: err})
+			continue
 		}
 		s.Jobs = append(s.Jobs, j)
 	}
@@ -181,6 +191,15 @@ func (f *fakeNomad) Snapshot(context.Context) (*nomad.Snapshot, error) {
 		}
 	}
 	return s, nil
+}
+
+// markUnreadable records an unreadable job in the snapshot, as the real
+// adapter does (nomad.Client.Snapshot).
+func markUnreadable(s *nomad.Snapshot, k core.JobKey, err error) {
+	if s.Unreadable == nil {
+		s.Unreadable = map[core.JobKey]string{}
+	}
+	s.Unreadable[k] = err.Error()
 }
 
 func (f *fakeNomad) current(j *nomad.Job) (*api.Job, error) {
@@ -269,6 +288,36 @@ type fakeStore struct {
 	// lastPuts and lastDels are the last WriteStatuses call's.
 	lastPuts []consul.JobStatus
 	lastDels []core.JobKey
+	// bad are keys whose values cannot be used: each listing leaves out
+	// the value under such a key (it stays in the maps above) and names
+	// it in a *consul.UnreadableError, as consul.Store does.
+	bad []consul.BadKey
+}
+
+// unreadable is the error a listing under prefix returns with what it
+// could use.
+func (s *fakeStore) unreadable(prefix string) error {
+	var keys []consul.BadKey
+	for _, b := range s.bad {
+		if strings.HasPrefix(b.Key, prefix) {
+			keys = append(keys, b)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return &consul.UnreadableError{Keys: keys}
+}
+
+// withoutBad deletes from m (a copy the listing hands out) the entries
+// under prefix that s.bad names, and returns it.
+func withoutBad[V any](s *fakeStore, prefix string, m map[core.JobKey]V) map[core.JobKey]V {
+	for _, b := range s.bad {
+		if strings.HasPrefix(b.Key, prefix) {
+			delete(m, b.Job)
+		}
+	}
+	return m
 }
 
 type statusFail struct {
@@ -282,7 +331,17 @@ func newFakeStore() *fakeStore {
 }
 
 func (s *fakeStore) Leases(context.Context) (map[core.JobKey]lease.JobLease, error) {
-	return maps.Clone(s.leases), nil
+	return withoutBad(s, lease.JobPrefix(), maps.Clone(s.leases)), s.unreadable(lease.JobPrefix())
+}
+
+func (s *fakeStore) GPULeases(context.Context) (map[string]lease.GPULease, error) {
+	out := map[string]lease.GPULease{}
+	for _, l := range s.leases {
+		for _, g := range l.GPULeases() {
+			out[g.GPU] = g
+		}
+	}
+	return out, nil
 }
 
 func (s *fakeStore) Grant(_ context.Context, l lease.JobLease) error {
@@ -352,7 +411,7 @@ func (s *fakeStore) Records(context.Context) (map[core.JobKey]consul.JobRecord, 
 	for k, r := range s.records {
 		out[k] = consul.WithIndex(r, s.recIndex[k])
 	}
-	return out, nil
+	return withoutBad(s, consul.RecordPrefix, out), s.unreadable(consul.RecordPrefix)
 }
 
 func (s *fakeStore) PutRecord(_ context.Context, r consul.JobRecord) (consul.JobRecord, error) {
@@ -379,15 +438,15 @@ func (s *fakeStore) DeleteRecord(_ context.Context, k core.JobKey) error {
 }
 
 func (s *fakeStore) Checkpoints(context.Context) (map[core.JobKey]lease.CheckpointRecord, error) {
-	return maps.Clone(s.ckpts), nil
+	return withoutBad(s, lease.CheckpointPrefix(), maps.Clone(s.ckpts)), s.unreadable(lease.CheckpointPrefix())
 }
 
 func (s *fakeStore) Progress(context.Context) (map[core.JobKey]lease.ProgressRecord, error) {
-	return maps.Clone(s.progress), nil
+	return withoutBad(s, lease.ProgressPrefix(), maps.Clone(s.progress)), s.unreadable(lease.ProgressPrefix())
 }
 
 func (s *fakeStore) Pending(context.Context) (map[core.JobKey]lease.Pending, error) {
-	return maps.Clone(s.pending), nil
+	return withoutBad(s, lease.PendingPrefix(), maps.Clone(s.pending)), s.unreadable(lease.PendingPrefix())
 }
 
 func (s *fakeStore) PutPending(_ context.Context, pg lease.Pending) error {

@@ -102,6 +102,13 @@ func (c *checkCommand) Run(args []string) int {
 			c.ui.Error("themis check: " + err.Error())
 			return 2
 		}
+		unreadable := 0
+		for _, j := range s.Jobs {
+			if j.Unreadable != "" {
+				unreadable++
+				c.ui.Warn("themis check: " + j.Unreadable + " (taken for a themis job: its allocations' GPUs are checked)")
+			}
+		}
 		vs := check.Check(s, o.tol)
 		for _, v := range vs {
 			print(v)
@@ -110,8 +117,8 @@ func (c *checkCommand) Run(args []string) int {
 			return 1
 		}
 		if !o.json {
-			fmt.Fprintf(os.Stdout, "ok: %d job leases, %d GPU leases, %d jobs, %d allocations; no violation\n",
-				len(s.JobLeases), len(s.GPULeases), len(s.Jobs), len(s.Allocs))
+			fmt.Fprintf(os.Stdout, "ok: %d job leases, %d GPU leases, %d jobs (%d unreadable), %d allocations; no violation\n",
+				len(s.JobLeases), len(s.GPULeases), len(s.Jobs), unreadable, len(s.Allocs))
 		}
 		return 0
 	}

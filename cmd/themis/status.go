@@ -113,7 +113,7 @@ func (c *statusCommand) Run(args []string) int {
 		return 0
 	}
 	sts, err := consul.NewStore(cc).Statuses(ctx)
-	if err != nil {
+	if err = c.warnUnreadable(err); err != nil {
 		c.ui.Error("themis status: " + operatorHint(err).Error())
 		return 1
 	}
@@ -122,7 +122,7 @@ func (c *statusCommand) Run(args []string) int {
 		return 0
 	}
 	progress, err := consul.NewStore(cc).Progress(ctx)
-	if err != nil {
+	if err = c.warnUnreadable(err); err != nil {
 		c.ui.Error("themis status: " + operatorHint(err).Error())
 		return 1
 	}
@@ -143,6 +143,16 @@ func (c *statusCommand) Run(args []string) int {
 	}
 	w.Flush()
 	return 0
+}
+
+// warnUnreadable warns about each record of a listing that cannot be used
+// (the others are shown) and returns err when the listing failed whole.
+func (c *statusCommand) warnUnreadable(err error) error {
+	bad, err := consul.Unreadable(err)
+	for _, b := range bad {
+		c.ui.Warn("themis status: left out " + b.String())
+	}
+	return err
 }
 
 // printQueue writes the queues, one line per waiting job.

@@ -16,6 +16,7 @@ import (
 	"github.com/themis-nomad/themis/device/topology"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/nomadread"
 )
 
 // DefaultPendingPool is the node pool in which themis jobs wait for a grant.
@@ -84,6 +85,10 @@ type Snapshot struct {
 	// Allocs are the allocations of the themis jobs, terminal ones included
 	// until Nomad garbage-collects them.
 	Allocs map[core.JobKey][]Alloc
+	// Unreadable are the jobs Nomad lists whose definition could not be
+	// read or decoded, each with why (nomadread.Unreadable): the planner
+	// sets them aside this round and decides every other job as usual.
+	Unreadable map[core.JobKey]string
 }
 
 // Snapshot lists nodes with themis GPUs and jobs with a themis task. Full
@@ -119,17 +124,20 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 		seen[key] = true
 		cj, ok := c.jobs[key]
 		if !ok || cj.modifyIndex != js.ModifyIndex {
-			full, _, err := c.api.Jobs().Info(js.ID, (&api.QueryOptions{Namespace: key.Namespace}).WithContext(ctx))
-			if err != nil {
-				if isNotFound(err) {
-					continue // deregistered since the list
+			tj, err := c.readJob(ctx, key)
+			var bad *nomadread.Unreadable
+			switch {
+			case errors.Is(err, nomadread.ErrGone):
+				continue // deregistered since the list
+			case errors.As(err, &bad):
+				// This job alone: set aside, read again next round.
+				if s.Unreadable == nil {
+					s.Unreadable = map[core.JobKey]string{}
 				}
-				return nil, denied(fmt.Errorf("read job %s: %w", key, err), "read job "+key.String(), `read-job in namespace "`+key.Namespace+`"`)
-			}
-			tj, err := ParseJob(full)
-			if errors.Is(err, ErrNotThemis) {
-				tj = nil
-			} else if err != nil {
+				s.Unreadable[key] = bad.Error()
+				delete(c.jobs, key)
+				continue
+			case err != nil:
 				return nil, err
 			}
 			cj = cachedJob{modifyIndex: js.ModifyIndex, job: tj}
@@ -295,11 +303,14 @@ func (c *Client) Adopt(ctx context.Context, j *Job) error {
 }
 
 func (c *Client) fresh(ctx context.Context, j *Job) (*api.Job, error) {
-	job, _, err := c.api.Jobs().Info(j.Key.ID, (&api.QueryOptions{Namespace: j.Key.Namespace}).WithContext(ctx))
-	if err != nil {
-		if isNotFound(err) {
-			return nil, fmt.Errorf("job %s: %w", j.Key, ErrJobChanged)
-		}
+	job, err := nomadread.Job(ctx, c.api, j.Key.Namespace, j.Key.ID)
+	var bad *nomadread.Unreadable
+	switch {
+	case errors.Is(err, nomadread.ErrGone):
+		return nil, fmt.Errorf("job %s: %w", j.Key, ErrJobChanged)
+	case errors.As(err, &bad):
+		return nil, err
+	case err != nil:
 		return nil, denied(fmt.Errorf("read job %s: %w", j.Key, err), "read job "+j.Key.String(), `read-job in namespace "`+j.Key.Namespace+`"`)
 	}
 	if deref(job.JobModifyIndex) != j.ModifyIndex() {
@@ -357,14 +368,6 @@ func withoutOperand(cs []*api.Constraint, operand string) []*api.Constraint {
 
 func isThemisDevice(name string) bool {
 	return name == topology.Vendor+"/"+topology.DeviceType || strings.HasPrefix(name, topology.Vendor+"/"+topology.DeviceType+"/")
-}
-
-func isNotFound(err error) bool {
-	var ue api.UnexpectedResponseError
-	if errors.As(err, &ue) {
-		return ue.StatusCode() == 404
-	}
-	return strings.Contains(err.Error(), "404")
 }
 
 func unixNano(ns int64) time.Time { return time.Unix(0, ns) }
