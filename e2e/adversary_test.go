@@ -95,6 +95,66 @@ func TestAdversaryUndecodableRecordsStopNoRound(t *testing.T) {
 	}
 }
 
+// A themis job that asks for GPUs where its lease does not reach: a second
+// group whose raw_exec task asks for themis GPUs, a device "gpu" (any
+// vendor's) in a raw_exec themis task, a device "nvidia/gpu" in a themis
+// task, and a group count that meta only the planner writes
+// (themis.gang) lets through. Each is rejected naming its group, task and
+// block, and never placed; the good job submitted after them runs on its
+// lease alone.
+func TestAdversaryPinPlacesOnlyWhatWasLeased(t *testing.T) {
+	hostile := unleasedRoutes(t, "e2e-adv")
+	for _, h := range hostile {
+		register(t, h.job)
+	}
+	const good = "e2e-adv-after-devices"
+	register(t, helloJob(t, good, 5, 1))
+	waitDead(t, good, 60*time.Second)
+	for _, h := range hostile {
+		checkRejectedUnplaced(t, env.nomad, env.consul, *h.job.ID, h.names)
+	}
+}
+
+// unleasedRoute is a hostile job and what its rejection must name.
+type unleasedRoute struct {
+	job   *nomadapi.Job
+	names []string
+}
+
+// unleasedRoutes are the jobs of TestAdversaryPinPlacesOnlyWhatWasLeased,
+// their IDs prefixed.
+func unleasedRoutes(t *testing.T, prefix string) []unleasedRoute {
+	t.Helper()
+	gpuDevice := func(name string, n uint64) *nomadapi.RequestedDevice {
+		return &nomadapi.RequestedDevice{Name: name, Count: &n}
+	}
+	// A second group: a raw_exec task asking for four themis GPUs.
+	second := helloJob(t, prefix+"-second-group", 50, 1)
+	side := rawExecJob(t, prefix+"-side", 50, nil).TaskGroups[0]
+	side.Name = ptrTo("side")
+	side.Tasks[0].Name = "grab"
+	side.Tasks[0].Resources.Devices = []*nomadapi.RequestedDevice{gpuDevice(topology.Vendor+"/"+topology.DeviceType, 4)}
+	second.TaskGroups = append(second.TaskGroups, side)
+	// A raw_exec themis task with a device "gpu" (any vendor's GPUs)
+	// besides what the pin writes: no driver checks its lease.
+	anyVendor := rawExecJob(t, prefix+"-any-vendor", 50, map[string]string{"themis.gpus": "1"})
+	anyVendor.TaskGroups[0].Tasks[0].Resources.Devices = []*nomadapi.RequestedDevice{gpuDevice("gpu", 2)}
+	// device "nvidia/gpu" in a themis task.
+	nvidia := helloJob(t, prefix+"-nvidia", 50, 1)
+	nvidia.TaskGroups[0].Tasks[0].Resources.Devices = []*nomadapi.RequestedDevice{gpuDevice("nvidia/gpu", 1)}
+	// themis.gang, which only the planner writes, lets a group count of
+	// 3 through.
+	gang := rawExecJob(t, prefix+"-forged-gang", 50, map[string]string{"themis.gpus": "1"})
+	gang.TaskGroups[0].Count = ptrTo(3)
+	gang.Meta = map[string]string{"themis.gang": "3"}
+	return []unleasedRoute{
+		{second, []string{`group "side"`, `task "grab"`, `device "themis/gpu"`}},
+		{anyVendor, []string{`group "train"`, `task "hello"`, `device "gpu"`}},
+		{nvidia, []string{`group "train"`, `task "hello"`, `device "nvidia/gpu"`}},
+		{gang, []string{`meta "themis.gang"`}},
+	}
+}
+
 // checkRejectedUnplaced fails the test unless job id (default namespace of
 // the Nomad at c, the planner's records in Consul cc) is rejected with a
 // reason naming every one of names, and none of its allocations ever held a

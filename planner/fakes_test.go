@@ -222,6 +222,7 @@ func (f *fakeNomad) Pin(_ context.Context, j *nomad.Job, l lease.JobLease, pool 
 	cur.JobModifyIndex, cur.NodePool, cur.Status = ptr(f.index), ptr(pool), ptr("running")
 	cur.Meta[nomad.LeaseMeta], cur.Meta[nomad.RestartCountMeta] = l.LeaseID, strconv.Itoa(restarts)
 	delete(cur.Meta, nomad.SuspendedMeta)
+	delete(cur.Meta, nomad.CountMeta)
 	parts := l.Nodes()
 	cur.TaskGroups[0].Count = ptr(len(parts))
 	delete(cur.Meta, nomad.GangMeta)
@@ -246,6 +247,10 @@ func (f *fakeNomad) Suspend(_ context.Context, j *nomad.Job, leaseID string) err
 	f.index++
 	f.suspend++
 	cur.JobModifyIndex, cur.NodePool = ptr(f.index), ptr(nomad.DefaultPendingPool)
+	if cur.Meta[nomad.SuspendedMeta] == "" {
+		cur.Meta[nomad.CountMeta] = "1" // as nomad.Client.Suspend: a gang's count is the pin's
+	}
+	delete(cur.Meta, nomad.GangMeta)
 	cur.Meta[nomad.SuspendedMeta] = leaseID
 	delete(cur.Meta, nomad.LeaseMeta)
 	cur.TaskGroups[0].Count = ptr(0)

@@ -180,6 +180,11 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 // false for jobs the core must not see this round (rejected, being moved to
 // the pending pool, or still stopping after a revoke).
 func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.Job, bool) {
+	if l, has := r.leases[j.Key]; j.Err == nil && !j.Finished() && !(has && (j.PinnedLease() == l.LeaseID || j.ModifyIndex() == l.SubmitIndex)) {
+		// It may be granted (pinned) now: the planner-only keys in its
+		// meta must be the planner's (docs/adversary.md, part 2).
+		j.Err = nomad.CheckPlannerMeta(j, r.records[j.Key].LastLease, l.LeaseID)
+	}
 	if pg, ok := r.pending[j.Key]; ok {
 		if cj, ok := p.observePending(ctx, r, j, pg); ok {
 			return cj, true

@@ -71,7 +71,7 @@ func (j *Job) Stopped() bool { return j.Job.Stop != nil && *j.Job.Stop }
 func (j *Job) Pool() string { return deref(j.Job.NodePool) }
 
 // LeaseMeta is the job meta key in which a pinned job records its lease ID.
-const LeaseMeta = "themis.lease"
+const LeaseMeta = spec.MetaLease
 
 // PinnedLease is the lease ID recorded in the job, "" when unpinned.
 func (j *Job) PinnedLease() string { return j.Job.Meta[LeaseMeta] }
@@ -81,16 +81,16 @@ const (
 	// SuspendedMeta records, on a job the planner suspended (group count
 	// 0), the lease that was taken back. Nomad shows such a job as dead;
 	// this key is how the planner tells it from a finished one.
-	SuspendedMeta = "themis.suspended"
+	SuspendedMeta = spec.MetaSuspended
 	// CountMeta keeps a suspended group's count, restored at the next pin.
-	CountMeta = "themis.count"
+	CountMeta = spec.MetaCount
 	// RestartCountMeta tells the task how many times the job was
 	// preempted and resumed (the driver's THEMIS_RESTART_COUNT); the
 	// driver reads it under the same name.
 	RestartCountMeta = spec.MetaRestartCount
 	// GangMeta is the number of parts of a pinned multi-node gang: the
 	// group's count, which the pin set (the user's count stays 1).
-	GangMeta = "themis.gang"
+	GangMeta = spec.MetaGang
 )
 
 // SuspendedLease is the lease whose revocation suspended the job, "" when
@@ -155,16 +155,19 @@ func ParseJob(job *api.Job) (*Job, error) {
 		} else {
 			tj.Intent = in
 		}
-		return tj, nil
+	} else {
+		in, ok, err := spec.FromTaskConfig(groupTask.Config)
+		switch {
+		case err != nil:
+			tj.Err = fmt.Errorf("%s: %w", where, err)
+		case !ok:
+			tj.Err = fmt.Errorf("%s: uses driver %q but its config has no %q block", where, DriverName, spec.BlockName)
+		default:
+			tj.Intent = in
+		}
 	}
-	in, ok, err := spec.FromTaskConfig(groupTask.Config)
-	switch {
-	case err != nil:
-		tj.Err = fmt.Errorf("%s: %w", where, err)
-	case !ok:
-		tj.Err = fmt.Errorf("%s: uses driver %q but its config has no %q block", where, DriverName, spec.BlockName)
-	default:
-		tj.Intent = in
+	if tj.Err == nil {
+		tj.Err = checkWhole(job, tj.Group, tj.Task)
 	}
 	return tj, nil
 }
