@@ -99,14 +99,14 @@ func (c *checkCommand) Run(args []string) int {
 		defer cancel()
 		s, err := r.Snapshot(ctx)
 		if err != nil {
-			c.ui.Error("themis check: " + err.Error())
+			c.ui.Error("themis check: " + safe(err.Error()))
 			return 2
 		}
 		unreadable := 0
 		for _, j := range s.Jobs {
 			if j.Unreadable != "" {
 				unreadable++
-				c.ui.Warn("themis check: " + j.Unreadable + " (taken for a themis job: its allocations' GPUs are checked)")
+				c.ui.Warn("themis check: " + safe(j.Unreadable) + " (taken for a themis job: its allocations' GPUs are checked)")
 			}
 		}
 		vs := check.Check(s, o.tol)
@@ -124,9 +124,9 @@ func (c *checkCommand) Run(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "themis check: watching Nomad %s and Consul %s every %s; violations go to stdout\n", ncfg.Address, ccfg.Address, o.interval)
 	w := &check.Watcher{Reader: r, Interval: o.interval, Tolerances: o.tol, Report: print,
-		Error: func(err error) { c.ui.Error("themis check: " + err.Error()) }}
+		Error: func(err error) { c.ui.Error("themis check: " + safe(err.Error())) }}
 	if err := w.Run(ctx); err != nil {
-		c.ui.Error("themis check: " + err.Error())
+		c.ui.Error("themis check: " + safe(err.Error()))
 		return 1
 	}
 	return 0
@@ -139,6 +139,6 @@ func printer(w io.Writer, asJSON bool) func(check.Violation) {
 			_ = enc.Encode(v)
 			return
 		}
-		fmt.Fprintf(w, "%s VIOLATION %s\n", time.Now().UTC().Format(time.RFC3339), v)
+		fmt.Fprintf(w, "%s VIOLATION %s\n", time.Now().UTC().Format(time.RFC3339), safe(v.String()))
 	}
 }
