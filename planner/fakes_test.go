@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -196,15 +195,6 @@ func (f *fakeNomad) Snapshot(context.Context) (*nomad.Snapshot, error) {
 	return s, nil
 }
 
-// markUnreadable records an unreadable job in the snapshot, as the real
-// adapter does (nomad.Client.Snapshot).
-func markUnreadable(s *nomad.Snapshot, k core.JobKey, err error) {
-	if s.Unreadable == nil {
-		s.Unreadable = map[core.JobKey]string{}
-	}
-	s.Unreadable[k] = err.Error()
-}
-
 func (f *fakeNomad) current(j *nomad.Job) (*api.Job, error) {
 	cur := f.jobs[j.Key]
 	if cur == nil || *cur.JobModifyIndex != j.ModifyIndex() {
@@ -300,37 +290,6 @@ type fakeStore struct {
 	// the value under such a key (it stays in the maps above) and names
 	// it in a *consul.UnreadableError, as consul.Store does.
 	bad []consul.BadKey
-}
-
-// unreadable is the error a listing under prefix returns with what it
-// could use.
-func (s *fakeStore) unreadable(prefix string) error {
-	var keys []consul.BadKey
-	for _, b := range s.bad {
-		if strings.HasPrefix(b.Key, prefix) {
-			keys = append(keys, b)
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	return &consul.UnreadableError{Keys: keys}
-}
-
-// withoutBad deletes from m (a copy the listing hands out) the entries
-// under prefix that s.bad names, and returns it.
-func withoutBad[V any](s *fakeStore, prefix string, m map[core.JobKey]V) map[core.JobKey]V {
-	for _, b := range s.bad {
-		if strings.HasPrefix(b.Key, prefix) {
-			delete(m, b.Job)
-		}
-	}
-	return m
-}
-
-type statusFail struct {
-	after int
-	err   error
 }
 
 func newFakeStore() *fakeStore {
