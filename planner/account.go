@@ -166,7 +166,7 @@ func (p *Planner) dropRecord(ctx context.Context, r *round, k core.JobKey) error
 // lease (a planner stopped between a release and the record's deletion).
 func (p *Planner) forget(ctx context.Context, r *round) error {
 	for k := range r.records {
-		if _, leased := r.leases[k]; leased {
+		if _, leased := r.leases[k]; leased || r.aside[k] != "" {
 			continue
 		}
 		if j := r.jobs[k]; j != nil && !j.Finished() {

@@ -17,6 +17,7 @@ import (
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/nomadread"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -53,6 +54,9 @@ type fakeNomad struct {
 	// cached, when set, is returned by Snapshot instead of parsing the jobs
 	// again (as the real adapter parses only jobs that changed).
 	cached *nomad.Snapshot
+	// unreadable are jobs whose reads fail, with why (as nomadread's
+	// Unreadable: Snapshot sets them aside).
+	unreadable map[core.JobKey]error
 }
 
 type fakeAlloc struct {
@@ -169,9 +173,17 @@ func (f *fakeNomad) Snapshot(context.Context) (*nomad.Snapshot, error) {
 	for _, k := range slices.SortedFunc(maps.Keys(f.jobs), compareKeys) {
 		c := *f.jobs[k]
 		c.Meta = maps.Clone(c.Meta)
+		if err := f.unreadable[k]; err != nil {
+			markUnreadable(s, k, &nomadread.Unreadable{Namespace: k.Namespace, ID: k.ID, Err: err})
+			continue
+		}
 		j, err := nomad.ParseJob(&c)
-		if err != nil {
-			return nil, err
+		switch {
+		case errors.Is(err, nomad.ErrNotThemis):
+			continue // as the real adapter: not the planner's
+		case err != nil:
+			markUnreadable(s, k, &nomadread.Unreadable{Namespace: k.Namespace, ID: k.ID, Err: err})
+			continue
 		}
 		s.Jobs = append(s.Jobs, j)
 	}
@@ -203,6 +215,7 @@ func (f *fakeNomad) Pin(_ context.Context, j *nomad.Job, l lease.JobLease, pool 
 	cur.JobModifyIndex, cur.NodePool, cur.Status = ptr(f.index), ptr(pool), ptr("running")
 	cur.Meta[nomad.LeaseMeta], cur.Meta[nomad.RestartCountMeta] = l.LeaseID, strconv.Itoa(restarts)
 	delete(cur.Meta, nomad.SuspendedMeta)
+	delete(cur.Meta, nomad.CountMeta)
 	parts := l.Nodes()
 	cur.TaskGroups[0].Count = ptr(len(parts))
 	delete(cur.Meta, nomad.GangMeta)
@@ -227,6 +240,10 @@ func (f *fakeNomad) Suspend(_ context.Context, j *nomad.Job, leaseID string) err
 	f.index++
 	f.suspend++
 	cur.JobModifyIndex, cur.NodePool = ptr(f.index), ptr(nomad.DefaultPendingPool)
+	if cur.Meta[nomad.SuspendedMeta] == "" {
+		cur.Meta[nomad.CountMeta] = "1" // as nomad.Client.Suspend: a gang's count is the pin's
+	}
+	delete(cur.Meta, nomad.GangMeta)
 	cur.Meta[nomad.SuspendedMeta] = leaseID
 	delete(cur.Meta, nomad.LeaseMeta)
 	cur.TaskGroups[0].Count = ptr(0)
@@ -269,11 +286,10 @@ type fakeStore struct {
 	// lastPuts and lastDels are the last WriteStatuses call's.
 	lastPuts []consul.JobStatus
 	lastDels []core.JobKey
-}
-
-type statusFail struct {
-	after int
-	err   error
+	// bad are keys whose values cannot be used: each listing leaves out
+	// the value under such a key (it stays in the maps above) and names
+	// it in a *consul.UnreadableError, as consul.Store does.
+	bad []consul.BadKey
 }
 
 func newFakeStore() *fakeStore {
@@ -282,7 +298,17 @@ func newFakeStore() *fakeStore {
 }
 
 func (s *fakeStore) Leases(context.Context) (map[core.JobKey]lease.JobLease, error) {
-	return maps.Clone(s.leases), nil
+	return withoutBad(s, lease.JobPrefix(), maps.Clone(s.leases)), s.unreadable(lease.JobPrefix())
+}
+
+func (s *fakeStore) GPULeases(context.Context) (map[string]lease.GPULease, error) {
+	out := map[string]lease.GPULease{}
+	for _, l := range s.leases {
+		for _, g := range l.GPULeases() {
+			out[g.GPU] = g
+		}
+	}
+	return out, nil
 }
 
 func (s *fakeStore) Grant(_ context.Context, l lease.JobLease) error {
@@ -352,7 +378,7 @@ func (s *fakeStore) Records(context.Context) (map[core.JobKey]consul.JobRecord, 
 	for k, r := range s.records {
 		out[k] = consul.WithIndex(r, s.recIndex[k])
 	}
-	return out, nil
+	return withoutBad(s, consul.RecordPrefix, out), s.unreadable(consul.RecordPrefix)
 }
 
 func (s *fakeStore) PutRecord(_ context.Context, r consul.JobRecord) (consul.JobRecord, error) {
@@ -379,15 +405,15 @@ func (s *fakeStore) DeleteRecord(_ context.Context, k core.JobKey) error {
 }
 
 func (s *fakeStore) Checkpoints(context.Context) (map[core.JobKey]lease.CheckpointRecord, error) {
-	return maps.Clone(s.ckpts), nil
+	return withoutBad(s, lease.CheckpointPrefix(), maps.Clone(s.ckpts)), s.unreadable(lease.CheckpointPrefix())
 }
 
 func (s *fakeStore) Progress(context.Context) (map[core.JobKey]lease.ProgressRecord, error) {
-	return maps.Clone(s.progress), nil
+	return withoutBad(s, lease.ProgressPrefix(), maps.Clone(s.progress)), s.unreadable(lease.ProgressPrefix())
 }
 
 func (s *fakeStore) Pending(context.Context) (map[core.JobKey]lease.Pending, error) {
-	return maps.Clone(s.pending), nil
+	return withoutBad(s, lease.PendingPrefix(), maps.Clone(s.pending)), s.unreadable(lease.PendingPrefix())
 }
 
 func (s *fakeStore) PutPending(_ context.Context, pg lease.Pending) error {

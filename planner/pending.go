@@ -55,7 +55,7 @@ func (p *Planner) observePending(ctx context.Context, r *round, j *nomad.Job, pg
 	g := pendingGrant(pg)
 	st := consul.JobStatus{State: "queued", Preemptions: rec.Preemptions, GPUs: pg.GPUs, Node: r.nodeNames(g)}
 	if victim, ok := p.heldBy(r, g); ok {
-		st.Reason = waitingFor(victim, st.Node, g)
+		st.Reason = r.waitingFor(victim, st.Node, g)
 	}
 	if has { // its own allocation still checkpointing
 		st.Reason = "moving: checkpointing before it resumes on " + st.Node

@@ -14,7 +14,9 @@
 //	         job records) -> core.State; leases being taken back (revoking)
 //	         are driven on: the job is suspended, and once Nomad reports its
 //	         allocation terminal the lease is released and its service
-//	         recorded, in one transaction
+//	         recorded, in one transaction. A job that cannot be read, or
+//	         whose records do not decode, is set aside alone (setaside.go);
+//	         one that may be granted has its planner meta checked
 //	decide   core.Planner.Decide(state, now)
 //	act      releases, promotions, preemptions (revoke), grants (lease + pin);
 //	         a grant on GPUs that a stopping job still holds waits for them
@@ -45,7 +47,9 @@ type Cluster interface {
 	Adopt(ctx context.Context, j *nomad.Job) error
 }
 
-// Store is what the planner keeps in Consul (*consul.Store).
+// Store is what the planner keeps in Consul (*consul.Store). A listing
+// returns what it could use with a *consul.UnreadableError naming the keys
+// it could not (those jobs are set aside: setaside.go).
 type Store interface {
 	Leases(ctx context.Context) (map[core.JobKey]lease.JobLease, error)
 	Grant(ctx context.Context, l lease.JobLease) error
@@ -57,6 +61,8 @@ type Store interface {
 	Checkpoints(ctx context.Context) (map[core.JobKey]lease.CheckpointRecord, error)
 	Progress(ctx context.Context) (map[core.JobKey]lease.ProgressRecord, error)
 	Pending(ctx context.Context) (map[core.JobKey]lease.Pending, error)
+	// GPULeases lists the GPU keys, read when a job lease cannot be used.
+	GPULeases(ctx context.Context) (map[string]lease.GPULease, error)
 	PutPending(ctx context.Context, pg lease.Pending) error
 	DeletePending(ctx context.Context, k core.JobKey) error
 	PolicyState(ctx context.Context, name string) ([]byte, error)
@@ -123,6 +129,9 @@ type Planner struct {
 	// events are the current round's grants, revokes and releases, for
 	// OnRound (view.go).
 	events events
+	// badKeys are the keys of the last round that could not be used, with
+	// their errors, so each is logged once (setaside.go).
+	badKeys map[string]string
 }
 
 // stack is the decision stack in force.

@@ -51,6 +51,10 @@ type round struct {
 	// the grants of those the core sees as holding them this round.
 	pending map[core.JobKey]lease.Pending
 	shown   []core.Grant
+	// aside maps each job set aside this round to why, and asideGPUs are
+	// the GPUs their leases hold (setaside.go).
+	aside     map[core.JobKey]string
+	asideGPUs map[string]bool
 }
 
 func (r *round) fail(err error) {
@@ -116,30 +120,9 @@ func (p *Planner) Reconcile(ctx context.Context) (err error) {
 // observe reads Nomad and Consul, drives leases being torn down one step
 // on, and builds the decision core's state.
 func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
-	// Leases first: a lease granted after the snapshot was read would
-	// otherwise look like one whose job is gone.
-	leases, err := p.cfg.Store.Leases(ctx)
+	st, err := p.readStore(ctx)
 	if err != nil {
 		return nil, core.State{}, err
-	}
-	records, err := p.cfg.Store.Records(ctx)
-	if err != nil {
-		return nil, core.State{}, err
-	}
-	checkpoints, err := p.cfg.Store.Checkpoints(ctx)
-	if err != nil {
-		return nil, core.State{}, err
-	}
-	progress, err := p.cfg.Store.Progress(ctx)
-	if err != nil {
-		return nil, core.State{}, err
-	}
-	pending, err := p.cfg.Store.Pending(ctx)
-	if err != nil {
-		return nil, core.State{}, err
-	}
-	if pending == nil {
-		pending = map[core.JobKey]lease.Pending{}
 	}
 	snap, err := p.cfg.Nomad.Snapshot(ctx)
 	if err != nil {
@@ -147,8 +130,14 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 	}
 	r := &round{
 		now: p.cfg.Now(), snap: snap, jobs: map[core.JobKey]*nomad.Job{}, nodes: map[string]core.Node{},
-		leases: leases, records: records, checkpoints: checkpoints, progress: progress, pending: pending,
-		held: map[string]lease.JobLease{}, status: map[core.JobKey]consul.JobStatus{},
+		leases: st.leases, records: st.records, checkpoints: st.checkpoints, progress: st.progress, pending: st.pending,
+		held: map[string]lease.JobLease{}, status: map[core.JobKey]consul.JobStatus{}, aside: st.aside,
+	}
+	for k, why := range snap.Unreadable {
+		r.aside[k] = why
+	}
+	if err := p.setAside(ctx, r, st); err != nil {
+		return nil, core.State{}, err
 	}
 	for _, n := range snap.Nodes {
 		r.nodes[n.ID] = n
@@ -157,25 +146,27 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 		r.jobs[j.Key] = j
 	}
 	// Leases being taken back, and leases of jobs gone from Nomad.
-	for k, l := range leases {
-		j := r.jobs[k]
-		if l.Revoke != nil {
-			p.advanceRevoke(ctx, r, j, l)
+	for k, l := range st.leases {
+		if l.Revoke != nil && r.aside[k] == "" {
+			p.advanceRevoke(ctx, r, r.jobs[k], l)
 		}
 	}
 	for _, k := range sortedKeys(r.pending) {
-		if r.jobs[k] == nil {
+		if r.jobs[k] == nil && r.aside[k] == "" {
 			p.withdraw(ctx, r, k, "job gone from Nomad")
 		}
 	}
-	state := core.State{Nodes: snap.Nodes}
+	state := core.State{Nodes: r.asideNodes(snap.Nodes)}
 	for _, j := range snap.Jobs {
+		if r.aside[j.Key] != "" {
+			continue
+		}
 		if cj, ok := p.observeJob(ctx, r, j); ok {
 			state.Jobs = append(state.Jobs, cj)
 		}
 	}
-	for _, l := range r.leases {
-		if l.Revoke != nil {
+	for k, l := range r.leases {
+		if l.Revoke != nil || r.aside[k] != "" {
 			continue // held: not the core's to release or keep
 		}
 		state.Grants = append(state.Grants, leaseGrant(l))
@@ -189,6 +180,11 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 // false for jobs the core must not see this round (rejected, being moved to
 // the pending pool, or still stopping after a revoke).
 func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.Job, bool) {
+	if l, has := r.leases[j.Key]; j.Err == nil && !j.Finished() && !(has && (j.PinnedLease() == l.LeaseID || j.ModifyIndex() == l.SubmitIndex)) {
+		// It may be granted (pinned) now: the planner-only keys in its
+		// meta must be the planner's (docs/adversary.md, part 2).
+		j.Err = nomad.CheckPlannerMeta(j, r.records[j.Key].LastLease, l.LeaseID)
+	}
 	if pg, ok := r.pending[j.Key]; ok {
 		if cj, ok := p.observePending(ctx, r, j, pg); ok {
 			return cj, true
@@ -306,11 +302,11 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 				continue
 			}
 			if victim, ok := p.heldBy(r, a.Grant); ok && p.defers() {
-				p.pend(ctx, r, a.Grant, waitingFor(victim, r.nodeNames(a.Grant), a.Grant))
+				p.pend(ctx, r, a.Grant, r.waitingFor(victim, r.nodeNames(a.Grant), a.Grant))
 				continue
 			}
 			if victim, ok := p.heldBy(r, a.Grant); ok {
-				r.status[a.Grant.Job] = consul.JobStatus{State: "queued", Reason: waitingFor(victim, r.nodeNames(a.Grant), a.Grant)}
+				r.status[a.Grant.Job] = consul.JobStatus{State: "queued", Reason: r.waitingFor(victim, r.nodeNames(a.Grant), a.Grant)}
 				continue
 			}
 			st, err := p.grant(ctx, r, a.Grant)
@@ -322,8 +318,9 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 		}
 	}
 	p.carryOut(ctx, r)
+	asideNote := r.asideNote()
 	for _, w := range d.Waits {
-		st := consul.JobStatus{State: "queued", Reason: w.Reason}
+		st := consul.JobStatus{State: "queued", Reason: w.Reason + asideNote}
 		if j := r.jobs[w.Job]; j != nil && j.SuspendedLease() != "" {
 			st.State = "suspended"
 		}
@@ -351,9 +348,13 @@ func (r *round) nodeNames(g core.Grant) string {
 	return r.nodes[g.Node].Name
 }
 
-// waitingFor explains a grant that waits for a stopping job's GPUs.
-func waitingFor(victim lease.JobLease, node string, g core.Grant) string {
+// waitingFor explains a grant that waits for a stopping (or set-aside)
+// job's GPUs.
+func (r *round) waitingFor(victim lease.JobLease, node string, g core.Grant) string {
 	why := fmt.Sprintf("granted %d GPUs on %s; waiting for %s/%s to stop", len(g.GPUs), node, victim.Namespace, victim.JobID)
+	if r.aside[core.JobKey{Namespace: victim.Namespace, ID: victim.JobID}] != "" {
+		why = fmt.Sprintf("granted %d GPUs on %s; waiting for %s/%s, set aside (unreadable), which holds them", len(g.GPUs), node, victim.Namespace, victim.JobID)
+	}
 	if victim.Revoke != nil {
 		why += fmt.Sprintf(" (checkpointing, grace period until %s)", victim.Revoke.Deadline.Local().Format(time.TimeOnly))
 	}

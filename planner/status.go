@@ -12,9 +12,13 @@ import (
 
 func (p *Planner) loadStatuses(ctx context.Context) error {
 	sts, err := p.cfg.Store.Statuses(ctx)
+	bad, err := consul.Unreadable(err)
 	if err != nil {
 		return err
 	}
+	// A status record that cannot be used is written anew by the round
+	// (it is missing here, so it differs).
+	p.warnBadKeys(bad)
 	p.statuses = make(map[core.JobKey]consul.JobStatus, len(sts))
 	for _, st := range sts {
 		p.statuses[core.JobKey{Namespace: st.Namespace, ID: st.JobID}] = st
@@ -56,8 +60,13 @@ func (p *Planner) writeStatuses(ctx context.Context, next map[core.JobKey]consul
 	n, err := p.cfg.Store.WriteStatuses(ctx, puts, dels)
 	for _, st := range puts[:min(n, len(puts))] {
 		k := core.JobKey{Namespace: st.Namespace, ID: st.JobID}
-		if old, ok := p.statuses[k]; st.State == "rejected" && (!ok || old.Reason != st.Reason) {
-			p.log.Error("rejected a themis job", "job", k, "error", st.Reason)
+		if old, ok := p.statuses[k]; !ok || old.State != st.State || old.Reason != st.Reason {
+			switch st.State {
+			case "rejected":
+				p.log.Error("rejected a themis job", "job", k, "error", st.Reason)
+			case StateUnreadable:
+				p.log.Error("set a job aside: it cannot be read; every other job is decided as usual", "job", k, "reason", st.Reason)
+			}
 		}
 		p.statuses[k] = st
 	}

@@ -238,6 +238,16 @@ func (p *Planner) fillView(v *View, r *round, d core.Decision) {
 		}
 		v.Jobs = append(v.Jobs, jv)
 	}
+	for k := range r.snap.Unreadable {
+		// Set aside: Nomad lists it, but it could not be read.
+		jv := JobView{Key: k, Record: r.records[k], Status: p.statuses[k]}
+		if s, ok := r.status[k]; ok && jv.Status.State == "" {
+			s.Namespace, s.JobID = k.Namespace, k.ID
+			jv.Status = s
+		}
+		jv.Status.GPUs = slices.Clone(jv.Status.GPUs)
+		v.Jobs = append(v.Jobs, jv)
+	}
 	slices.SortFunc(v.Jobs, func(a, b JobView) int { return compareKeys(a.Key, b.Key) })
 
 	v.Queue = queue(r, d)

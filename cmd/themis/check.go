@@ -99,8 +99,15 @@ func (c *checkCommand) Run(args []string) int {
 		defer cancel()
 		s, err := r.Snapshot(ctx)
 		if err != nil {
-			c.ui.Error("themis check: " + err.Error())
+			c.ui.Error("themis check: " + safe(err.Error()))
 			return 2
+		}
+		unreadable := 0
+		for _, j := range s.Jobs {
+			if j.Unreadable != "" {
+				unreadable++
+				c.ui.Warn("themis check: " + safe(j.Unreadable) + " (taken for a themis job: its allocations' GPUs are checked)")
+			}
 		}
 		vs := check.Check(s, o.tol)
 		for _, v := range vs {
@@ -110,16 +117,16 @@ func (c *checkCommand) Run(args []string) int {
 			return 1
 		}
 		if !o.json {
-			fmt.Fprintf(os.Stdout, "ok: %d job leases, %d GPU leases, %d jobs, %d allocations; no violation\n",
-				len(s.JobLeases), len(s.GPULeases), len(s.Jobs), len(s.Allocs))
+			fmt.Fprintf(os.Stdout, "ok: %d job leases, %d GPU leases, %d jobs (%d unreadable), %d allocations; no violation\n",
+				len(s.JobLeases), len(s.GPULeases), len(s.Jobs), unreadable, len(s.Allocs))
 		}
 		return 0
 	}
 	fmt.Fprintf(os.Stderr, "themis check: watching Nomad %s and Consul %s every %s; violations go to stdout\n", ncfg.Address, ccfg.Address, o.interval)
 	w := &check.Watcher{Reader: r, Interval: o.interval, Tolerances: o.tol, Report: print,
-		Error: func(err error) { c.ui.Error("themis check: " + err.Error()) }}
+		Error: func(err error) { c.ui.Error("themis check: " + safe(err.Error())) }}
 	if err := w.Run(ctx); err != nil {
-		c.ui.Error("themis check: " + err.Error())
+		c.ui.Error("themis check: " + safe(err.Error()))
 		return 1
 	}
 	return 0
@@ -132,6 +139,6 @@ func printer(w io.Writer, asJSON bool) func(check.Violation) {
 			_ = enc.Encode(v)
 			return
 		}
-		fmt.Fprintf(w, "%s VIOLATION %s\n", time.Now().UTC().Format(time.RFC3339), v)
+		fmt.Fprintf(w, "%s VIOLATION %s\n", time.Now().UTC().Format(time.RFC3339), safe(v.String()))
 	}
 }

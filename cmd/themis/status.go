@@ -80,10 +80,10 @@ func (c *statusCommand) Run(args []string) int {
 			return 0
 		}
 		if !errors.Is(err, httpapi.ErrNotServed) {
-			c.ui.Error("themis status: " + operatorHint(err).Error())
+			c.ui.Error("themis status: " + safe(operatorHint(err).Error()))
 			return 1
 		}
-		c.ui.Warn(fmt.Sprintf("themis status: no planner API at %s (%v); reading Consul's records, which know no queue positions", *apiAddr, err))
+		c.ui.Warn(safe(fmt.Sprintf("themis status: no planner API at %s (%v); reading Consul's records, which know no queue positions", *apiAddr, err)))
 	}
 	cfg := consulapi.DefaultConfig()
 	if *addr != "" {
@@ -113,8 +113,8 @@ func (c *statusCommand) Run(args []string) int {
 		return 0
 	}
 	sts, err := consul.NewStore(cc).Statuses(ctx)
-	if err != nil {
-		c.ui.Error("themis status: " + operatorHint(err).Error())
+	if err = c.warnUnreadable(err); err != nil {
+		c.ui.Error("themis status: " + safe(operatorHint(err).Error()))
 		return 1
 	}
 	if *queue {
@@ -122,12 +122,29 @@ func (c *statusCommand) Run(args []string) int {
 		return 0
 	}
 	progress, err := consul.NewStore(cc).Progress(ctx)
-	if err != nil {
-		c.ui.Error("themis status: " + operatorHint(err).Error())
+	if err = c.warnUnreadable(err); err != nil {
+		c.ui.Error("themis status: " + safe(operatorHint(err).Error()))
 		return 1
 	}
+	printStatuses(os.Stdout, sts, progress)
+	return 0
+}
+
+// warnUnreadable warns about each record of a listing that cannot be used
+// (the others are shown) and returns err when the listing failed whole.
+func (c *statusCommand) warnUnreadable(err error) error {
+	bad, err := consul.Unreadable(err)
+	for _, b := range bad {
+		c.ui.Warn("themis status: left out " + safe(b.String()))
+	}
+	return err
+}
+
+// printStatuses writes one line per job status, oldest change first. It
+// and the other views print what users control through safe.
+func printStatuses(out io.Writer, sts []consul.JobStatus, progress map[core.JobKey]lease.ProgressRecord) {
 	sort.Slice(sts, func(i, j int) bool { return sts[i].Since.Before(sts[j].Since) })
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "JOB\tSTATE\tSINCE\tNODE\tGPUS\tPREEMPTED\tPROGRESS\tREASON")
 	for _, st := range sts {
 		reason := st.Reason
@@ -137,12 +154,11 @@ func (c *statusCommand) Run(args []string) int {
 		if st.Driver != "" {
 			reason = strings.TrimPrefix(reason+"; driver "+st.Driver+": no lease check at start", "; ")
 		}
-		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", st.Namespace, st.JobID, st.State,
-			st.Since.Local().Format(time.TimeOnly), dash(st.Node), dash(strings.Join(st.GPUs, ",")), st.Preemptions,
-			dash(showProgress(progress[core.JobKey{Namespace: st.Namespace, ID: st.JobID}])), dash(reason))
+		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", safe(st.Namespace), safe(st.JobID), safe(st.State),
+			st.Since.Local().Format(time.TimeOnly), dash(safe(st.Node)), dash(safe(strings.Join(st.GPUs, ","))), st.Preemptions,
+			dash(showProgress(progress[core.JobKey{Namespace: st.Namespace, ID: st.JobID}])), dash(safe(reason)))
 	}
 	w.Flush()
-	return 0
 }
 
 // printQueue writes the queues, one line per waiting job.
@@ -158,7 +174,7 @@ func printQueue(out io.Writer, q httpapi.QueueResponse) {
 			if j.GPUs > 0 {
 				gpus = strconv.Itoa(j.GPUs)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(vc.VC), pos, j.Job, gpus, j.State, dash(j.Reason))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(safe(vc.VC)), pos, safe(j.Job), gpus, safe(j.State), dash(safe(j.Reason)))
 		}
 	}
 	w.Flush()
@@ -220,7 +236,7 @@ func printAuction(out io.Writer, rep arbiter.RoundReport) {
 			after = fmt.Sprintf("%.3f", a.RhoAfter)
 			until = rep.At.Add(time.Duration(a.Lease * float64(time.Second))).Local().Format(time.TimeOnly)
 		}
-		fmt.Fprintf(w, "%s\t%.3f\t%s\t%d\t%s\t%s\t%s\n", a.App, a.Rho, bid, a.Won, after, dash(a.Placed), until)
+		fmt.Fprintf(w, "%s\t%.3f\t%s\t%d\t%s\t%s\t%s\n", safe(a.App), a.Rho, bid, a.Won, after, dash(safe(a.Placed)), until)
 	}
 	w.Flush()
 }

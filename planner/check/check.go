@@ -1,7 +1,8 @@
 // Package check is the invariant watcher behind `themis check`: it reads
 // Nomad and Consul the way an operator would (the raw KV keys and Nomad's
 // jobs and allocations, through the API clients, not through the planner's
-// packages) and reports every violation of the invariants in
+// packages: only planner/nomadread, which reads one job whatever its ID,
+// is shared) and reports every violation of the invariants in
 // docs/invariants.md.
 //
 //	Reader.Snapshot (Consul KV + Nomad, read consistently) -> Snapshot
@@ -369,7 +370,7 @@ func checkLost(s Snapshot, tol Tolerances) []Violation {
 			continue
 		}
 		st, hasStatus := s.Statuses[j.Ref]
-		if hasStatus && slices.Contains([]string{"queued", "suspended", "rejected"}, st.State) {
+		if hasStatus && slices.Contains([]string{"queued", "suspended", "rejected", "unreadable"}, st.State) {
 			continue
 		}
 		since := later(j.SubmitTime, lastChange[j.Ref])

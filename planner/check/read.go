@@ -4,6 +4,7 @@ import (
 	"github.com/themis-nomad/themis/planner/aclhint"
 
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/device/topology"
+	"github.com/themis-nomad/themis/planner/nomadread"
 )
 
 // Reader takes snapshots of Consul and Nomad through their API clients.
@@ -163,11 +165,21 @@ func (r *Reader) readJobs(ctx context.Context) ([]Job, error) {
 		seen[ref] = true
 		c, ok := r.jobs[ref]
 		if !ok || c.index != st.JobModifyIndex {
-			j, _, err := r.Nomad.Jobs().Info(st.ID, (&nomadapi.QueryOptions{Namespace: ref.Namespace}).WithContext(ctx))
-			if err != nil {
-				if strings.Contains(err.Error(), "404") {
-					continue // purged since the list
-				}
+			j, err := nomadread.Job(ctx, r.Nomad, ref.Namespace, st.ID)
+			var bad *nomadread.Unreadable
+			switch {
+			case errors.Is(err, nomadread.ErrGone):
+				continue // purged since the list
+			case errors.As(err, &bad):
+				// This job alone cannot be read: the others are
+				// checked; it is taken for a themis job (its
+				// allocations' GPUs are checked against the leases)
+				// and read again next time.
+				out = append(out, Job{Ref: ref, Status: st.Status, Stop: st.Stop, SubmitTime: time.Unix(0, st.SubmitTime),
+					Themis: true, Unreadable: bad.Error()})
+				delete(r.jobs, ref)
+				continue
+			case err != nil:
 				return nil, nomadDenied(fmt.Errorf("read Nomad job %s: %w", ref, err), "read job "+ref.String())
 			}
 			c = cachedJob{index: st.JobModifyIndex, pool: deref(j.NodePool), themis: isThemis(j)}

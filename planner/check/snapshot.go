@@ -159,6 +159,10 @@ type Job struct {
 	// Themis says the job is a themis job: a task with the themis driver
 	// or a themis stanza, the pending pool, or a themis lease in its meta.
 	Themis bool
+	// Unreadable says why the job's definition could not be read (""
+	// when it was): such a job is taken for a themis job, and its pool
+	// is unknown.
+	Unreadable string
 }
 
 // Alloc is a Nomad allocation, reduced to what the checks need.

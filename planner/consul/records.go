@@ -62,10 +62,11 @@ func (r JobRecord) Index() uint64 { return r.index }
 // Key is the job the record is about.
 func (r JobRecord) Key() core.JobKey { return core.JobKey{Namespace: r.Namespace, ID: r.JobID} }
 
-// Records lists every job record.
+// Records lists every job record (a record that cannot be used is left
+// out and named in an *UnreadableError, returned with the rest).
 func (s *Store) Records(ctx context.Context) (map[core.JobKey]JobRecord, error) {
 	out := map[core.JobKey]JobRecord{}
-	err := list(ctx, s, RecordPrefix, func(r JobRecord, index uint64) {
+	err := list(ctx, s, RecordPrefix, JobRecord.Key, func(r JobRecord, index uint64) {
 		r.index = index
 		out[r.Key()] = r
 	})
@@ -156,40 +157,29 @@ func WithIndex(r JobRecord, index uint64) JobRecord {
 }
 
 // Checkpoints lists the jobs' newest complete checkpoints, as the task
-// driver published them (lease.CheckpointKey).
+// driver published them (lease.CheckpointKey); one that cannot be used is
+// named in an *UnreadableError, returned with the rest.
 func (s *Store) Checkpoints(ctx context.Context) (map[core.JobKey]lease.CheckpointRecord, error) {
 	out := map[core.JobKey]lease.CheckpointRecord{}
-	err := list(ctx, s, lease.CheckpointPrefix(), func(c lease.CheckpointRecord, _ uint64) {
+	err := list(ctx, s, lease.CheckpointPrefix(), func(c lease.CheckpointRecord) core.JobKey {
+		return core.JobKey{Namespace: c.Namespace, ID: c.JobID}
+	}, func(c lease.CheckpointRecord, _ uint64) {
 		out[core.JobKey{Namespace: c.Namespace, ID: c.JobID}] = c
 	})
 	return out, err
 }
 
 // Progress lists the jobs' progress records (lease.ProgressKey), as the
-// task drivers published them.
+// task drivers published them; one that cannot be used is named in an
+// *UnreadableError, returned with the rest.
 func (s *Store) Progress(ctx context.Context) (map[core.JobKey]lease.ProgressRecord, error) {
 	out := map[core.JobKey]lease.ProgressRecord{}
-	err := list(ctx, s, lease.ProgressPrefix(), func(p lease.ProgressRecord, _ uint64) {
+	err := list(ctx, s, lease.ProgressPrefix(), func(p lease.ProgressRecord) core.JobKey {
+		return core.JobKey{Namespace: p.Namespace, ID: p.JobID}
+	}, func(p lease.ProgressRecord, _ uint64) {
 		out[core.JobKey{Namespace: p.Namespace, ID: p.JobID}] = p
 	})
 	return out, err
-}
-
-// list decodes every value under prefix as a T and hands it, with its
-// ModifyIndex, to each.
-func list[T any](ctx context.Context, s *Store, prefix string, each func(v T, index uint64)) error {
-	pairs, _, err := s.api.KV().List(prefix, (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return aclErr(fmt.Errorf("list %s: %w", prefix, err), "list "+prefix, prefix, "read")
-	}
-	for _, p := range pairs {
-		var v T
-		if err := json.Unmarshal(p.Value, &v); err != nil {
-			return fmt.Errorf("decode %s: %w", p.Key, err)
-		}
-		each(v, p.ModifyIndex)
-	}
-	return nil
 }
 
 // put writes value at key (no check-and-set: keys only the leader writes),

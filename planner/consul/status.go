@@ -103,9 +103,11 @@ func txnChunks(ops api.TxnOps) []api.TxnOps {
 	return out
 }
 
-// Statuses lists all job status records.
+// Statuses lists all job status records; one that cannot be used is named
+// in an *UnreadableError, returned with the rest.
 func (s *Store) Statuses(ctx context.Context) ([]JobStatus, error) {
 	var out []JobStatus
-	err := list(ctx, s, StatusPrefix, func(st JobStatus, _ uint64) { out = append(out, st) })
+	err := list(ctx, s, StatusPrefix, func(st JobStatus) core.JobKey { return core.JobKey{Namespace: st.Namespace, ID: st.JobID} },
+		func(st JobStatus, _ uint64) { out = append(out, st) })
 	return out, err
 }

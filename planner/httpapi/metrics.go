@@ -17,6 +17,7 @@ type metrics struct {
 	vcGPUs    *prometheus.GaugeVec // themis_vc_gpus{vc,state}
 	revoking  prometheus.Gauge     // themis_revokes_in_progress
 	leases    prometheus.Gauge     // themis_leases
+	aside     prometheus.Gauge     // themis_jobs_unreadable
 	leader    prometheus.Gauge     // themis_leader
 	index     prometheus.Gauge     // themis_api_index
 	rounds    prometheus.Counter   // themis_rounds_total
@@ -38,6 +39,8 @@ func newMetrics() *metrics {
 		revoking: prometheus.NewGauge(prometheus.GaugeOpts{Name: "themis_revokes_in_progress",
 			Help: "Leases being taken back (their jobs checkpoint and stop)."}),
 		leases: prometheus.NewGauge(prometheus.GaugeOpts{Name: "themis_leases", Help: "Leases in Consul, revoking ones included."}),
+		aside: prometheus.NewGauge(prometheus.GaugeOpts{Name: "themis_jobs_unreadable",
+			Help: "Jobs the last round set aside because they, or their records in Consul, cannot be read (status unreadable); every other job is decided."}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "themis_leader", Help: "1 while this planner leads, else 0."}),
 		index:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "themis_api_index", Help: "The API's index (X-Themis-Index)."}),
 		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "themis_rounds_total", Help: "Rounds run."}),
@@ -49,7 +52,7 @@ func newMetrics() *metrics {
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "themis_decisions_total",
 			Help: "Decisions carried out, by kind: grant, preempt, revoke (resubmitted job), release, promote."}, []string{"kind"}),
 	}
-	m.reg.MustRegister(m.queue, m.gpus, m.vcGPUs, m.revoking, m.leases, m.leader, m.index, m.rounds, m.errors, m.latency, m.decisions,
+	m.reg.MustRegister(m.queue, m.gpus, m.vcGPUs, m.revoking, m.leases, m.aside, m.leader, m.index, m.rounds, m.errors, m.latency, m.decisions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, k := range []string{planner.EventGrant, planner.EventPreempt, planner.EventRevoke, planner.EventRelease, planner.EventPromote} {
 		m.decisions.WithLabelValues(k)
@@ -106,4 +109,11 @@ func (m *metrics) view(v planner.View) {
 	}
 	m.revoking.Set(float64(revoking))
 	m.leases.Set(float64(len(v.Leases)))
+	aside := 0
+	for _, j := range v.Jobs {
+		if j.Status.State == planner.StateUnreadable {
+			aside++
+		}
+	}
+	m.aside.Set(float64(aside))
 }

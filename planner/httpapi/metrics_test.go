@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/themis-nomad/themis/planner"
+	"github.com/themis-nomad/themis/planner/consul"
 )
 
 // After a scripted sequence of rounds the scrape has the queue, the GPUs
@@ -71,6 +72,27 @@ func TestMetricsAfterRounds(t *testing.T) {
 	} {
 		if !strings.Contains(scrape, want) {
 			t.Errorf("scrape lacks %s", want)
+		}
+	}
+}
+
+// A job the round set aside (status unreadable) is counted, and the gauge
+// falls back to 0 once no job is.
+func TestMetricsCountJobsSetAside(t *testing.T) {
+	aside := fixture()
+	aside.Jobs = append(aside.Jobs, planner.JobView{Key: key("wedge/allocations"),
+		Status: consul.JobStatus{Namespace: "default", JobID: "wedge/allocations", State: planner.StateUnreadable, Reason: "cannot be read"}})
+	for _, c := range []struct {
+		views []planner.View
+		want  string
+	}{
+		{[]planner.View{aside}, `themis_jobs_unreadable 1`},
+		{[]planner.View{aside, fixture()}, `themis_jobs_unreadable 0`},
+	} {
+		_, ts := leader(t, c.views...)
+		_, _, body := get(t, ts, "/metrics")
+		if scrape := body.(string); !strings.Contains(scrape, c.want+"\n") {
+			t.Errorf("scrape lacks %s", c.want)
 		}
 	}
 }

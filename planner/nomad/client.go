@@ -16,6 +16,7 @@ import (
 	"github.com/themis-nomad/themis/device/topology"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/nomadread"
 )
 
 // DefaultPendingPool is the node pool in which themis jobs wait for a grant.
@@ -84,6 +85,10 @@ type Snapshot struct {
 	// Allocs are the allocations of the themis jobs, terminal ones included
 	// until Nomad garbage-collects them.
 	Allocs map[core.JobKey][]Alloc
+	// Unreadable are the jobs Nomad lists whose definition could not be
+	// read or decoded, each with why (nomadread.Unreadable): the planner
+	// sets them aside this round and decides every other job as usual.
+	Unreadable map[core.JobKey]string
 }
 
 // Snapshot lists nodes with themis GPUs and jobs with a themis task. Full
@@ -119,17 +124,20 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 		seen[key] = true
 		cj, ok := c.jobs[key]
 		if !ok || cj.modifyIndex != js.ModifyIndex {
-			full, _, err := c.api.Jobs().Info(js.ID, (&api.QueryOptions{Namespace: key.Namespace}).WithContext(ctx))
-			if err != nil {
-				if isNotFound(err) {
-					continue // deregistered since the list
+			tj, err := c.readJob(ctx, key)
+			var bad *nomadread.Unreadable
+			switch {
+			case errors.Is(err, nomadread.ErrGone):
+				continue // deregistered since the list
+			case errors.As(err, &bad):
+				// This job alone: set aside, read again next round.
+				if s.Unreadable == nil {
+					s.Unreadable = map[core.JobKey]string{}
 				}
-				return nil, denied(fmt.Errorf("read job %s: %w", key, err), "read job "+key.String(), `read-job in namespace "`+key.Namespace+`"`)
-			}
-			tj, err := ParseJob(full)
-			if errors.Is(err, ErrNotThemis) {
-				tj = nil
-			} else if err != nil {
+				s.Unreadable[key] = bad.Error()
+				delete(c.jobs, key)
+				continue
+			case err != nil:
 				return nil, err
 			}
 			cj = cachedJob{modifyIndex: js.ModifyIndex, job: tj}
@@ -165,31 +173,34 @@ var ErrJobChanged = errors.New("job changed since it was read")
 // one allocation per node (distinct_hosts), each node's allocation taking
 // that node's leased GPUs (device IDs are unique across nodes, so one
 // set_contains_any constraint over all of them selects exactly the part's
-// GPUs on each node). A suspended job gets its group count back, so Nomad
-// places it again. The task's kill_timeout becomes the stanza's grace
-// period (Nomad caps it at the client's max_kill_timeout), and restarts
-// (how many times the job was preempted) reaches the task as
-// THEMIS_RESTART_COUNT.
+// GPUs on each node). A suspended job gets its group count back (1, or the
+// gang's parts), so Nomad places it again. The task's kill_timeout becomes
+// the stanza's grace period (Nomad caps it at the client's
+// max_kill_timeout), and restarts (how many times the job was preempted)
+// reaches the task as THEMIS_RESTART_COUNT. The job keeps no device request
+// but the leased GPUs' (rewrite).
 func (c *Client) Pin(ctx context.Context, j *Job, l lease.JobLease, pool string, restarts int) error {
+	return c.edit(ctx, j, "pin", c.pinChange(j, l, pool, restarts))
+}
+
+// pinChange is what Pin changes in the job.
+func (c *Client) pinChange(j *Job, l lease.JobLease, pool string, restarts int) func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
 	parts := l.Nodes()
-	return c.edit(ctx, j, "pin", func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
+	return func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
 		job.NodePool = &pool
 		job.Meta[LeaseMeta] = l.LeaseID
 		job.Meta[RestartCountMeta] = strconv.Itoa(restarts)
-		if job.Meta[SuspendedMeta] != "" {
-			count := 1
-			if n, err := strconv.Atoi(job.Meta[CountMeta]); err == nil && n > 0 {
-				count = n
-			}
-			tg.Count = &count
-			delete(job.Meta, SuspendedMeta)
-			delete(job.Meta, CountMeta)
-		}
+		delete(job.Meta, SuspendedMeta)
+		delete(job.Meta, CountMeta)
 		grace := j.Intent.GracePeriod
 		task.KillTimeout = &grace
 		tg.Constraints = withoutTarget(tg.Constraints, "${node.unique.id}")
 		tg.Constraints = withoutOperand(tg.Constraints, api.ConstraintDistinctHosts)
 		if len(parts) == 1 {
+			// One allocation on one node: the group's count is the pin's
+			// (a suspended job's 0 restored), never the job's meta.
+			one := 1
+			tg.Count = &one
 			delete(job.Meta, GangMeta)
 			tg.Constraints = append(tg.Constraints, &api.Constraint{LTarget: "${node.unique.id}", Operand: "=", RTarget: parts[0].NodeID})
 		} else {
@@ -210,7 +221,7 @@ func (c *Client) Pin(ctx context.Context, j *Job, l lease.JobLease, pool string,
 		if j.Foreign() {
 			c.pinForeign(j, tg, task, restarts)
 		}
-	})
+	}
 }
 
 // Suspend takes a pinned job's GPUs back: it re-registers the job unpinned,
@@ -246,12 +257,26 @@ func (c *Client) Suspend(ctx context.Context, j *Job, leaseID string) error {
 
 // edit changes the job as the planner last read it (check-and-set on its
 // JobModifyIndex) and re-registers it: change gets the job, with meta to
-// write into, and its themis task and group.
+// write into, and its themis task and group (rewrite).
 func (c *Client) edit(ctx context.Context, j *Job, what string, change func(job *api.Job, tg *api.TaskGroup, task *api.Task)) error {
 	job, err := c.fresh(ctx, j)
 	if err != nil {
 		return err
 	}
+	if err := rewrite(job, j, what, change); err != nil {
+		return err
+	}
+	return c.register(ctx, job, j)
+}
+
+// rewrite applies change to job (its themis task and group found as j
+// names them), then removes every device request that change did not
+// write: the themis task keeps only its one themis GPU request and every
+// other task loses its devices. The planner registers the job with its own
+// token, so nothing it did not write may move with it onto a GPU node (the
+// whole-job check, checkWhole, rejects such jobs before they are granted;
+// this holds even where it missed one).
+func rewrite(job *api.Job, j *Job, what string, change func(job *api.Job, tg *api.TaskGroup, task *api.Task)) error {
 	tg, task := findTask(job, j.Group, j.Task)
 	if task == nil {
 		return fmt.Errorf("%s %s: task %s/%s disappeared: %w", what, j.Key, j.Group, j.Task, ErrJobChanged)
@@ -260,27 +285,42 @@ func (c *Client) edit(ctx context.Context, j *Job, what string, change func(job 
 		job.Meta = map[string]string{}
 	}
 	change(job, tg, task)
-	return c.register(ctx, job, j)
+	for _, g := range job.TaskGroups {
+		if g == nil {
+			continue
+		}
+		for _, t := range g.Tasks {
+			if t == nil || t.Resources == nil {
+				continue
+			}
+			if t != task {
+				t.Resources.Devices = nil
+				continue
+			}
+			var own []*api.RequestedDevice
+			for _, d := range t.Resources.Devices {
+				if d != nil && isThemisDevice(d.Name) {
+					own = append(own, d)
+				}
+			}
+			t.Resources.Devices = own
+		}
+	}
+	return nil
 }
 
-// setThemisDevice replaces the task's themis GPU request with one of count
-// GPUs, constrained by pin when not nil.
+// setThemisDevice makes count themis GPUs, constrained by pin when not
+// nil, the task's one device request.
 func setThemisDevice(task *api.Task, count int, pin *api.Constraint) {
 	if task.Resources == nil {
 		task.Resources = &api.Resources{}
 	}
 	n := uint64(count)
-	var devices []*api.RequestedDevice
-	for _, d := range task.Resources.Devices {
-		if !isThemisDevice(d.Name) {
-			devices = append(devices, d)
-		}
-	}
 	req := &api.RequestedDevice{Name: topology.Vendor + "/" + topology.DeviceType, Count: &n}
 	if pin != nil {
 		req.Constraints = []*api.Constraint{pin}
 	}
-	task.Resources.Devices = append(devices, req)
+	task.Resources.Devices = []*api.RequestedDevice{req}
 }
 
 // Adopt moves a themis job that was submitted outside the pending pool into
@@ -295,11 +335,14 @@ func (c *Client) Adopt(ctx context.Context, j *Job) error {
 }
 
 func (c *Client) fresh(ctx context.Context, j *Job) (*api.Job, error) {
-	job, _, err := c.api.Jobs().Info(j.Key.ID, (&api.QueryOptions{Namespace: j.Key.Namespace}).WithContext(ctx))
-	if err != nil {
-		if isNotFound(err) {
-			return nil, fmt.Errorf("job %s: %w", j.Key, ErrJobChanged)
-		}
+	job, err := nomadread.Job(ctx, c.api, j.Key.Namespace, j.Key.ID)
+	var bad *nomadread.Unreadable
+	switch {
+	case errors.Is(err, nomadread.ErrGone):
+		return nil, fmt.Errorf("job %s: %w", j.Key, ErrJobChanged)
+	case errors.As(err, &bad):
+		return nil, err
+	case err != nil:
 		return nil, denied(fmt.Errorf("read job %s: %w", j.Key, err), "read job "+j.Key.String(), `read-job in namespace "`+j.Key.Namespace+`"`)
 	}
 	if deref(job.JobModifyIndex) != j.ModifyIndex() {
@@ -323,11 +366,11 @@ func (c *Client) register(ctx context.Context, job *api.Job, j *Job) error {
 
 func findTask(job *api.Job, group, task string) (*api.TaskGroup, *api.Task) {
 	for _, tg := range job.TaskGroups {
-		if deref(tg.Name) != group {
+		if tg == nil || deref(tg.Name) != group {
 			continue
 		}
 		for _, t := range tg.Tasks {
-			if t.Name == task {
+			if t != nil && t.Name == task {
 				return tg, t
 			}
 		}
@@ -357,14 +400,6 @@ func withoutOperand(cs []*api.Constraint, operand string) []*api.Constraint {
 
 func isThemisDevice(name string) bool {
 	return name == topology.Vendor+"/"+topology.DeviceType || strings.HasPrefix(name, topology.Vendor+"/"+topology.DeviceType+"/")
-}
-
-func isNotFound(err error) bool {
-	var ue api.UnexpectedResponseError
-	if errors.As(err, &ue) {
-		return ue.StatusCode() == 404
-	}
-	return strings.Contains(err.Error(), "404")
 }
 
 func unixNano(ns int64) time.Time { return time.Unix(0, ns) }

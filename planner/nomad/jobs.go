@@ -6,7 +6,9 @@ package nomad
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -69,7 +71,7 @@ func (j *Job) Stopped() bool { return j.Job.Stop != nil && *j.Job.Stop }
 func (j *Job) Pool() string { return deref(j.Job.NodePool) }
 
 // LeaseMeta is the job meta key in which a pinned job records its lease ID.
-const LeaseMeta = "themis.lease"
+const LeaseMeta = spec.MetaLease
 
 // PinnedLease is the lease ID recorded in the job, "" when unpinned.
 func (j *Job) PinnedLease() string { return j.Job.Meta[LeaseMeta] }
@@ -79,16 +81,16 @@ const (
 	// SuspendedMeta records, on a job the planner suspended (group count
 	// 0), the lease that was taken back. Nomad shows such a job as dead;
 	// this key is how the planner tells it from a finished one.
-	SuspendedMeta = "themis.suspended"
+	SuspendedMeta = spec.MetaSuspended
 	// CountMeta keeps a suspended group's count, restored at the next pin.
-	CountMeta = "themis.count"
+	CountMeta = spec.MetaCount
 	// RestartCountMeta tells the task how many times the job was
 	// preempted and resumed (the driver's THEMIS_RESTART_COUNT); the
 	// driver reads it under the same name.
 	RestartCountMeta = spec.MetaRestartCount
 	// GangMeta is the number of parts of a pinned multi-node gang: the
 	// group's count, which the pin set (the user's count stays 1).
-	GangMeta = "themis.gang"
+	GangMeta = spec.MetaGang
 )
 
 // SuspendedLease is the lease whose revocation suspended the job, "" when
@@ -112,7 +114,13 @@ func ParseJob(job *api.Job) (*Job, error) {
 	var groupTask *api.Task
 	var group *api.TaskGroup
 	for _, tg := range job.TaskGroups {
+		if tg == nil {
+			continue
+		}
 		for _, t := range tg.Tasks {
+			if t == nil {
+				continue
+			}
 			if t.Driver == DriverName || spec.HasMetaStanza(metaOf(tg, t)) {
 				found = append(found, loc{deref(tg.Name), t.Name})
 				groupTask, group = t, tg
@@ -130,6 +138,10 @@ func ParseJob(job *api.Job) (*Job, error) {
 	tj.Driver = groupTask.Driver
 	tj.Group, tj.Task = found[0].group, found[0].task
 	where := fmt.Sprintf("job %q group %q task %q", tj.Key.ID, tj.Group, tj.Task)
+	if err := unkeyable(tj.Key.ID, tj.Group, tj.Task); err != nil {
+		tj.Err = fmt.Errorf("%s: %w", where, err)
+		return tj, nil
+	}
 	suspended := job.Meta[SuspendedMeta] != "" && group.Count != nil && *group.Count == 0
 	gang := group.Count != nil && job.Meta[GangMeta] == strconv.Itoa(*group.Count)
 	if group.Count != nil && *group.Count != 1 && !suspended && !gang {
@@ -143,18 +155,41 @@ func ParseJob(job *api.Job) (*Job, error) {
 		} else {
 			tj.Intent = in
 		}
-		return tj, nil
+	} else {
+		in, ok, err := spec.FromTaskConfig(groupTask.Config)
+		switch {
+		case err != nil:
+			tj.Err = fmt.Errorf("%s: %w", where, err)
+		case !ok:
+			tj.Err = fmt.Errorf("%s: uses driver %q but its config has no %q block", where, DriverName, spec.BlockName)
+		default:
+			tj.Intent = in
+		}
 	}
-	in, ok, err := spec.FromTaskConfig(groupTask.Config)
-	switch {
-	case err != nil:
-		tj.Err = fmt.Errorf("%s: %w", where, err)
-	case !ok:
-		tj.Err = fmt.Errorf("%s: uses driver %q but its config has no %q block", where, DriverName, spec.BlockName)
-	default:
-		tj.Intent = in
+	if tj.Err == nil {
+		tj.Err = checkWhole(job, tj.Group, tj.Task)
 	}
 	return tj, nil
+}
+
+// unkeyable says why a job's names cannot be path segments ("" when they
+// can). The job's checkpoint dir is <root>/<namespace>/<job>/<group>/<task>
+// (the driver refuses "." and ".." there), and its keys in Consul are
+// <prefix><namespace>/<job>, path escaped, which Consul's KV API reads by
+// path: it cleans dot segments out of the path, and refuses a key that holds
+// ".." once unescaped (agent/kvs_endpoint.go, validateKVKey), so the lease
+// of a job "x/.." could be written (in a transaction) but never read or
+// released.
+func unkeyable(id, group, task string) error {
+	for _, n := range []struct{ what, v string }{{"job ID", id}, {"group name", group}, {"task name", task}} {
+		if n.v == "." || n.v == ".." {
+			return fmt.Errorf("the %s %q is a dot segment, which the job's checkpoint dir and its keys in Consul cannot hold: rename it", n.what, n.v)
+		}
+	}
+	if url.PathEscape(id) != id && strings.Contains(id, "..") {
+		return fmt.Errorf("the job ID %q holds \"..\" and characters that its key in Consul escapes, a key Consul's KV API refuses to read (path traversal): rename the job", id)
+	}
+	return nil
 }
 
 // CoreJob converts a valid job to the decision core's model.

@@ -59,6 +59,18 @@ func TestParseJob(t *testing.T) {
 			`themis.gpus: is required`, 0},
 		{"another namespace's meta is not a stanza", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{
 			{Name: "t", Driver: "exec", Meta: map[string]string{"themisx.gpus": "1", "owner": "x"}}}}), true, "", 0},
+		{"a dot-segment ID", func() *api.Job {
+			j := jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{themisTask("t", ok)}})
+			j.ID = ptr("..")
+			return j
+		}(), false, `job ".." group "g" task "t": the job ID ".." is a dot segment`, 0},
+		{"an escaped ID with ..", func() *api.Job {
+			j := jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{themisTask("t", ok)}})
+			j.ID = ptr("sweep/lr1..2")
+			return j
+		}(), false, `the job ID "sweep/lr1..2" holds ".."`, 0},
+		{"a dot-segment task name", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{themisTask(".", ok)}}), false,
+			`the task name "." is a dot segment`, 0},
 		{"two themis tasks", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{themisTask("a", ok), themisTask("b", ok)}}), false,
 			"2 tasks are themis tasks", 0},
 	}

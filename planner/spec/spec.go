@@ -82,6 +82,17 @@ const (
 // NOMAD_META_THEMIS.RESTART_COUNT): its env cleaning keeps dots.
 const MetaRestartCount = "themis.restart_count"
 
+// The other job meta keys the planner writes on the jobs it pins and
+// suspends (planner/nomad says what each holds). Like MetaRestartCount
+// they are not stanza fields: in a task's or group's meta they do not make
+// it a themis task, and the planner rejects a job that sets them there.
+const (
+	MetaLease     = "themis.lease"
+	MetaSuspended = "themis.suspended"
+	MetaCount     = "themis.count"
+	MetaGang      = "themis.gang"
+)
+
 var vcName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 // appName and modelName are what app and model may hold.
@@ -354,7 +365,7 @@ const MetaPrefix = BlockName + "."
 
 // reservedMeta are keys under MetaPrefix that the planner itself writes,
 // not stanza fields.
-var reservedMeta = map[string]bool{MetaRestartCount: true}
+var reservedMeta = map[string]bool{MetaRestartCount: true, MetaLease: true, MetaSuspended: true, MetaCount: true, MetaGang: true}
 
 // FromMeta finds the stanza in meta keys (group meta overlaid by task
 // meta) and validates it with the same rules and errors as the block.

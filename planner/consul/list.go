@@ -1,0 +1,150 @@
+package consul
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
+)
+
+// One record that cannot be used must not stop a round (docs/adversary.md):
+// a listing decodes each value on its own, checks that it names the job
+// its key names (a record under one job's key that claims another job
+// would otherwise speak for that one), and returns what it could use with
+// an *UnreadableError naming the rest.
+
+// BadKey is a themis key whose value cannot be used: it does not decode,
+// or it names another job than its key.
+type BadKey struct {
+	Key string
+	// Job is the job the key names; zero when the key names none.
+	Job core.JobKey
+	Err error
+}
+
+func (b BadKey) String() string { return b.Key + ": " + b.Err.Error() }
+
+// UnreadableError lists the keys of a listing whose values could not be
+// used; the listing returns it with the values that could.
+type UnreadableError struct{ Keys []BadKey }
+
+func (e *UnreadableError) Error() string {
+	msgs := make([]string, len(e.Keys))
+	for i, k := range e.Keys {
+		msgs[i] = k.String()
+	}
+	return fmt.Sprintf("%d themis key(s) cannot be used: %s", len(e.Keys), strings.Join(msgs, "; "))
+}
+
+// Unreadable splits a listing's error: the bad keys of the
+// *UnreadableError it is (nil if none), and err itself when it is another
+// error (the listing failed as a whole).
+func Unreadable(err error) ([]BadKey, error) {
+	if e, ok := err.(*UnreadableError); ok {
+		return e.Keys, nil
+	}
+	return nil, err
+}
+
+// list reads the values under prefix and hands each that decodes as a T,
+// and (when owner is not nil) names the job its key names, to each with
+// its ModifyIndex; the others come back in an *UnreadableError.
+func list[T any](ctx context.Context, s *Store, prefix string, owner func(T) core.JobKey, each func(v T, index uint64)) error {
+	pairs, _, err := s.api.KV().List(prefix, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return aclErr(fmt.Errorf("list %s: %w", prefix, err), "list "+prefix, prefix, "read")
+	}
+	if bad := decodeEach(pairs, prefix, owner, each); len(bad) > 0 {
+		return &UnreadableError{Keys: bad}
+	}
+	return nil
+}
+
+// decodeEach is list's decoding, without Consul.
+func decodeEach[T any](pairs api.KVPairs, prefix string, owner func(T) core.JobKey, each func(v T, index uint64)) []BadKey {
+	var bad []BadKey
+	for _, p := range pairs {
+		if p == nil {
+			continue
+		}
+		var k core.JobKey
+		var kerr error
+		if owner != nil {
+			k, kerr = KeyJob(prefix, p.Key)
+		}
+		var v T
+		err := json.Unmarshal(p.Value, &v)
+		switch {
+		case kerr != nil:
+			err = kerr
+		case err != nil:
+			err = fmt.Errorf("does not decode: %w", err)
+		case owner != nil && owner(v) != k:
+			err = fmt.Errorf("its value names job %s, its key %s", owner(v), k)
+		}
+		if err != nil {
+			bad = append(bad, BadKey{Key: p.Key, Job: k, Err: err})
+			continue
+		}
+		each(v, p.ModifyIndex)
+	}
+	return bad
+}
+
+// KeyJob is the job of a key <prefix><namespace>/<job>, each part path
+// escaped (lease.JobKey, RecordKey, StatusKey and the rest).
+func KeyJob(prefix, key string) (core.JobKey, error) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	ns, id, cut := strings.Cut(rest, "/")
+	if !ok || !cut || ns == "" || id == "" {
+		return core.JobKey{}, fmt.Errorf("key names no job: want %s<namespace>/<job>", prefix)
+	}
+	var err error
+	if ns, err = url.PathUnescape(ns); err != nil {
+		return core.JobKey{}, fmt.Errorf("key's namespace: %w", err)
+	}
+	if id, err = url.PathUnescape(id); err != nil {
+		return core.JobKey{}, fmt.Errorf("key's job: %w", err)
+	}
+	return core.JobKey{Namespace: ns, ID: id}, nil
+}
+
+func leaseJob(l lease.JobLease) core.JobKey { return core.JobKey{Namespace: l.Namespace, ID: l.JobID} }
+
+// GPULeases lists the GPU keys (lease.GPUKey) by GPU: the planner reads
+// them when a job lease cannot be used, to hold the GPUs it leased. A key
+// that cannot be used (it does not decode, or names another GPU) is named
+// in an *UnreadableError, returned with the rest.
+func (s *Store) GPULeases(ctx context.Context) (map[string]lease.GPULease, error) {
+	pairs, _, err := s.api.KV().List(lease.GPUPrefix(), (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, aclErr(fmt.Errorf("list %s: %w", lease.GPUPrefix(), err), "list "+lease.GPUPrefix(), lease.GPUPrefix(), "read")
+	}
+	out := map[string]lease.GPULease{}
+	var bad []BadKey
+	for _, p := range pairs {
+		if p == nil {
+			continue
+		}
+		var g lease.GPULease
+		err := json.Unmarshal(p.Value, &g)
+		if err == nil && lease.GPUKey(g.GPU) != p.Key {
+			err = fmt.Errorf("its value names GPU %q", g.GPU)
+		}
+		if err != nil {
+			bad = append(bad, BadKey{Key: p.Key, Err: err})
+			continue
+		}
+		out[g.GPU] = g
+	}
+	if len(bad) > 0 {
+		return out, &UnreadableError{Keys: bad}
+	}
+	return out, nil
+}

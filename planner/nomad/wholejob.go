@@ -1,0 +1,114 @@
+package nomad
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// The whole-job check. The planner moves a granted job into its GPUs' node
+// pool with its own token (the pin), so whatever the job asks Nomad for
+// goes with it, checked by Nomad against the planner's rights, not the
+// user's: a second group's device request, a device "gpu" (any vendor's
+// GPUs) next to the themis task's own, a periodic job's launches, each a
+// copy of the pinned job. Before a job may be granted, every group and task
+// is checked, and a job that asks for devices anywhere but the themis
+// task's themis GPU request (which the pin replaces with exactly the
+// leased GPUs), whose launches would copy its pin, or that sets in a group
+// or task a meta key only the planner writes, is rejected, naming where.
+// The pin then rewrites every device request of the job (Pin), so nothing
+// it did not write moves with it even if this check missed something.
+
+// PlannerMeta are the meta keys the planner writes, at job level, on the
+// jobs it pins and suspends. A user may not set them in a group or task
+// (where they would override the job's in the task's environment); at job
+// level CheckPlannerMeta checks them against the planner's records.
+var PlannerMeta = []string{LeaseMeta, SuspendedMeta, CountMeta, GangMeta, RestartCountMeta}
+
+// checkWhole is the whole-job check of job, whose themis task is task in
+// group: nil, or the first request the planner's pin would move unleased,
+// named by group, task and block.
+func checkWhole(job *api.Job, group, task string) error {
+	id := deref(job.ID)
+	switch {
+	case job.Periodic != nil:
+		return fmt.Errorf("job %q: periodic block: every launch would be a copy of the job with its pin, on its leased GPUs; a themis job runs once: submit each run as a job of its own", id)
+	case job.ParameterizedJob != nil && !job.Dispatched:
+		return fmt.Errorf("job %q: parameterized block: every dispatch would be a copy of the job with its pin, on its leased GPUs; a themis job runs once: submit each run as a job of its own", id)
+	}
+	for _, tg := range job.TaskGroups {
+		if tg == nil {
+			continue
+		}
+		gname := deref(tg.Name)
+		if k := plannerKey(tg.Meta); k != "" {
+			return fmt.Errorf("job %q group %q: meta %q: only the planner writes it, and only in the job's meta", id, gname, k)
+		}
+		for _, t := range tg.Tasks {
+			if t == nil {
+				continue
+			}
+			where := func() string { return fmt.Sprintf("job %q group %q task %q", id, gname, t.Name) }
+			if k := plannerKey(t.Meta); k != "" {
+				return fmt.Errorf("%s: meta %q: only the planner writes it, and only in the job's meta", where(), k)
+			}
+			if t.Resources == nil {
+				continue
+			}
+			themis := gname == group && t.Name == task
+			for _, d := range t.Resources.Devices {
+				if d == nil {
+					continue
+				}
+				switch {
+				case themis && isThemisDevice(d.Name):
+					// The pin replaces it with exactly the leased GPUs.
+				case themis:
+					return fmt.Errorf("%s: device %q: the themis task gets its GPUs from its lease (themis.gpus), which the planner writes as the task's one device request; remove this one", where(), d.Name)
+				default:
+					return fmt.Errorf("%s: device %q: a themis job gets devices only through the lease of its themis task (group %q task %q); the planner would move this request onto the leased node unchecked: remove it", where(), d.Name, group, task)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// plannerKey is a planner-only key in meta, "" when there is none.
+func plannerKey(meta map[string]string) string {
+	for _, k := range PlannerMeta {
+		if _, ok := meta[k]; ok {
+			return k
+		}
+	}
+	return ""
+}
+
+// CheckPlannerMeta checks the planner-only keys in the job's own meta
+// before the job may be granted (it waits in the pending pool, unpinned):
+// a pin's themis.lease and themis.gang are gone from a job the planner
+// suspended, so a waiting job that carries them is a copy of a pinned one;
+// themis.suspended must name a lease the planner took back from this job
+// (leases: the job's last released lease and the one it holds, if any),
+// and themis.count, which it writes with it, must be 1. themis.restart_count
+// is the pin's to overwrite. A job that fails is rejected, naming the key.
+func CheckPlannerMeta(j *Job, leases ...string) error {
+	meta := j.Job.Meta
+	if len(meta) == 0 {
+		return nil
+	}
+	for _, k := range []string{LeaseMeta, GangMeta} {
+		if v, ok := meta[k]; ok {
+			return fmt.Errorf("job %q: meta %q = %q: the planner writes it on the job it pins, and a job waiting for a grant has none (a copy of a pinned job carries it): remove it", j.Key.ID, k, v)
+		}
+	}
+	s, suspended := meta[SuspendedMeta]
+	if suspended && (s == "" || !slices.Contains(leases, s)) {
+		return fmt.Errorf("job %q: meta %q = %q: the planner suspended no lease of that ID of this job: remove it", j.Key.ID, SuspendedMeta, s)
+	}
+	if c, ok := meta[CountMeta]; ok && (!suspended || c != "1") {
+		return fmt.Errorf("job %q: meta %q = %q: the planner writes it (always 1) only with %q when it suspends the job: remove it", j.Key.ID, CountMeta, c, SuspendedMeta)
+	}
+	return nil
+}
