@@ -38,7 +38,7 @@ func TestAPIStandby(t *testing.T) {
 
 	first, firstURL := start("e2e-first")
 	// A planner killed by an earlier test may hold the lock until its
-	// session expires (TTL 15s, lock delay 15s).
+	// liveness check goes critical (3 s; longer with the fallback session).
 	eventually(t, 90*time.Second, "e2e-first leads", func() (bool, error) {
 		p, err := planner(firstURL)
 		return err == nil && p.Leading && !p.Round.Time.IsZero(), nil

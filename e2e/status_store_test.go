@@ -77,7 +77,7 @@ func TestStatusTransactions(t *testing.T) {
 	}
 	name := func(i int) string { k := key(i); return k.Namespace + "/" + k.ID }
 
-	// 300 records: three transactions (128 + 128 + 44).
+	// 300 records: three transactions (127 + 127 + 46: one op of each is kept for the leader's fence).
 	const n = 300
 	var puts []consul.JobStatus
 	for i := range n {

@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/planner/consul"
@@ -154,7 +156,7 @@ func TestLeaderRecordsItsAPI(t *testing.T) {
 	if _, ok, err := s.Leader(ctx); err != nil || ok {
 		t.Fatalf("before anyone leads: ok %v, err %v", ok, err)
 	}
-	_, release, err := s.LeadAs(ctx, consul.LeaderInfo{ID: "one", API: "http://127.0.0.1:4680"})
+	_, release, err := s.LeadAs(ctx, consul.LeaderInfo{ID: "one", API: "http://127.0.0.1:4680"}, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,5 +167,58 @@ func TestLeaderRecordsItsAPI(t *testing.T) {
 	release()
 	if l, ok, err := s.Leader(ctx); err != nil || ok {
 		t.Fatalf("after release: %+v ok %v err %v, want nobody", l, ok, err)
+	}
+}
+
+// The fence: once a leader's session is gone (its liveness check went
+// critical, or here an operator destroyed it), none of its writes commit,
+// even before it notices; the planner that leads next writes as usual.
+func TestFenceRefusesADeposedLeader(t *testing.T) {
+	c := privateConsul(t)
+	first, second := consul.NewStore(c), consul.NewStore(c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pending := func(s *consul.Store, job string) error {
+		return s.PutPending(ctx, lease.Pending{Namespace: "default", JobID: job, Node: "n1", GPUs: []string{"g1"}})
+	}
+	lctx, release, err := first.LeadAs(ctx, consul.LeaderInfo{ID: "first"}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if err := pending(first, "a"); err != nil {
+		t.Fatalf("the leader's write: %v", err)
+	}
+	kv, _, err := c.KV().Get(consul.LeaderKey, nil)
+	if err != nil || kv == nil || kv.Session == "" {
+		t.Fatalf("leader key %+v, %v", kv, err)
+	}
+	if _, err := c.Session().Destroy(kv.Session, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := pending(first, "b"); !errors.Is(err, consul.ErrNotLeader) {
+		t.Fatalf("the deposed leader's write: %v, want ErrNotLeader", err)
+	}
+	select {
+	case <-lctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the deposed leader's context is still live")
+	}
+	_, release2, err := second.LeadAs(ctx, consul.LeaderInfo{ID: "second"}, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release2()
+	if err := pending(second, "c"); err != nil {
+		t.Fatalf("the new leader's write: %v", err)
+	}
+	if err := pending(first, "d"); !errors.Is(err, consul.ErrNotLeader) {
+		t.Fatalf("the old leader's write after the new one leads: %v, want ErrNotLeader", err)
+	}
+	for job, want := range map[string]bool{"a": true, "b": false, "c": true, "d": false} {
+		kv, _, err := c.KV().Get(lease.PendingKey("default", job), nil)
+		if err != nil || (kv != nil) != want {
+			t.Errorf("pending grant of %s written: %v (err %v), want %v", job, kv != nil, err, want)
+		}
 	}
 }

@@ -36,7 +36,9 @@ Usage: themis planner [options]
   Runs the planner: it watches Nomad for jobs with a themis task, decides which
   of them get GPUs, writes GPU leases to Consul KV and pins granted jobs to
   their node and GPUs. Several planners may run; one leads (Consul lock
-  themis/planner/leader) and the others stand by.
+  themis/planner/leader) and the others stand by. Each registers a Consul
+  service themis-planner-<id> with a 3 s heartbeat check that its lock is
+  bound to, so a standby takes over about 3 s after a leader dies.
 
   The leading planner serves a read-only JSON API and Prometheus metrics on
   -http-addr (default 127.0.0.1:4680; docs/api.md); a standby answers 503
@@ -176,7 +178,7 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 	}
 	for ctx.Err() == nil {
 		log.Info("waiting for planner leadership", "lock", consul.LeaderKey, "id", o.id)
-		lctx, release, err := store.LeadAs(ctx, consul.LeaderInfo{ID: o.id, API: apiURL})
+		lctx, release, err := store.LeadAs(ctx, consul.LeaderInfo{ID: o.id, API: apiURL}, log.Named("leader"))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

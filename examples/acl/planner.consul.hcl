@@ -11,6 +11,14 @@ session_prefix "" {
 key "themis/planner/leader" {
   policy = "write"
 }
+# Each planner's liveness: a service instance with a TTL check it passes
+# every second; its session is bound to the check, so a killed leader's
+# lock goes 3 s after its last heartbeat. Without this rule the planner
+# still leads, but a standby takes over from a killed leader only after
+# the session's TTL and Consul's lock delay (about 45 s).
+service "themis-planner" {
+  policy = "write"
+}
 
 # GPU and job leases: granted, revoked, renewed, released (CAS in txns).
 key_prefix "themis/leases/" {

@@ -17,7 +17,8 @@ import (
 
 // Store reads and writes themis keys in Consul KV.
 type Store struct {
-	api *api.Client
+	api   *api.Client
+	fence fence // the leader's session while it leads (fence.go)
 }
 
 // NewStore wraps a Consul API client.

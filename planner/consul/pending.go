@@ -3,7 +3,6 @@ package consul
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/hashicorp/consul/api"
 
@@ -36,8 +35,6 @@ func (s *Store) PutPending(ctx context.Context, pg lease.Pending) error {
 // DeletePending removes a job's pending grant (carried out or withdrawn).
 func (s *Store) DeletePending(ctx context.Context, k core.JobKey) error {
 	key := lease.PendingKey(k.Namespace, k.ID)
-	if _, err := s.api.KV().Delete(key, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("delete %s: %w", key, err)
-	}
-	return nil
+	_, err := s.txnOps(ctx, "delete "+key, api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: key}}})
+	return err
 }

@@ -110,15 +110,44 @@ func recordOp(r JobRecord) (*api.TxnOp, error) {
 
 // txnOps runs a transaction and turns a rollback into an error that names the
 // key that failed.
+//
+// While the Store leads, the transaction is fenced (fence.go): it also
+// checks that the leader lock is still this planner's, and a rollback on
+// that check is ErrNotLeader.
 func (s *Store) txnOps(ctx context.Context, what string, ops api.TxnOps) (*api.TxnResponse, error) {
-	ok, resp, _, err := s.api.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
+	all, fenced, err := s.fenced(ops)
 	if err != nil {
-		return nil, aclErr(fmt.Errorf("%s: %w", what, err), what, opKey(ops, 0), "write")
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	ok, resp, _, err := s.api.Txn().Txn(all, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, aclErr(fmt.Errorf("%s: %w", what, err), what, opKey(all, 0), "write")
 	}
 	if !ok {
-		return nil, aclErr(fmt.Errorf("%s: %s", what, rollback(resp, ops)), what, opKey(ops, failedOp(resp)), "write")
+		if fenced && failedAt(resp, len(all)-1) {
+			return nil, fmt.Errorf("%s: %w", what, ErrNotLeader)
+		}
+		return nil, aclErr(fmt.Errorf("%s: %s", what, rollback(resp, all)), what, opKey(all, failedOp(resp)), "write")
+	}
+	if n := len(resp.Results); fenced && n > 0 && resp.Results[n-1].KV != nil && resp.Results[n-1].KV.Key == LeaderKey {
+		// The fence's check returns the lock's entry: the callers' results
+		// are those of their own operations.
+		resp.Results = resp.Results[:n-1]
 	}
 	return resp, nil
+}
+
+// failedAt reports whether operation i of a rolled back transaction failed.
+func failedAt(resp *api.TxnResponse, i int) bool {
+	if resp == nil {
+		return false
+	}
+	for _, e := range resp.Errors {
+		if e.OpIndex == i {
+			return true
+		}
+	}
+	return false
 }
 
 // failedOp is the index of the first failed operation of a rolled back
@@ -182,11 +211,10 @@ func (s *Store) Progress(ctx context.Context) (map[core.JobKey]lease.ProgressRec
 	return out, err
 }
 
-// put writes value at key (no check-and-set: keys only the leader writes),
-// an ACL refusal naming the rule the planner's policy has for it.
+// put writes value at key (no check-and-set: keys only the leader writes;
+// fenced while the Store leads), an ACL refusal naming the rule the
+// planner's policy has for it.
 func (s *Store) put(ctx context.Context, key string, value []byte) error {
-	if _, err := s.api.KV().Put(&api.KVPair{Key: key, Value: value}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return aclErr(fmt.Errorf("write %s: %w", key, err), "write "+key, key, "write")
-	}
-	return nil
+	_, err := s.txnOps(ctx, "write "+key, api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVSet, Key: key, Value: value}}})
+	return err
 }

@@ -47,7 +47,8 @@ func StatusKey(k core.JobKey) string {
 // MaxTxnOps is the most operations Consul accepts in one transaction
 // (maxTxnOps in Consul's agent/txn_endpoint.go: 128 in v1.22.0, the agent
 // e2e/agents/build.sh pins; 64 in older ones, hashicorp/consul#2921). A
-// longer transaction is refused whole (413 Request Entity Too Large).
+// longer transaction is refused whole (413 Request Entity Too Large). A
+// chunk of status writes holds one fewer, for the leader's fence (fence.go).
 const MaxTxnOps = 128
 
 // maxTxnValueBytes bounds the values written in one transaction, well
@@ -91,7 +92,7 @@ func txnChunks(ops api.TxnOps) []api.TxnOps {
 	start, bytes := 0, 0
 	for i, op := range ops {
 		n := len(op.KV.Value)
-		if i > start && (i-start == MaxTxnOps || bytes+n > maxTxnValueBytes) {
+		if i > start && (i-start == MaxTxnOps-1 || bytes+n > maxTxnValueBytes) {
 			out = append(out, ops[start:i])
 			start, bytes = i, 0
 		}

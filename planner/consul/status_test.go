@@ -23,8 +23,9 @@ func chunkLens(cs []api.TxnOps) []int {
 	return out
 }
 
-// Transactions hold at most MaxTxnOps operations and maxTxnValueBytes of
-// values, in order, and every operation lands in exactly one.
+// Transactions hold at most MaxTxnOps-1 operations (one is kept for the
+// leader's fence) and maxTxnValueBytes of values, in order, and every
+// operation lands in exactly one.
 func TestTxnChunks(t *testing.T) {
 	many := make([]int, 2*MaxTxnOps+5)
 	for i := range many {
@@ -38,8 +39,8 @@ func TestTxnChunks(t *testing.T) {
 	}{
 		{"none", nil, nil},
 		{"one", []int{10}, []int{1}},
-		{"exactly the limit", many[:MaxTxnOps], []int{MaxTxnOps}},
-		{"over the op limit", many, []int{MaxTxnOps, MaxTxnOps, 5}},
+		{"exactly the limit", many[:MaxTxnOps-1], []int{MaxTxnOps - 1}},
+		{"over the op limit", many, []int{MaxTxnOps - 1, MaxTxnOps - 1, 7}},
 		{"over the byte limit", []int{big, big, 0, big}, []int{1, 2, 1}},
 		{"one value over the byte limit alone", []int{10, 2 * maxTxnValueBytes, 10}, []int{1, 1, 1}},
 	} {
