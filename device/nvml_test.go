@@ -390,6 +390,21 @@ func TestNVMLMIGHealth(t *testing.T) {
 	}
 }
 
+// fingerprintOnce builds the nvml backend on the fake f (closed when the
+// test ends) and fingerprints once.
+func fingerprintOnce(t *testing.T, f *fakeNVML) *nvmlBackend {
+	t.Helper()
+	b, err := newNVMLBackend(Config{}, f, testLogger(t), deviceFiles{}, newFakeClock().now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if _, err := b.Fingerprint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestNVMLRegistersBeforeWatching: the GPUs' events are registered before
 // the watcher waits. On a real H200 (driver 580) a registration made while
 // an nvmlEventSetWait is in progress waits for it to end, which made the
@@ -397,14 +412,7 @@ func TestNVMLMIGHealth(t *testing.T) {
 func TestNVMLRegistersBeforeWatching(t *testing.T) {
 	f := newFakeNVML(dgxH100())
 	f.registerTakes = 20 * time.Millisecond
-	b, err := newNVMLBackend(Config{}, f, testLogger(t), deviceFiles{}, newFakeClock().now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if _, err := b.Fingerprint(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	fingerprintOnce(t, f)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.registered) != 8 || f.waitedRegistrations != 0 {
@@ -428,14 +436,7 @@ func TestNVMLEventFallbacks(t *testing.T) {
 			f.registered[0] = mask
 			return nvml.SUCCESS
 		}
-		b, err := newNVMLBackend(Config{}, f, testLogger(t), deviceFiles{}, newFakeClock().now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		if _, err := b.Fingerprint(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		b := fingerprintOnce(t, f)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.registered[0] != nvml.EventTypeXidCriticalError {

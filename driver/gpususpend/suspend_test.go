@@ -76,13 +76,7 @@ func TestSuspend(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := &fakeProcess{state: c.state, fail: c.fail}
 			_, err := Suspend(p, 7, time.Second)
-			checkErr(t, err, c.wantErr)
-			if got := strings.Join(p.calls, " "); got != c.wantCalls {
-				t.Errorf("calls = %s, want %s", got, c.wantCalls)
-			}
-			if p.state != c.wantState {
-				t.Errorf("state = %s, want %s", p.state, c.wantState)
-			}
+			p.check(t, err, c.wantErr, c.wantCalls, c.wantState)
 		})
 	}
 }
@@ -105,24 +99,27 @@ func TestResume(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := &fakeProcess{state: c.state, fail: c.fail}
 			_, err := Resume(p, 7)
-			checkErr(t, err, c.wantErr)
-			if got := strings.Join(p.calls, " "); got != c.wantCalls {
-				t.Errorf("calls = %s, want %s", got, c.wantCalls)
-			}
-			if p.state != c.wantState {
-				t.Errorf("state = %s, want %s", p.state, c.wantState)
-			}
+			p.check(t, err, c.wantErr, c.wantCalls, c.wantState)
 		})
 	}
 }
 
-func checkErr(t *testing.T, err error, want string) {
+// check compares what Suspend or Resume did to the fake with what a case
+// wants: the error (a substring; "" for none), the calls made and the state
+// left.
+func (f *fakeProcess) check(t *testing.T, err error, wantErr, wantCalls string, wantState State) {
 	t.Helper()
 	switch {
-	case want == "" && err != nil:
+	case wantErr == "" && err != nil:
 		t.Fatalf("error %v, want none", err)
-	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
-		t.Fatalf("error %v, want one containing %q", err, want)
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Fatalf("error %v, want one containing %q", err, wantErr)
+	}
+	if got := strings.Join(f.calls, " "); got != wantCalls {
+		t.Errorf("calls = %s, want %s", got, wantCalls)
+	}
+	if f.state != wantState {
+		t.Errorf("state = %s, want %s", f.state, wantState)
 	}
 }
 
