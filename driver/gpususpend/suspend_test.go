@@ -56,52 +56,51 @@ func (f *fakeProcess) Unlock(int) error {
 	return nil
 }
 
+// callCase is one case of Suspend or Resume on the fake: the process's
+// state, the calls that fail, and the calls, state and error wanted.
+type callCase struct {
+	name      string
+	state     State
+	fail      string
+	wantCalls string
+	wantState State
+	wantErr   string
+}
+
+// run runs each case through do, on a fresh fake.
+func run(t *testing.T, cases []callCase, do func(API) error) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := &fakeProcess{state: c.state, fail: c.fail}
+			p.check(t, do(p), c.wantErr, c.wantCalls, c.wantState)
+		})
+	}
+}
+
 func TestSuspend(t *testing.T) {
-	cases := []struct {
-		name      string
-		state     State
-		fail      string
-		wantCalls string
-		wantState State
-		wantErr   string
-	}{
+	run(t, []callCase{
 		{"running process is suspended", Running, "", "GetState Lock Checkpoint", Checkpointed, ""},
 		{"lock times out: nothing to undo", Running, "Lock", "GetState Lock", Running, "cuCheckpointProcessLock(pid 7): CUDA_ERROR_NOT_READY"},
 		{"checkpoint fails: unlocked again", Running, "Checkpoint", "GetState Lock Checkpoint Unlock", Running, "cuCheckpointProcessCheckpoint"},
 		{"checkpoint and unlock fail: both said", Running, "Checkpoint Unlock", "GetState Lock Checkpoint Unlock", Locked, "and unlocking it again: cuCheckpointProcessUnlock"},
 		{"already suspended", Checkpointed, "", "GetState", Checkpointed, "it is checkpointed, not running"},
 		{"failed process", Failed, "", "GetState", Failed, "it is failed, not running"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			p := &fakeProcess{state: c.state, fail: c.fail}
-			_, err := Suspend(p, 7, time.Second)
-			p.check(t, err, c.wantErr, c.wantCalls, c.wantState)
-		})
-	}
+	}, func(p API) error {
+		_, err := Suspend(p, 7, time.Second)
+		return err
+	})
 }
 
 func TestResume(t *testing.T) {
-	cases := []struct {
-		name      string
-		state     State
-		fail      string
-		wantCalls string
-		wantState State
-		wantErr   string
-	}{
+	run(t, []callCase{
 		{"checkpointed process is restored and unlocked", Checkpointed, "", "GetState Restore Unlock", Running, ""},
 		{"locked process is only unlocked", Locked, "", "GetState Unlock", Running, ""},
 		{"restore fails: stays checkpointed", Checkpointed, "Restore", "GetState Restore", Checkpointed, "cuCheckpointProcessRestore"},
 		{"running process is not suspended", Running, "", "GetState", Running, "it is running, not suspended"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			p := &fakeProcess{state: c.state, fail: c.fail}
-			_, err := Resume(p, 7)
-			p.check(t, err, c.wantErr, c.wantCalls, c.wantState)
-		})
-	}
+	}, func(p API) error {
+		_, err := Resume(p, 7)
+		return err
+	})
 }
 
 // check compares what Suspend or Resume did to the fake with what a case
