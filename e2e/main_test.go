@@ -62,6 +62,14 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	env.root = root
+	// Reading a task's log (AllocFS().Cat) goes to the allocation's client
+	// agent through an HTTP client the api package clones per call, with a
+	// transport of its own whose idle connections linger for 90 s; a test
+	// that polls logs for half a minute holds 100 connections and each
+	// Nomad agent then answers 429 (http_max_conns_per_client). A negative
+	// timeout makes the api package use the caller's client, and so one
+	// pool of connections.
+	nomadapi.ClientConnTimeout = -1
 	agents, err := agentsDir(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: cannot build or find Nomad and Consul:", err)
