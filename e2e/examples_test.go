@@ -22,6 +22,7 @@ func TestWalkthroughJobspecsAreValid(t *testing.T) {
 	}{
 		{"train-be.nomad.hcl", "be", hello}, {"try-te.nomad.hcl", "te", hello}, {"hello.nomad.hcl", "be", hello},
 		{"gang-16.nomad.hcl", "be", hello}, {"pytorch.nomad.hcl", "be", torch}, {"pytorch-gang.nomad.hcl", "be", torch},
+		{"pytorch-docker.nomad.hcl", "be", nil},
 	} {
 		file := c.file
 		args := append(append([]string{"job", "run", "-output"}, c.vars...), filepath.Join(env.root, "examples", "jobs", file))

@@ -153,7 +153,6 @@ var (
 	trainDoneRE     = regexp.MustCompile(`(?m)^train: done step (\d+) loss (\S+) digest ([0-9a-f]+)`)
 	trainStoppingRE = regexp.MustCompile(`(?m)^train: stopping: (.*); data position epoch (\d+) batch (\d+) of (\d+)`)
 	trainRankRE     = regexp.MustCompile(`(?m)^train: rank (\d+) of (\d+) \((\w+)\), master (\S+):(\d+)`)
-	trainModelRE    = regexp.MustCompile(`(?m)^train: model (\d+) parameters`)
 )
 
 // lossCurve is a run's printed losses by step, as printed (so equal runs
@@ -176,11 +175,6 @@ func (c lossCurve) steps() []int {
 	}
 	sort.Ints(s)
 	return s
-}
-
-func (c lossCurve) value(step int) float64 {
-	v, _ := strconv.ParseFloat(c[step], 64)
-	return v
 }
 
 // meanOver is the mean loss of the printed steps in [from, to].

@@ -35,9 +35,6 @@ func TestPyTorchSweepUnderThemis(t *testing.T) {
 		{"e2e-sweep-lr3e-3", "sweep", "3e-3", 2, 200}, {"e2e-sweep-lr5e-3", "sweep", "5e-3", 2, 200},
 		{"e2e-other", "other", "3e-3", 4, 300},
 	}
-	for _, s := range jobs {
-		register(t, torchJob{gpus: s.gpus, grace: "10s", app: s.app, steps: s.steps, args: []string{"--lr", s.lr, "--log-every", "20"}}.build(t, s.id))
-	}
 	// The per-app view, every auction round, until every job is done.
 	type round struct {
 		n   uint64
@@ -48,6 +45,7 @@ func TestPyTorchSweepUnderThemis(t *testing.T) {
 	var mu sync.Mutex
 	var rounds []round
 	ctx, stop := context.WithCancel(env.ctx)
+	defer stop()
 	watching := make(chan struct{})
 	go func() {
 		defer close(watching)
@@ -72,6 +70,10 @@ func TestPyTorchSweepUnderThemis(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
+	// Watching from before the first job arrives, so no round is missed.
+	for _, s := range jobs {
+		register(t, torchJob{gpus: s.gpus, grace: "10s", app: s.app, steps: s.steps, args: []string{"--lr", s.lr, "--log-every", "20"}}.build(t, s.id))
+	}
 	finals := map[string]string{}
 	read := map[string]bool{} // complete allocations already read
 	eventually(t, 4*time.Minute, "every job of both apps runs to completion", func() (bool, error) {

@@ -7,7 +7,8 @@
 #
 #   nomad job run -detach examples/jobs/pytorch.nomad.hcl
 #   nomad alloc logs -job pytorch train       # train: step N loss L lr X
-#   themis status                             # 120/3000 it, 70.1 it/s, loss 0.71
+#   themis status                             # progress: iterations, rate, loss
+#   nomad job run -detach examples/jobs/try-te.nomad.hcl   # preempts it; it resumes later
 #
 # Needs Debian's python3-torch on /usr/bin/python3 (`make torch`); another
 # python3 first on PATH may not see it, so the job names the interpreter.
@@ -26,6 +27,12 @@ variable "python" {
 variable "steps" {
   type    = number
   default = 3000
+}
+
+variable "gpus" {
+  type        = number
+  default     = 8
+  description = "all of the dev node's GPUs, so that a te job (try-te.nomad.hcl) preempts it"
 }
 
 job "pytorch" {
@@ -51,7 +58,7 @@ job "pytorch" {
         args    = ["${abspath(var.pytorch_dir)}/train.py", "--steps", "${var.steps}"]
 
         themis {
-          gpus         = 2
+          gpus         = var.gpus
           class        = "be"
           grace_period = "30s"
           # what the job plans to do: with its progress reports, the
