@@ -23,7 +23,7 @@ import (
 // the invariant watcher sees no violation meanwhile.
 func TestPyTorchSweepUnderThemis(t *testing.T) {
 	needTorch(t)
-	usePolicy(t, "themis", "themis.lease=15s")
+	usePolicy(t, "themis", "themis.lease=20s")
 	began := time.Now()
 	seen0, _ := env.watcher.violations()
 	type spec struct {
@@ -31,9 +31,9 @@ func TestPyTorchSweepUnderThemis(t *testing.T) {
 		gpus, steps int
 	}
 	jobs := []spec{
-		{"e2e-sweep-lr1e-3", "sweep", "1e-3", 2, 200}, {"e2e-sweep-lr2e-3", "sweep", "2e-3", 2, 200},
-		{"e2e-sweep-lr3e-3", "sweep", "3e-3", 2, 200}, {"e2e-sweep-lr5e-3", "sweep", "5e-3", 2, 200},
-		{"e2e-other", "other", "3e-3", 4, 300},
+		{"e2e-sweep-lr1e-3", "sweep", "1e-3", 2, 150}, {"e2e-sweep-lr2e-3", "sweep", "2e-3", 2, 150},
+		{"e2e-sweep-lr3e-3", "sweep", "3e-3", 2, 150}, {"e2e-sweep-lr5e-3", "sweep", "5e-3", 2, 150},
+		{"e2e-other", "other", "3e-3", 4, 250},
 	}
 	// The per-app view, every auction round, until every job is done.
 	type round struct {
