@@ -83,6 +83,14 @@ func startSuiteWatcher() *suiteWatcher {
 	return sw
 }
 
+// violations is how many violations the watcher has seen so far and how
+// many snapshots it checked.
+func (sw *suiteWatcher) violations() (seen, passes int) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return len(sw.seen), sw.passes
+}
+
 // stop ends the watcher after a last pass over what the run left, and
 // returns what it saw.
 func (sw *suiteWatcher) stop() (vs []check.Violation, passes, errs int) {

@@ -14,9 +14,19 @@ import (
 // The README's walk-through jobspecs parse with the nomad CLI (as `nomad job
 // run` parses them) and their stanzas are valid to the planner.
 func TestWalkthroughJobspecsAreValid(t *testing.T) {
-	for file, class := range map[string]string{"train-be.nomad.hcl": "be", "try-te.nomad.hcl": "te", "hello.nomad.hcl": "be", "gang-16.nomad.hcl": "be"} {
-		out, err := exec.Command(env.nomadBin, "job", "run", "-output", "-var", "hello_bin="+env.helloBin,
-			filepath.Join(env.root, "examples", "jobs", file)).Output()
+	hello := []string{"-var", "hello_bin=" + env.helloBin}
+	torch := []string{"-var", "pytorch_dir=" + filepath.Join(env.root, "examples", "pytorch")}
+	for _, c := range []struct {
+		file, class string
+		vars        []string
+	}{
+		{"train-be.nomad.hcl", "be", hello}, {"try-te.nomad.hcl", "te", hello}, {"hello.nomad.hcl", "be", hello},
+		{"gang-16.nomad.hcl", "be", hello}, {"pytorch.nomad.hcl", "be", torch}, {"pytorch-gang.nomad.hcl", "be", torch},
+		{"pytorch-docker.nomad.hcl", "be", nil},
+	} {
+		file := c.file
+		args := append(append([]string{"job", "run", "-output"}, c.vars...), filepath.Join(env.root, "examples", "jobs", file))
+		out, err := exec.Command(env.nomadBin, args...).Output()
 		if err != nil {
 			t.Fatalf("%s: nomad job run -output: %v: %s", file, err, stderrOf(err))
 		}
@@ -28,7 +38,7 @@ func TestWalkthroughJobspecsAreValid(t *testing.T) {
 		if err != nil || j.Err != nil {
 			t.Fatalf("%s: %v %v", file, err, j.Err)
 		}
-		if string(j.Intent.Class) != class || j.Pool() != nomad.DefaultPendingPool {
+		if string(j.Intent.Class) != c.class || j.Pool() != nomad.DefaultPendingPool {
 			t.Errorf("%s: class %q pool %q", file, j.Intent.Class, j.Pool())
 		}
 	}

@@ -44,6 +44,11 @@ var env struct {
 	// apiURL; it leads while the suite's planner runs.
 	api    *httpapi.Server
 	apiURL string
+	// watcher is the invariant watcher that runs for the whole run.
+	watcher *suiteWatcher
+	// noDocker says why the stack runs no Docker daemon ("": it runs
+	// one, at env.stack.DockerHost()).
+	noDocker string
 }
 
 func TestMain(m *testing.M) {
@@ -57,6 +62,14 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	env.root = root
+	// Reading a task's log (AllocFS().Cat) goes to the allocation's client
+	// agent through an HTTP client the api package clones per call, with a
+	// transport of its own whose idle connections linger for 90 s; a test
+	// that polls logs for half a minute holds 100 connections and each
+	// Nomad agent then answers 429 (http_max_conns_per_client). A negative
+	// timeout makes the api package use the caller's client, and so one
+	// pool of connections.
+	nomadapi.ClientConnTimeout = -1
 	agents, err := agentsDir(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: cannot build or find Nomad and Consul:", err)
@@ -93,12 +106,25 @@ func runMain(m *testing.M) int {
 	log := hclog.New(&hclog.LoggerOptions{Name: "e2e", Level: hclog.Info, Output: os.Stderr})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stack, err := devstack.Start(ctx, devstack.Config{
+	cfg := devstack.Config{
 		NomadBin: filepath.Join(agents, "nomad"), ConsulBin: filepath.Join(agents, "consul"),
 		PluginDir: plugins, Templates: filepath.Join(root, "examples", "agents"),
 		Topology: filepath.Join(root, "examples", "topology", "dev-node.hcl"), NodeName: "dev-node",
 		DataDir: filepath.Join(work, "stack"), Log: log.Named("stack"),
-	})
+	}
+	// Nomad's docker driver on a Docker daemon of the stack's own, where
+	// dockerd is installed and we are root (docker_test.go).
+	cfg.Dockerd, env.noDocker = devstack.DockerdPath()
+	stack, err := devstack.Start(ctx, cfg)
+	if err != nil && cfg.Dockerd != "" {
+		env.noDocker = fmt.Sprintf("the Docker daemon cannot run here: %v", err)
+		fmt.Fprintln(os.Stderr, "e2e:", env.noDocker, "(the docker tests will skip; the rest runs without it)")
+		cfg.Dockerd = ""
+		if rerr := os.RemoveAll(cfg.DataDir); rerr != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", rerr)
+		}
+		stack, err = devstack.Start(ctx, cfg)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -128,6 +154,7 @@ func runMain(m *testing.M) int {
 	// The invariant watcher runs for the whole run: a violation it sees
 	// fails the run (check_test.go).
 	watcher := startSuiteWatcher()
+	env.watcher = watcher
 	code := m.Run()
 	if finishSuiteWatcher(watcher) {
 		code = 1

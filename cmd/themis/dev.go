@@ -65,10 +65,10 @@ Options:
 }
 
 type devOptions struct {
-	nomadBin, consulBin, pluginDir, templates, topology, node, dataDir, logLevel, policy, vcConfig string
-	knobs                                                                                          stringList
-	consulPort, nomadPort, clients                                                                 int
-	keep, agentLogs, acl                                                                           bool
+	nomadBin, consulBin, pluginDir, templates, topology, node, dataDir, logLevel, policy, vcConfig, docker string
+	knobs                                                                                                  stringList
+	consulPort, nomadPort, clients                                                                         int
+	keep, agentLogs, acl                                                                                   bool
 	// set are the flags given on the command line.
 	set map[string]bool
 }
@@ -92,6 +92,7 @@ func devFlags(o *devOptions) *flag.FlagSet {
 	fs.StringVar(&o.policy, "policy", "fitgpp", "the planner's queue policy: "+strings.Join(stack.LiveNames(), ", "))
 	fs.Var(&o.knobs, "set", "policy knob key=value (repeatable), as `themis planner -set`")
 	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters (HCL), as `themis planner -vc-config`")
+	fs.StringVar(&o.docker, "docker", "auto", "a Docker daemon of the stack's own for Nomad's docker driver (not with -clients): auto (where dockerd is installed and this runs as root), on, off")
 	return fs
 }
 
@@ -140,6 +141,23 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 		cfg.ACL = true
 		cfg.ACLPolicyDir = filepath.Join(filepath.Dir(filepath.Clean(o.templates)), "acl")
 	}
+	switch o.docker {
+	case "off":
+	case "auto", "on":
+		if o.clients > 0 {
+			if o.docker == "on" {
+				return fmt.Errorf("-docker on: only the single dev agent runs a Docker daemon, not -clients %d", o.clients)
+			}
+			break
+		}
+		path, why := devstack.DockerdPath()
+		if path == "" && o.docker == "on" {
+			return fmt.Errorf("-docker on: %s", why)
+		}
+		cfg.Dockerd = path
+	default:
+		return fmt.Errorf("-docker %q: want auto, on or off", o.docker)
+	}
 	start := time.Now()
 	var dev *devAgents
 	var err error
@@ -171,13 +189,13 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 %[5]s
   In another shell:
 
-    export NOMAD_ADDR=%[2]s CONSUL_HTTP_ADDR=%[3]s%[7]s
+    export NOMAD_ADDR=%[2]s CONSUL_HTTP_ADDR=%[3]s%[7]s%[8]s
     nomad job run examples/jobs/hello.nomad.hcl
     nomad job status hello
     themis status
 
   Ctrl-C stops everything.
-`, time.Since(start).Seconds(), dev.nomadAddr, dev.consulAddr, o.dataDir, dev.nodes, httpapi.DefaultAddr, aclLines(dev.tokens)))
+`, time.Since(start).Seconds(), dev.nomadAddr, dev.consulAddr, o.dataDir, dev.nodes, httpapi.DefaultAddr, aclLines(dev.tokens), dockerLine(dev.dockerHost)))
 	return runPlanner(ctx, plannerOptions{
 		nomadAddr: dev.nomadAddr, consulAddr: dev.consulAddr, policy: o.policy, knobs: o.knobs, vcConfig: o.vcConfig,
 		pendingPool: nomad.DefaultPendingPool, resync: 30 * time.Second, logLevel: o.logLevel, id: "themis-dev",
@@ -198,6 +216,15 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 // and that is no error.
 func stoppedStarting(ctx context.Context, err error) bool {
 	return err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled)
+}
+
+// dockerLine is the DOCKER_HOST export of the stack's banner when it runs
+// a Docker daemon.
+func dockerLine(host string) string {
+	if host == "" {
+		return ""
+	}
+	return "\n    export DOCKER_HOST=" + host + "   # the stack's dockerd (examples/docker/build.sh builds images there)"
 }
 
 // aclLines are the token exports of the stack's banner with -acl: the

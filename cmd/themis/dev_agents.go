@@ -21,6 +21,8 @@ type devAgents struct {
 	stop  func()
 	// tokens are the ACL tokens (-acl); zero otherwise.
 	tokens devstack.Tokens
+	// dockerHost is the stack's Docker daemon ("" without one).
+	dockerHost string
 }
 
 // startDevAgent starts Consul and one Nomad dev agent (server + client).
@@ -30,7 +32,7 @@ func startDevAgent(ctx context.Context, cfg devstack.Config) (*devAgents, error)
 		return nil, err
 	}
 	return &devAgents{what: "Nomad and Consul", nomadAddr: stack.NomadAddr(), consulAddr: stack.ConsulAddr(), stop: stack.Stop,
-		tokens: stack.Tokens()}, nil
+		tokens: stack.Tokens(), dockerHost: stack.DockerHost()}, nil
 }
 
 // startDevCluster starts Consul, a Nomad server and o.clients Nomad

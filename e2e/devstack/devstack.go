@@ -83,6 +83,11 @@ type Config struct {
 	// ACLTokens, for StartCluster with ACL: the Stack.Tokens of the Consul
 	// agent that StartConsul started with ACL.
 	ACLTokens Tokens
+	// Dockerd, when set, is the dockerd binary: Start runs a Docker daemon
+	// of the stack's own (docker.go) and enables the dev agent's docker
+	// driver on it (Stack.DockerHost); Start fails if it cannot run.
+	// StartCluster does not use it.
+	Dockerd string
 	// AgentLogs, when set, also receives the agents' output.
 	AgentLogs io.Writer
 	Log       hclog.Logger
@@ -95,6 +100,10 @@ type Stack struct {
 	logs   []*os.File
 	exited []chan error
 	tokens Tokens
+	// dockerSock is the socket of the stack's dockerd ("" without one).
+	dockerSock string
+	// cleanup runs after Stop stopped every agent.
+	cleanup []func()
 }
 
 // ConsulAddr is the Consul HTTP address (host:port).
@@ -164,7 +173,12 @@ func start(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 		if err := os.MkdirAll(filepath.Join(cfg.DataDir, "checkpoints"), 0o755); err != nil {
 			return nil, err
 		}
-		nomadCfg, err := s.render("nomad-dev.hcl.tmpl", "nomad.hcl", nil)
+		if cfg.Dockerd != "" {
+			if err := s.startDocker(ctx); err != nil {
+				return nil, fmt.Errorf("devstack: Docker daemon %s: %w", cfg.Dockerd, err)
+			}
+		}
+		nomadCfg, err := s.render("nomad-dev.hcl.tmpl", "nomad.hcl", map[string]any{"DockerEndpoint": s.DockerHost()})
 		if err != nil {
 			return nil, err
 		}
@@ -404,7 +418,22 @@ func (s *Stack) consulReady(ctx context.Context) (bool, error) {
 	return leader != "", nil
 }
 
-func (s *Stack) nomadReady(ctx context.Context) (bool, error) { return s.nodesReady(ctx, nil) }
+func (s *Stack) nomadReady(ctx context.Context) (bool, error) {
+	ok, err := s.nodesReady(ctx, nil)
+	if !ok || s.dockerSock == "" {
+		return ok, err
+	}
+	var nodes []nomadNode
+	if err := getJSONToken(ctx, s.NomadAddr()+"/v1/nodes", s.tokens.Management, &nodes); err != nil {
+		return false, err
+	}
+	for _, n := range nodes {
+		if d, ok := n.Drivers["docker"]; ok && d.Healthy {
+			return true, nil
+		}
+	}
+	return false, errors.New("the docker driver is not healthy yet")
+}
 
 // nodesReady: every named Nomad node (with no names: any one node) is ready,
 // with the themis driver healthy and its themis GPUs fingerprinted.
@@ -485,4 +514,8 @@ func (s *Stack) Stop() {
 		s.logs[i].Close()
 	}
 	s.procs, s.logs, s.exited = nil, nil, nil
+	for _, f := range s.cleanup {
+		f()
+	}
+	s.cleanup = nil
 }

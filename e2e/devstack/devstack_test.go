@@ -156,3 +156,44 @@ func TestRenderACL(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderDocker: with a Docker daemon (Config.Dockerd) the dev agent's
+// config enables the docker driver on the stack's own socket, with runc as
+// the runtime for tasks given simulated GPUs and no image GC; without one
+// it has no docker block (Nomad's default: the system socket, if any).
+func TestRenderDocker(t *testing.T) {
+	templates, err := filepath.Abs(filepath.Join("..", "..", "examples", "agents"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Stack{cfg: Config{Templates: templates, DataDir: t.TempDir(), PluginDir: "/plugins", Topology: "/t.hcl", NodeName: "n1"}}
+	for _, c := range []struct {
+		name, endpoint string
+		want, not      []string
+	}{
+		{"with dockerd", "unix:///tmp/themis-dockerd-1/docker.sock",
+			[]string{`plugin "docker"`, `endpoint = "unix:///tmp/themis-dockerd-1/docker.sock"`, `nvidia_runtime = "runc"`, "image = false"}, nil},
+		{"without", "", nil, []string{`plugin "docker"`, "nvidia_runtime"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dst, err := s.render("nomad-dev.hcl.tmpl", "nomad.hcl", map[string]any{"DockerEndpoint": c.endpoint})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(string(b), w) {
+					t.Errorf("lacks %q:\n%s", w, b)
+				}
+			}
+			for _, w := range c.not {
+				if strings.Contains(string(b), w) {
+					t.Errorf("has %q:\n%s", w, b)
+				}
+			}
+		})
+	}
+}

@@ -8,31 +8,29 @@ step count, and a run preempted and resumed ends with the same weights as an
 uninterrupted one (deterministic algorithms on; the test sets
 CUBLAS_WORKSPACE_CONFIG).
 
+The protocol is examples/pytorch/themis_ckpt.py's (the one implementation
+of it in Python; docs/pytorch.md):
+
   resume:      from $THEMIS_RESUME_FROM/state.pt (model, optimizer, schedule, step)
-  checkpoint:  on SIGTERM, SIGINT or SIGUSR1, or when $THEMIS_NOTICE_FILE appears,
-               after the step in progress: a temporary ".step-N-*" dir, state.pt
-               synced, COMPLETE last, renamed to step-N; then exit 0
+  checkpoint:  on a checkpoint signal (SIGTERM, SIGINT, SIGUSR1, ...) or when
+               $THEMIS_NOTICE_FILE appears, after the step in progress: a
+               temporary ".tmp-step-N-*" dir, state.pt synced, COMPLETE last,
+               renamed to step-N; then exit 0
   progress:    $THEMIS_PROGRESS_FILE, replaced whole every report
   output:      "train: step N loss L", "train: checkpointed at step N in S s (B bytes), exiting",
                "train: resumed from step N in S s", "train: done step N loss L digest D"
 """
 import argparse
 import hashlib
-import json
 import os
-import signal
 import sys
-import tempfile
 import time
 
-import torch
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples", "pytorch"))
 
-asked = False
+import torch  # noqa: E402
 
-
-def on_signal(signum, frame):
-    global asked
-    asked = True
+import themis_ckpt  # noqa: E402
 
 
 def build(args, dev):
@@ -55,39 +53,6 @@ def batch(args, step, teacher, dev):
     return x, x @ teacher / args.hidden**0.5
 
 
-def save(step, model, opt, sched):
-    start = time.monotonic()
-    root = os.environ["THEMIS_CHECKPOINT_DIR"]
-    name = f"step-{step:09d}"
-    tmp = tempfile.mkdtemp(prefix="." + name + "-", dir=root)
-    path = os.path.join(tmp, "state.pt")
-    with open(path, "wb") as f:
-        torch.save({"step": step, "model": model.state_dict(), "opt": opt.state_dict(),
-                    "sched": sched.state_dict()}, f)
-        f.flush()
-        os.fsync(f.fileno())
-    size = os.path.getsize(path)
-    with open(os.path.join(tmp, "COMPLETE"), "w") as f:
-        f.write(f"step {step}\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.rename(tmp, os.path.join(root, name))
-    fd = os.open(root, os.O_RDONLY)
-    os.fsync(fd)
-    os.close(fd)
-    return time.monotonic() - start, size
-
-
-def report(step, total, loss):
-    path = os.environ.get("THEMIS_PROGRESS_FILE")
-    if not path:
-        return
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"iteration": step, "total": total, "loss": loss}, f)
-    os.replace(tmp, path)
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, required=True, help="the step to finish at")
@@ -98,8 +63,7 @@ def main():
     p.add_argument("--report-every", type=int, default=10)
     p.add_argument("--device", default="cuda", help="cpu: a smoke test of the protocol without a GPU")
     args = p.parse_args()
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
-        signal.signal(s, on_signal)
+    job = themis_ckpt.Job()
     torch.use_deterministic_algorithms(True)
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device(args.device)
@@ -113,10 +77,9 @@ def main():
     params = sum(p.numel() for p in model.parameters())
     print(f"train: model {params} parameters, {params * 4 >> 20} MiB of weights", flush=True)
     step = 0
-    resume = os.environ.get("THEMIS_RESUME_FROM", "")
-    if resume:
-        start = time.monotonic()
-        state = torch.load(os.path.join(resume, "state.pt"), map_location=dev)
+    start = time.monotonic()
+    state = job.load(map_location=dev)
+    if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         sched.load_state_dict(state["sched"])
@@ -124,13 +87,13 @@ def main():
         if dev.type == "cuda":
             torch.cuda.synchronize()
         print(f"train: resumed from step {step} in {time.monotonic() - start:.3f} s", flush=True)
-    notice = os.environ.get("THEMIS_NOTICE_FILE", "")
     first = step + 1
     loss = None
     while step < args.steps:
-        if asked or (notice and os.path.exists(notice)):
-            secs, size = save(step, model, opt, sched)
-            print(f"train: checkpointed at step {step} in {secs:.3f} s ({size} bytes), exiting", flush=True)
+        if job.should_stop():
+            saved = job.save(step, {"step": step, "model": model.state_dict(), "opt": opt.state_dict(),
+                                    "sched": sched.state_dict()})
+            print(f"train: checkpointed at step {step} in {saved.seconds:.3f} s ({saved.bytes} bytes), exiting", flush=True)
             return 0
         step += 1
         x, y = batch(args, step, teacher, dev)
@@ -142,7 +105,7 @@ def main():
         if step == first or step % args.report_every == 0:
             value = loss.item()
             print(f"train: step {step} loss {value:.6f}", flush=True)
-            report(step, args.steps, value)
+            job.report(step, args.steps, value)
     digest = hashlib.sha256()
     for t in model.state_dict().values():
         digest.update(t.detach().cpu().contiguous().numpy().tobytes())
