@@ -197,7 +197,10 @@ func TestGPUDeviceIsolation(t *testing.T) {
 			_, err := e.start(t, task, tc, true)
 			must.NoError(t, err)
 			must.Eq(t, 0, e.wait(t, task.ID, 10*time.Second).ExitCode)
-			out := readEventually(t, filepath.Join(task.TaskDir().LogDir, "devices.stdout.0"), "/dev/null")
+			// The last file openAll tries: the log may be read before
+			// the rest of the output reached it.
+			names := gpus.names()
+			out := readEventually(t, filepath.Join(task.TaskDir().LogDir, "devices.stdout.0"), gpus.path(names[len(names)-1])+":")
 			t.Logf("opens by a task reserved %v:\n%s", c.reserved, out)
 			checkOpens(t, out, gpus, c.reserved)
 			must.NoError(t, e.h.DestroyTask(task.ID, false))
