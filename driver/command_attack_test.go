@@ -73,3 +73,28 @@ func TestExecutorLogNotFollowed(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, "# root's\n", string(b), must.Sprintf("the executor wrote its log into %s through the task's symlink", crontab))
 }
+
+// TestCommandUnreachable: a command the task's uid cannot reach (below a
+// directory others cannot search, as a checkout in a 0700 home is) fails
+// the start with an error naming command, not a bare "permission denied"
+// from the exec.
+func TestCommandUnreachable(t *testing.T) {
+	e := prodEnv(t, nil, nil)
+	home, err := os.MkdirTemp("", "themis-home-") // 0700, root's
+	must.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(home) })
+	bin := filepath.Join(home, "train.sh")
+	must.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	task, tc := jobTask("home-job", "t", "")
+	tc.Command, tc.Args = bin, nil
+	_, err = e.start(t, task, tc, false)
+	must.ErrorContains(t, err, "command: "+bin+" cannot be reached as the task's user themis-")
+	must.ErrorContains(t, err, "searchable by other users")
+
+	must.NoError(t, os.Chmod(home, 0o711))
+	task, tc = jobTask("home-job", "t2", "")
+	tc.Command, tc.Args = bin, nil
+	_, err = e.start(t, task, tc, false)
+	must.NoError(t, err)
+	must.Eq(t, 0, e.wait(t, task.ID, 10*time.Second).ExitCode)
+}

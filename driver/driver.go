@@ -425,6 +425,9 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		}
 	}
 
+	if err := checkCommand(path, who); err != nil {
+		return nil, nil, err
+	}
 	ck, err := openCheckpointDir(root, names)
 	if err != nil {
 		return nil, nil, err

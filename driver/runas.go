@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -172,3 +173,32 @@ func prepareShim(allocDir, task string, who taskUser, path string, args, env []s
 
 // discard removes the environment file of a shim that did not run.
 func (s shimLaunch) discard() { _ = os.Remove(s.envFile) }
+
+// checkCommand tells, before the task starts, that its user cannot run
+// path: the shim execs it after dropping root, where a directory on the
+// way that others cannot search (a checkout under a 0700 home) would fail
+// it with a bare "permission denied". The path is opened as the task's
+// user (asUser), so every directory is checked as the exec will be.
+func checkCommand(path string, who taskUser) error {
+	if who.self || who.uid == 0 {
+		return nil
+	}
+	return asUser(who, func() error {
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("command: %s cannot be reached as the task's user %s (uid %d): %w; every directory on its path must be searchable by other users (o+x)",
+				path, who.name, who.uid, err)
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("command: %s: %w", path, err)
+		}
+		inGroup := int(st.Gid) == who.gid || slices.Contains(who.groups, int(st.Gid))
+		if st.Mode&0o001 == 0 && !(int(st.Uid) == who.uid && st.Mode&0o100 != 0) && !(inGroup && st.Mode&0o010 != 0) {
+			return fmt.Errorf("command: %s (mode %04o, uid %d) is not executable by the task's user %s (uid %d)",
+				path, st.Mode&0o7777, st.Uid, who.name, who.uid)
+		}
+		return nil
+	})
+}
