@@ -71,6 +71,19 @@ plugin "raw_exec" {
   }
 }
 
+# exec: a chroot, a PID namespace and a device cgroup; an exec themis job
+# sees its own job's checkpoint dir only (the device plugin's mount). But
+# Nomad gives an exec task that is not root its default capabilities as
+# ambient ones (dac_override, chown, fowner, setuid, setgid, kill, ...:
+# drivers/shared/executor, configureCapabilities): `nobody` then reads and
+# writes every file it can see, whatever its mode. Allow none that a
+# training job does not need.
+plugin "exec" {
+  config {
+    allow_caps = ["audit_write", "net_bind_service"]
+  }
+}
+
 plugin "themis-device" {
   config {
     backend            = "nvml"
