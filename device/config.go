@@ -2,6 +2,7 @@ package device
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,6 +22,9 @@ import (
 //	    fingerprint_period = "10s"
 //	    rack               = "rack0"  # nvml: the node's rack
 //	    xid_recovery       = ""       # nvml: how long after its last critical XID a GPU is healthy again; "" never
+//	    checkpoint_root    = "/var/lib/themis/checkpoints"  # the themis driver's: mounts a job's own dir into its exec and docker tasks (ckptmount.go); "" off
+//	    consul_address     = "127.0.0.1:8500"  # Consul holding the GPU leases (with checkpoint_root)
+//	    consul_token       = ""       # default $CONSUL_HTTP_TOKEN; read on themis/leases/
 //	  }
 //	}
 var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
@@ -48,6 +52,12 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 		hclspec.NewAttr("xid_recovery", "string", false),
 		hclspec.NewLiteral(`""`),
 	),
+	"checkpoint_root": hclspec.NewAttr("checkpoint_root", "string", false),
+	"consul_address": hclspec.NewDefault(
+		hclspec.NewAttr("consul_address", "string", false),
+		hclspec.NewLiteral(`"127.0.0.1:8500"`),
+	),
+	"consul_token": hclspec.NewAttr("consul_token", "string", false),
 })
 
 // Config is the decoded plugin configuration.
@@ -69,6 +79,14 @@ type Config struct {
 	XIDRecovery string `codec:"xid_recovery"`
 	// FingerprintPeriod is how often the backend is polled, as a Go duration.
 	FingerprintPeriod string `codec:"fingerprint_period"`
+	// CheckpointRoot is the themis driver's checkpoint_root: when set,
+	// Reserve mounts the dir of the job a task's GPUs are leased to into
+	// its exec or docker task (ckptmount.go).
+	CheckpointRoot string `codec:"checkpoint_root"`
+	// ConsulAddress and ConsulToken reach the GPU leases (with
+	// CheckpointRoot); an empty token is $CONSUL_HTTP_TOKEN.
+	ConsulAddress string `codec:"consul_address"`
+	ConsulToken   string `codec:"consul_token"`
 }
 
 func defaultConfig() Config {
@@ -84,6 +102,9 @@ func decodeConfig(data []byte) (Config, time.Duration, error) {
 	}
 	if _, err := cfg.xidRecovery(); err != nil {
 		return Config{}, 0, err
+	}
+	if cfg.CheckpointRoot != "" && !filepath.IsAbs(cfg.CheckpointRoot) {
+		return Config{}, 0, fmt.Errorf("checkpoint_root: must be an absolute path, got %q", cfg.CheckpointRoot)
 	}
 	if cfg.Rack != "" {
 		if err := topology.ValidatePath(cfg.Rack); err != nil || strings.Contains(cfg.Rack, topology.PathSeparator) {

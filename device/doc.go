@@ -10,7 +10,7 @@
 //   - "sim" reads a topology file (package topology) and reports the GPUs of
 //     one of its nodes (the "node" option, or the file's only node). The file
 //     is re-read on every fingerprint, so an operator marks a GPU bad by adding
-//     healthy = false to its gpu block. Reserve mounts nothing, and stats
+//     healthy = false to its gpu block. Reserve lists no device files, and stats
 //     report the GPU's memory with nothing used, flagged as simulated.
 //   - "nvml" reports the node's real GPUs through NVML
 //     (github.com/NVIDIA/go-nvml, nvml*.go, built with cgo on Linux; see
@@ -93,6 +93,14 @@
 // nvidia-modprobe the first time CUDA runs) is not in its list: load the
 // NVIDIA modules, nvidia-uvm included, when the node boots. The simulated
 // backend has no device files, so its tasks may open no GPU file at all.
+//
+// With checkpoint_root set (the themis driver's, with consul_address and
+// consul_token to read the GPU leases), Reserve also mounts the dir of the
+// job the GPUs are leased to, <checkpoint_root>/.themis/jobs/<ns>/<job>,
+// at /themis-checkpoints: an exec or docker themis task sees its own job's
+// checkpoints and no other job's (ckptmount.go; the planner's pin points
+// THEMIS_CHECKPOINT_DIR into it). On the host the dirs above it are root's
+// and 0700, so no other job's task reaches it by its path.
 //
 // # The nvml backend
 //

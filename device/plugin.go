@@ -56,6 +56,12 @@ type Plugin struct {
 	// openNVML builds the nvml backend: openNVMLBackend, which loads
 	// libnvidia-ml, or a fake NVML in tests.
 	openNVML func(Config, hclog.Logger) (Backend, error)
+
+	// checkpointRoot and leases make the checkpoint mounts of exec and
+	// docker tasks (ckptmount.go); leaseOverride replaces Consul in tests.
+	checkpointRoot string
+	leases         GPULeaseReader
+	leaseOverride  GPULeaseReader
 }
 
 var _ nomaddevice.DevicePlugin = (*Plugin)(nil)
@@ -90,9 +96,19 @@ func (p *Plugin) SetConfig(c *base.Config) error {
 	if err != nil {
 		return err
 	}
+	var leases GPULeaseReader
+	if cfg.CheckpointRoot != "" {
+		leases = p.leaseOverride
+		if leases == nil {
+			if leases, err = newConsulLeases(cfg.ConsulAddress, cfg.ConsulToken); err != nil {
+				return fmt.Errorf("consul_address: %w", err)
+			}
+		}
+	}
 	p.mu.Lock()
 	old := p.backend
 	p.backend, p.period, p.latest = backend, period, nil
+	p.checkpointRoot, p.leases = cfg.CheckpointRoot, leases
 	p.mu.Unlock()
 	if c, ok := old.(Closer); ok {
 		c.Close()
@@ -150,7 +166,8 @@ func (p *Plugin) setLatest(inv *Inventory) {
 // THEMIS_GPU_IDS by ID, CUDA_VISIBLE_DEVICES by node-local index, or by
 // UUID for a MIG instance), and, for real GPUs, their device files and the
 // shared NVIDIA ones, which container drivers mount (a simulated GPU has
-// none).
+// none); with checkpoint_root set, the dir of the job the GPUs are leased
+// to, at /themis-checkpoints (ckptmount.go).
 func (p *Plugin) Reserve(deviceIDs []string) (*nomaddevice.ContainerReservation, error) {
 	if len(deviceIDs) == 0 {
 		return &nomaddevice.ContainerReservation{}, nil
@@ -192,15 +209,23 @@ func (p *Plugin) Reserve(deviceIDs []string) (*nomaddevice.ContainerReservation,
 		devices = appendDeviceNodes(devices, inv.SharedDeviceNodes)
 	}
 	ids := strings.Join(deviceIDs, ",")
-	p.logger.Debug("reserved", "ids", ids, "device_files", len(devices))
-	return &nomaddevice.ContainerReservation{
+	res := &nomaddevice.ContainerReservation{
 		Envs: map[string]string{
 			EnvNvidiaVisibleDevices: ids,
 			EnvCudaVisibleDevices:   strings.Join(cudaNames, ","),
 			EnvThemisGPUIDs:         ids,
 		},
 		Devices: devices,
-	}, nil
+	}
+	m, err := p.checkpointMount(deviceIDs)
+	if err != nil {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	if m != nil {
+		res.Mounts = append(res.Mounts, m)
+	}
+	p.logger.Debug("reserved", "ids", ids, "device_files", len(devices), "checkpoint_mount", m != nil)
+	return res, nil
 }
 
 // appendDeviceNodes adds each host device file not yet in specs, mounted at

@@ -3,7 +3,6 @@ package driver
 import (
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,10 +23,17 @@ const (
 )
 
 // DefaultCheckpointRoot is where checkpoint directories live unless the
-// plugin config names another root.
-func DefaultCheckpointRoot() string {
-	return filepath.Join(os.TempDir(), "themis", "checkpoints")
-}
+// plugin config names another root: root's, and not under a directory
+// everyone may write to (docs/hardening.md).
+const DefaultCheckpointRoot = "/var/lib/themis/checkpoints"
+
+// The default range of dynamic workload uids (identity.go): above Nomad's
+// own (client.users.dynamic_user_min/max, 80000-89999, for exec2) and
+// below where /etc/subuid ranges usually start (100000).
+const (
+	DefaultDynamicUserMin = 90000
+	DefaultDynamicUserMax = 99999
+)
 
 // Config is the plugin config, set from the agent's
 // `plugin "themis-driver" { config { ... } }` block.
@@ -45,10 +51,22 @@ type Config struct {
 	// KeepCheckpoints is how many complete checkpoints per task survive
 	// pruning (at task start and after the task exits); at least 1.
 	KeepCheckpoints int `codec:"keep_checkpoints"`
-	// DefaultUser is the user tasks that name none run as.
+	// DefaultUser is the user tasks that name none run as; empty (the
+	// default): each allocation runs as a dynamic uid of its own, from
+	// DynamicUserMin to DynamicUserMax (identity.go).
 	DefaultUser string `codec:"default_user"`
-	// AllowRootJobs lists the jobs ("<namespace>/<job>", or "*" for all)
-	// whose tasks may run as root.
+	// DynamicUserMin and DynamicUserMax bound the dynamic uids.
+	DynamicUserMin int `codec:"dynamic_user_min"`
+	DynamicUserMax int `codec:"dynamic_user_max"`
+	// AllowedUsers lists the users a task may name in its `user`, as
+	// "<namespace>/<user>" ("*/<user>": in every namespace); a task of a
+	// namespace not listed may name none.
+	AllowedUsers []string `codec:"allowed_users"`
+	// SupplementaryGroups are the groups (names or gids) every task is in
+	// besides its own; none by default.
+	SupplementaryGroups []string `codec:"supplementary_groups"`
+	// AllowRootJobs lists where tasks may run as root: a namespace (every
+	// job in it), "<namespace>/<job>", or "*" for all.
 	AllowRootJobs []string `codec:"allow_root_jobs"`
 	// AdvertiseAddress is the address the other parts of a multi-node gang
 	// reach this node's part at (the gang's MASTER_ADDR when it is rank 0);
@@ -92,19 +110,26 @@ func configSpec() *hclspec.Spec {
 		),
 		"checkpoint_root": hclspec.NewDefault(
 			hclspec.NewAttr("checkpoint_root", "string", false),
-			hclspec.NewLiteral(strconv.Quote(DefaultCheckpointRoot())),
+			hclspec.NewLiteral(strconv.Quote(DefaultCheckpointRoot)),
 		),
 		"keep_checkpoints": hclspec.NewDefault(
 			hclspec.NewAttr("keep_checkpoints", "number", false),
 			hclspec.NewLiteral(strconv.Itoa(DefaultKeepCheckpoints)),
 		),
-		"default_user": hclspec.NewDefault(
-			hclspec.NewAttr("default_user", "string", false),
-			hclspec.NewLiteral(strconv.Quote(DefaultTaskUser)),
+		"default_user": hclspec.NewAttr("default_user", "string", false),
+		"dynamic_user_min": hclspec.NewDefault(
+			hclspec.NewAttr("dynamic_user_min", "number", false),
+			hclspec.NewLiteral(strconv.Itoa(DefaultDynamicUserMin)),
 		),
-		"allow_root_jobs":   hclspec.NewAttr("allow_root_jobs", "list(string)", false),
-		"advertise_address": hclspec.NewAttr("advertise_address", "string", false),
-		"allow_devices":     hclspec.NewAttr("allow_devices", "list(string)", false),
+		"dynamic_user_max": hclspec.NewDefault(
+			hclspec.NewAttr("dynamic_user_max", "number", false),
+			hclspec.NewLiteral(strconv.Itoa(DefaultDynamicUserMax)),
+		),
+		"allowed_users":        hclspec.NewAttr("allowed_users", "list(string)", false),
+		"supplementary_groups": hclspec.NewAttr("supplementary_groups", "list(string)", false),
+		"allow_root_jobs":      hclspec.NewAttr("allow_root_jobs", "list(string)", false),
+		"advertise_address":    hclspec.NewAttr("advertise_address", "string", false),
+		"allow_devices":        hclspec.NewAttr("allow_devices", "list(string)", false),
 		"gang_timeout": hclspec.NewDefault(
 			hclspec.NewAttr("gang_timeout", "string", false),
 			hclspec.NewLiteral(strconv.Quote(DefaultGangTimeout.String())),
@@ -141,13 +166,13 @@ func (c Config) withDefaults() Config {
 		c.ConsulAddress = DefaultConsulAddress
 	}
 	if c.CheckpointRoot == "" {
-		c.CheckpointRoot = DefaultCheckpointRoot()
+		c.CheckpointRoot = DefaultCheckpointRoot
 	}
 	if c.KeepCheckpoints == 0 {
 		c.KeepCheckpoints = DefaultKeepCheckpoints
 	}
-	if c.DefaultUser == "" {
-		c.DefaultUser = DefaultTaskUser
+	if c.DynamicUserMin == 0 && c.DynamicUserMax == 0 {
+		c.DynamicUserMin, c.DynamicUserMax = DefaultDynamicUserMin, DefaultDynamicUserMax
 	}
 	if c.AdvertiseAddress == "" {
 		c.AdvertiseAddress = defaultAdvertise()
@@ -178,11 +203,39 @@ func (c Config) validate() error {
 		}
 	}
 	for _, j := range c.AllowRootJobs {
-		if j != AllowRootAll && !strings.Contains(j, "/") {
-			return fmt.Errorf("allow_root_jobs: want \"<namespace>/<job>\" or %q, got %q", AllowRootAll, j)
+		if ns, _, _ := strings.Cut(j, "/"); j != AllowRootAll && !validNamespace(ns) {
+			return fmt.Errorf("allow_root_jobs: want a namespace, \"<namespace>/<job>\" or %q, got %q", AllowRootAll, j)
 		}
 	}
+	unset := c.DynamicUserMin == 0 && c.DynamicUserMax == 0 // withDefaults fills them
+	if !unset && (c.DynamicUserMin < 1 || c.DynamicUserMax < c.DynamicUserMin || c.DynamicUserMax > maxDynamicUID) {
+		return fmt.Errorf("dynamic_user_min, dynamic_user_max: want 1 <= min <= max <= %d, got %d and %d",
+			maxDynamicUID, c.DynamicUserMin, c.DynamicUserMax)
+	}
+	for _, e := range c.AllowedUsers {
+		ns, u, ok := strings.Cut(e, "/")
+		if !ok || u == "" || strings.Contains(u, "/") || ns != AllowRootAll && !validNamespace(ns) {
+			return fmt.Errorf("allowed_users: want \"<namespace>/<user>\" or \"%s/<user>\", got %q", AllowRootAll, e)
+		}
+	}
+	if _, err := supplementaryGIDs(c.SupplementaryGroups); err != nil {
+		return err
+	}
 	return nil
+}
+
+// validNamespace: Nomad's rule for namespace names ([a-zA-Z0-9-], 1 to
+// 128 characters).
+func validNamespace(ns string) bool {
+	if ns == "" || len(ns) > 128 {
+		return false
+	}
+	for _, r := range ns {
+		if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // wireTaskConfig is TaskConfig as it arrives: HCL numbers may be fractional,

@@ -12,10 +12,14 @@
 //	    consul_address  = "127.0.0.1:8500"   # Consul holding the GPU leases
 //	    consul_token    = "..."   # Consul ACL token (examples/acl/driver.consul.hcl; default $CONSUL_HTTP_TOKEN)
 //	    lease_check     = true               # refuse tasks whose GPUs are not leased to them
-//	    checkpoint_root = "/tmp/themis/checkpoints"  # default: $TMPDIR/themis/checkpoints
+//	    checkpoint_root = "/var/lib/themis/checkpoints"  # root's; refused when a user could swap it
 //	    keep_checkpoints = 3     # complete checkpoints kept per task (>= 1)
-//	    default_user    = "nobody"  # tasks that name no `user` run as this user
-//	    allow_root_jobs = []        # "<namespace>/<job>" (or "*") allowed to run as root
+//	    dynamic_user_min = 90000 # each allocation runs as a uid of its own from this range
+//	    dynamic_user_max = 99999
+//	    default_user    = ""        # set: tasks that name no `user` run as it instead
+//	    allowed_users   = []        # "<namespace>/<user>" (or "*/<user>") a task's `user` may name
+//	    supplementary_groups = []   # groups every task is in besides its own; none by default
+//	    allow_root_jobs = []        # a namespace, "<namespace>/<job>", or "*": may run as root
 //	    advertise_address = "10.0.0.5"  # where a gang's other parts reach this node (default: the default route's source)
 //	    gang_timeout    = "5m"      # how long a gang's part waits for the others (docs/gangs.md)
 //	    allow_devices   = ["/dev/infiniband"]  # device files (or dirs of them) every task may open besides its own GPUs'
@@ -77,12 +81,33 @@
 // the command in the task dir as the leader of its own process group, with
 // stdout and stderr on Nomad's log FIFOs, and:
 //
-//   - as the task's user: the task's `user`, else default_user ("nobody",
-//     as Nomad's exec). A task whose user is root (uid 0) is refused unless
-//     allow_root_jobs names its "<namespace>/<job>" (or holds "*"); the error
-//     names `user` (or `default_user`). Only a driver running as root can
-//     switch users: otherwise tasks run as the driver's user, and a task that
-//     names another user is refused.
+//   - as the task's identity (user.go, identity.go, runas.go): by default a
+//     dynamic uid that its allocation holds from its first task's start to
+//     its last task's end, from dynamic_user_min..dynamic_user_max (as
+//     Nomad's exec2 does), its group the same number, its home the task
+//     dir, no supplementary groups but supplementary_groups; so two jobs
+//     cannot signal each other, read each other's /proc, checkpoints or
+//     task dirs. The uid is claimed in the checkpoint root
+//     (<root>/.themis/uids/<uid>/<alloc>.<task>), so clients sharing the
+//     root never give one uid to two allocations; a gang's ranks share
+//     rank 0's (one checkpoint dir). A task's `user` is honoured only
+//     where allowed_users lists it for the task's namespace; root (uid 0)
+//     only where allow_root_jobs names the namespace or the job; the error
+//     names the field. default_user, when set, replaces the dynamic uid.
+//     The executor gets no user: it starts the run-as shim (this binary,
+//     "themis-run-as"), which sets exactly those ids and no_new_privs and
+//     execs the command, because Nomad's executor adds group 0 to every
+//     user it runs (setCmdUser in drivers/shared/executor/executor_unix.go
+//     of Nomad 1.11.3 makes its group slice with its length, then appends)
+//     and cannot run a uid /etc/passwd does not name. The task's
+//     environment reaches the shim in a root-only file of the alloc dir,
+//     not through the root executor (a job's LD_PRELOAD would run as
+//     root). The executor's TaskDir is a path below /proc (it looks the
+//     command up in <TaskDir>/local first and chmods what it finds, as
+//     root), its log is in the alloc dir (it opens it as root). The task
+//     dir is the task's uid's, 0700. Only a driver running as root can
+//     switch users: otherwise tasks run as the driver's user, and a task
+//     that names another user is refused.
 //   - in the cgroups the Nomad client made for the task, with its cpu shares
 //     and memory limit, where the client can (root, cgroups v1 or v2). The
 //     fingerprint says what holds: driver.themis.cgroups ("v1", "v2", "off"),
@@ -171,7 +196,17 @@
 // The checkpoint dir lives outside the alloc dir, so a job re-placed on the
 // same node after preemption finds its checkpoints and resumes. It is 0700
 // and owned by the task's user; the dirs above it are root's and 0711, so a
-// task reaches its own dir without listing other jobs.
+// task reaches its own dir without listing other jobs. The driver never
+// follows a path a job could shape (package nofollow, ckptdir.go): the
+// root must be root's and not writable by others (else the fingerprint is
+// unhealthy naming it), every component below it is opened with
+// O_NOFOLLOW and checked, the dir is handed to a new allocation's uid on
+// its open descriptor with what earlier uids wrote in it (no symlink's
+// target, no hard link from elsewhere), and goes back to root, 0700, when
+// the allocation releases its uid. The notice file, the progress file
+// (regular, at most 64 KiB, the task's own, opened non-blocking), pruning
+// and the newest checkpoint are read and written as the task's uid
+// (setfsuid on a locked thread, asuser.go).
 //
 // # Checkpoint protocol
 //

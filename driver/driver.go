@@ -123,6 +123,9 @@ type Driver struct {
 
 	tasksMu sync.RWMutex
 	tasks   map[string]*taskHandle
+
+	// ids are the dynamic uids the driver's allocations hold.
+	ids *identities
 }
 
 var _ drivers.DriverPlugin = (*Driver)(nil)
@@ -139,6 +142,7 @@ func New(ctx context.Context, logger hclog.Logger, opts ...Option) *Driver {
 		config:                 Config{LeaseCheck: true}.withDefaults(),
 		nomadConfig:            defaultDriverConfig(),
 		tasks:                  make(map[string]*taskHandle),
+		ids:                    newIdentities(),
 	}
 	d.compute = d.nomadConfig.Topology.Compute()
 	for _, o := range opts {
@@ -265,10 +269,22 @@ func (d *Driver) buildFingerprint(ctx context.Context) *drivers.Fingerprint {
 			d.logger.Info("removed the devices cgroups of tasks that are over", "cgroups", gone)
 		}
 	}
+	root, err := openCheckpointRoot(cfg.CheckpointRoot)
+	if err != nil {
+		d.logger.Error("tasks cannot start: the checkpoint root is not safe", "error", err)
+		fp.Health = drivers.HealthStateUnhealthy
+		fp.HealthDescription = "tasks cannot start: " + err.Error()
+		return fp
+	}
+	if iso.users {
+		if gone, err := d.sweepIdentities(root, time.Now()); len(gone) > 0 || err != nil {
+			d.logger.Info("released the dynamic uids of tasks a driver left behind", "claims", gone, "error", err)
+		}
+	}
+	root.Close()
 	if !cfg.LeaseCheck {
 		return fp
 	}
-	var err error
 	if leases == nil {
 		err = errors.New("no lease reader configured")
 	} else {
@@ -296,23 +312,23 @@ func (d *Driver) task(id string) (*taskHandle, error) {
 
 // gather runs a gang part's rendezvous (gang.go) and returns its gang
 // environment.
-func (d *Driver) gather(logger hclog.Logger, cfg *drivers.TaskConfig, pcfg Config, leases LeaseReader, part gangPart) (map[string]string, error) {
+func (d *Driver) gather(logger hclog.Logger, cfg *drivers.TaskConfig, pcfg Config, leases LeaseReader, part gangPart, uid int) (map[string]string, int, error) {
 	g, ok := leases.(GangRendezvous)
 	if !ok {
-		return nil, errNoRendezvous
+		return nil, 0, errNoRendezvous
 	}
 	logger.Info("waiting for the gang's other parts", "rank", part.rank, "size", part.size(), "lease", part.lease.LeaseID)
 	d.emit(cfg, eventGangWaiting, map[string]string{"rank": strconv.Itoa(part.rank), "size": strconv.Itoa(part.size())})
 	start := time.Now()
-	members, err := rendezvous(d.ctx, leases, g, cfg, part, pcfg.AdvertiseAddress, pcfg.gangTimeout())
+	members, err := rendezvous(d.ctx, leases, g, cfg, part, pcfg.AdvertiseAddress, pcfg.gangTimeout(), uid)
 	if err != nil {
 		logger.Error("gang did not gather", "rank", part.rank, "error", err)
-		return nil, err
+		return nil, 0, err
 	}
 	env := gangEnv(part, members)
 	logger.Info("gang gathered", "rank", part.rank, "size", part.size(), "waited", time.Since(start), "master", env[EnvMasterAddr]+":"+env[EnvMasterPort])
 	d.emit(cfg, eventGangGathered, map[string]string{"rank": strconv.Itoa(part.rank), "peers": env[EnvGangPeers]})
-	return env, nil
+	return env, members[0].UID, nil
 }
 
 // StartTask implements drivers.DriverPlugin.
@@ -334,25 +350,20 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	pcfg, leases := d.current()
 	gpuIDs := allocatedGPUs(cfg)
 	gangVars := soloEnv(intent)
+	var part gangPart
+	var gang bool
 	if pcfg.LeaseCheck {
 		if leases == nil {
 			return nil, nil, errors.New("lease check: no lease reader configured")
 		}
 		ctx, cancel := context.WithTimeout(d.ctx, leaseCheckTimeout)
-		part, gang, err := checkLeases(ctx, leases, cfg, intent)
+		part, gang, err = checkLeases(ctx, leases, cfg, intent)
 		cancel()
 		if err != nil {
 			logger.Error("refusing task", "gpus", gpuIDs, "error", err)
 			return nil, nil, err
 		}
 		d.emit(cfg, eventLeaseChecked, map[string]string{"gpus": strings.Join(gpuIDs, ",")})
-		if gang {
-			ge, err := d.gather(logger, cfg, pcfg, leases, part)
-			if err != nil {
-				return nil, nil, err
-			}
-			maps.Copy(gangVars, ge)
-		}
 	}
 
 	if currentIsolation().limits {
@@ -369,14 +380,72 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err != nil {
 		return nil, nil, fmt.Errorf("invalid task config: %w", err)
 	}
-	ckpt, err := checkpointDir(pcfg.CheckpointRoot, cfg, who)
+	names, err := checkpointNames(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
+	root, err := openCheckpointRoot(pcfg.CheckpointRoot)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close()
+
+	// The allocation's identity: a gang's rank 0 (and a one-node job)
+	// claims a uid before it joins the rendezvous, where it publishes it;
+	// the other ranks take rank 0's after.
+	claim := holder{Alloc: cfg.AllocID, Task: cfg.Name, Dir: names}
+	held := false
+	defer func() {
+		if held { // the start failed after the uid was taken
+			d.releaseIdentity(logger, pcfg.CheckpointRoot, who, claim)
+		}
+	}()
+	if who.dynamic && (!gang || part.rank == 0) {
+		uid, err := d.ids.acquire(root, pcfg.DynamicUserMin, pcfg.DynamicUserMax, claim, taskDirOwner(taskDir))
+		if err != nil {
+			return nil, nil, err
+		}
+		who, held = who.withUID(uid, taskDir), true
+	}
+	if gang {
+		ge, rank0UID, err := d.gather(logger, cfg, pcfg, leases, part, who.uid)
+		if err != nil {
+			return nil, nil, err
+		}
+		maps.Copy(gangVars, ge)
+		if who.dynamic && part.rank > 0 {
+			if rank0UID < pcfg.DynamicUserMin || rank0UID > pcfg.DynamicUserMax {
+				return nil, nil, fmt.Errorf("gang rendezvous: rank 0 runs as uid %d, outside this driver's dynamic_user_min..dynamic_user_max (%d-%d): every client of a gang needs the same range",
+					rank0UID, pcfg.DynamicUserMin, pcfg.DynamicUserMax)
+			}
+			if err := d.ids.join(root, rank0UID, claim); err != nil {
+				return nil, nil, fmt.Errorf("gang rendezvous: %w", err)
+			}
+			who, held = who.withUID(rank0UID, taskDir), true
+		}
+	}
+
+	if err := checkCommand(path, who); err != nil {
+		return nil, nil, err
+	}
+	ck, err := openCheckpointDir(root, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = handOver(logger, ck, who, pcfg.DynamicUserMin, pcfg.DynamicUserMax)
+	ck.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := giveTaskDir(logger, cfg, who, pcfg.DynamicUserMin, pcfg.DynamicUserMax); err != nil {
+		return nil, nil, err
+	}
+	ckpt := filepath.Join(append([]string{pcfg.CheckpointRoot}, names...)...)
 	proto, err := newProtocol(ckpt, pcfg.KeepCheckpoints, intent)
 	if err != nil {
 		return nil, nil, fmt.Errorf("invalid task config: %w", err)
 	}
+	proto.root, proto.names, proto.who = pcfg.CheckpointRoot, names, who
 	resume, err := proto.prepare(logger)
 	if err != nil {
 		return nil, nil, fmt.Errorf("checkpoint dir %s: %w", ckpt, err)
@@ -385,7 +454,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err != nil {
 		logger.Warn("ignoring a bad restart count; the task sees 0", "error", err)
 	}
-	env := taskEnv(cfg, intent, gpuIDs, checkpointEnv{dir: ckpt, resumeFrom: resume, notice: proto.noticeFile, restarts: restarts}, gangVars)
+	env := taskEnv(cfg, intent, gpuIDs, checkpointEnv{dir: ckpt, resumeFrom: resume, notice: proto.noticeFile, restarts: restarts}, gangVars, who)
 	rules, err := taskDeviceRules(cfg.Devices, pcfg.AllowDevices)
 	if err != nil {
 		return nil, nil, fmt.Errorf("device isolation: %w", err)
@@ -400,6 +469,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		return nil, nil, err
 	}
 	h.proto = proto
+	held = false // the task's now: released when it is destroyed
 
 	handle := drivers.NewTaskHandle(taskHandleVersion)
 	handle.Config = cfg
@@ -421,7 +491,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if resume != "" {
 		d.emit(cfg, eventResuming, map[string]string{"checkpoint": resume, "restart_count": strconv.Itoa(restarts)})
 	}
-	logger.Info("task started", "pid", h.pid, "user", who.name, "command", path, "gpus", gpuIDs, "device_files", deviceFiles(cfg.Devices, fence), "vc", intent.VC,
+	logger.Info("task started", "pid", h.pid, "user", who.name, "uid", who.uid, "command", path, "gpus", gpuIDs, "device_files", deviceFiles(cfg.Devices, fence), "vc", intent.VC,
 		"class", intent.Class, "grace_period", intent.GracePeriod.String(), "checkpoint_signal", intent.CheckpointSignal,
 		"checkpoint_dir", ckpt, "resume_from", resume, "restart_count", restarts)
 	return handle, nil, nil
@@ -490,6 +560,12 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 		return fmt.Errorf("recover task %s: %w", cfg.ID, err)
 	}
 	h.proto = d.recoverProtocol(st, handle.Config)
+	h.who = h.proto.who
+	if h.who.dynamic && h.proto.root != "" {
+		if err := d.restoreIdentity(h.proto, cfg); err != nil {
+			logger.Warn("cannot record the recovered task's dynamic uid as held", "uid", h.who.uid, "error", err)
+		}
+	}
 	d.tasksMu.Lock()
 	d.tasks[cfg.ID] = h
 	d.tasksMu.Unlock()
@@ -556,7 +632,7 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	_, leases := d.current()
 	reason := stopReason(d.ctx, h.logger, leases, h.cfg, wait)
 	notice := Notice{Reason: reason, Deadline: deadline, Signal: p.signalName}
-	if err := writeNotice(p.noticeFile, notice); err != nil {
+	if err := p.writeNotice(notice); err != nil {
 		h.logger.Warn("cannot write the notice file; the signal still goes out", "notice_file", p.noticeFile, "error", err)
 	}
 	d.emit(h.cfg, eventCheckpointAsk, map[string]string{
@@ -589,8 +665,12 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 	h.stopExecutor()
 	d.unfence(h.logger, h.cfg)
 	d.tasksMu.Lock()
+	_, mine := d.tasks[taskID]
 	delete(d.tasks, taskID)
 	d.tasksMu.Unlock()
+	if mine && h.proto.root != "" {
+		d.releaseIdentity(h.logger, h.proto.root, h.proto.who, holder{Alloc: h.cfg.AllocID, Task: h.cfg.Name, Dir: h.proto.names})
+	}
 	return nil
 }
 

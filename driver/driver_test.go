@@ -597,10 +597,20 @@ config {
 
 	var pc *Config
 	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config {}`, &pc)
-	must.Eq(t, &Config{ConsulAddress: DefaultConsulAddress, LeaseCheck: true, CheckpointRoot: DefaultCheckpointRoot(),
-		KeepCheckpoints: DefaultKeepCheckpoints, DefaultUser: DefaultTaskUser, GangTimeout: DefaultGangTimeout.String()}, pc)
-	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config { keep_checkpoints = 5 }`, &pc)
+	must.Eq(t, &Config{ConsulAddress: DefaultConsulAddress, LeaseCheck: true, CheckpointRoot: DefaultCheckpointRoot,
+		KeepCheckpoints: DefaultKeepCheckpoints, DynamicUserMin: DefaultDynamicUserMin, DynamicUserMax: DefaultDynamicUserMax,
+		GangTimeout: DefaultGangTimeout.String()}, pc)
+	must.StrNotHasPrefix(t, os.TempDir(), pc.CheckpointRoot)
+	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config {
+  keep_checkpoints     = 5
+  allowed_users        = ["research/svc-train", "*/ml"]
+  supplementary_groups = ["video"]
+  allow_root_jobs      = ["ops", "research/setup"]
+}`, &pc)
 	must.Eq(t, 5, pc.KeepCheckpoints)
+	must.Eq(t, []string{"research/svc-train", "*/ml"}, pc.AllowedUsers)
+	must.Eq(t, []string{"video"}, pc.SupplementaryGroups)
+	must.Eq(t, []string{"ops", "research/setup"}, pc.AllowRootJobs)
 }
 
 // HCL numbers can be fractional; the error must still name the field.

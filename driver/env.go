@@ -1,10 +1,7 @@
 package driver
 
 import (
-	"fmt"
 	"maps"
-	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -15,48 +12,7 @@ import (
 	"github.com/themis-nomad/themis/planner/spec"
 )
 
-// A task's environment and checkpoint dir.
-
-// checkpointDir creates <root>/<namespace>/<job>/<group>/<task>. It lives
-// outside the alloc dir, so a replacement alloc of the job on this node finds
-// the checkpoints of the one it replaces.
-//
-// The dirs between checkpoint_root and the task's are the driver's and
-// traversable only (0711), so a task sees no other job's names; the task's
-// own dir (0700) belongs to the task's user. checkpoint_root itself is made
-// 0711 when the driver creates it and otherwise left as the operator set it.
-func checkpointDir(root string, cfg *drivers.TaskConfig, owner taskUser) (string, error) {
-	parts := []string{root}
-	for _, p := range []struct{ what, v string }{
-		{"namespace", cfg.Namespace}, {"job id", cfg.JobID}, {"task group", cfg.TaskGroupName}, {"task name", cfg.Name},
-	} {
-		v := url.PathEscape(p.v)
-		if v == "" || v == "." || v == ".." {
-			return "", fmt.Errorf("checkpoint dir: %s %q cannot be a directory name", p.what, p.v)
-		}
-		parts = append(parts, v)
-	}
-	dir := filepath.Join(parts...)
-	if err := os.MkdirAll(dir, checkpointParentPerms); err != nil {
-		return "", fmt.Errorf("create checkpoint dir: %w", err)
-	}
-	// The dirs between the root (the operator's, left as it is) and the
-	// task's are the driver's.
-	for i := 2; i < len(parts); i++ {
-		if err := os.Chmod(filepath.Join(parts[:i]...), checkpointParentPerms); err != nil {
-			return "", fmt.Errorf("checkpoint dir: %w", err)
-		}
-	}
-	if err := os.Chmod(dir, checkpointDirPerms); err != nil {
-		return "", fmt.Errorf("checkpoint dir: %w", err)
-	}
-	if os.Geteuid() == 0 {
-		if err := os.Lchown(dir, owner.uid, owner.gid); err != nil {
-			return "", fmt.Errorf("checkpoint dir: give it to the task's user: %w", err)
-		}
-	}
-	return dir, nil
-}
+// A task's environment.
 
 // checkpointEnv is the checkpoint protocol's part of a task's env.
 type checkpointEnv struct {
@@ -66,12 +22,17 @@ type checkpointEnv struct {
 	restarts   int
 }
 
-func taskEnv(cfg *drivers.TaskConfig, in spec.Intent, gpuIDs []string, ck checkpointEnv, gang map[string]string) []string {
+func taskEnv(cfg *drivers.TaskConfig, in spec.Intent, gpuIDs []string, ck checkpointEnv, gang map[string]string, who taskUser) []string {
 	env := maps.Clone(cfg.DeviceEnv)
 	if env == nil {
 		env = map[string]string{}
 	}
 	maps.Copy(env, cfg.Env)
+	if !who.self {
+		// What Nomad's executor sets for a task's user (the shim starts
+		// the task, runas.go); a dynamic uid's home is its task dir.
+		env["USER"], env["LOGNAME"], env["HOME"] = who.name, who.name, who.home
+	}
 	maps.Copy(env, map[string]string{
 		EnvJobID:         cfg.JobID,
 		EnvVC:            in.VC,
@@ -123,6 +84,12 @@ func (d *Driver) recoverProtocol(st taskState, handleCfg *drivers.TaskConfig) pr
 			"checkpoint_signal", in.CheckpointSignal, "error", err)
 		in.CheckpointSignal = spec.DefaultCheckpointSignal
 		p, _ = newProtocol(dir, pcfg.KeepCheckpoints, in)
+	}
+	p.root, p.names, p.who = st.CheckpointRoot, st.CheckpointNames, st.RunAs.user()
+	if p.root == "" && dir != "" { // a task of a driver from before: its layout
+		if names, err := checkpointNames(cfg); err == nil && filepath.Join(append([]string{pcfg.CheckpointRoot}, names...)...) == dir {
+			p.root, p.names = pcfg.CheckpointRoot, names
+		}
 	}
 	return p
 }

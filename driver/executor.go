@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -35,14 +36,44 @@ type launchSpec struct {
 
 // launch starts the task's command through a new executor, in its device
 // fence where it has one (device_fence.go).
-func (d *Driver) launch(logger hclog.Logger, cfg *drivers.TaskConfig, spec launchSpec) (*taskHandle, error) {
+func (d *Driver) launch(logger hclog.Logger, cfg *drivers.TaskConfig, spec launchSpec) (h *taskHandle, err error) {
 	d.mu.RLock()
 	nomadCfg, compute := d.nomadConfig, d.compute
 	d.mu.RUnlock()
 	execCfg := &executor.ExecutorConfig{
-		LogFile:  filepath.Join(cfg.TaskDir().Dir, "executor.out"),
+		LogFile:  executorLog(cfg),
 		LogLevel: "debug",
 		Compute:  compute,
+	}
+	command := &executor.ExecCommand{
+		Cmd:              spec.path,
+		Args:             spec.args,
+		Env:              spec.env,
+		TaskDir:          spec.dir,
+		StdoutPath:       cfg.StdoutPath,
+		StderrPath:       cfg.StderrPath,
+		NetworkIsolation: cfg.NetworkIsolation,
+		Resources:        cfg.Resources.Copy(),
+	}
+	if !spec.user.self {
+		shim, err := prepareShim(cfg.AllocDir, cfg.Name, spec.user, spec.path, spec.args, spec.env)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if h == nil {
+				shim.discard()
+			}
+		}()
+		// The executor looks the command up in <TaskDir>/local and
+		// <TaskDir> first, and makes what it finds executable, as root:
+		// a task could plant a symlink there. It gets a TaskDir below
+		// /proc, where no one can make anything, with the names it
+		// derives the task's v1 cgroups from (alloc ID, task name); the
+		// task still runs in its task dir (WorkDir).
+		command.Cmd, command.Args, command.Env = shim.cmd, shim.args, shimEnv
+		command.TaskDir = filepath.Join(noTaskDir, filepath.Base(filepath.Dir(spec.dir)), filepath.Base(spec.dir))
+		command.WorkDir = spec.dir
 	}
 	if spec.fence != nil {
 		if err := spec.fence.apply(); err != nil {
@@ -66,34 +97,39 @@ func (d *Driver) launch(logger hclog.Logger, cfg *drivers.TaskConfig, spec launc
 			return nil, err
 		}
 	}
-	ps, err := exec.Launch(&executor.ExecCommand{
-		Cmd:              spec.path,
-		Args:             spec.args,
-		Env:              spec.env,
-		User:             spec.user.name,
-		TaskDir:          spec.dir,
-		StdoutPath:       cfg.StdoutPath,
-		StderrPath:       cfg.StderrPath,
-		NetworkIsolation: cfg.NetworkIsolation,
-		Resources:        cfg.Resources.Copy(),
-	})
+	ps, err := exec.Launch(command)
 	if err != nil {
 		client.Kill()
 		d.unfence(logger, cfg)
 		return nil, fmt.Errorf("launch %s: %w", spec.path, err)
 	}
-	h := &taskHandle{
+	h = &taskHandle{
 		logger:       logger.With("pid", ps.Pid),
 		cfg:          cfg,
 		exec:         exec,
 		pluginClient: client,
 		pid:          ps.Pid,
 		user:         spec.user.name,
+		who:          spec.user,
 		startedAt:    time.Now(),
 		done:         make(chan struct{}),
 		state:        drivers.TaskStateRunning,
 	}
 	return h, nil
+}
+
+// noTaskDir is below /proc, where no file can be made: the executor's
+// TaskDir for a task the shim starts (launch).
+const noTaskDir = "/proc/themis-no-task-dir"
+
+// executorLog is where a task's executor logs: in the alloc dir, root's,
+// not in the task dir, which is the task's (the executor opens it as root,
+// following symlinks: a task could point it at any file).
+func executorLog(cfg *drivers.TaskConfig) string {
+	if cfg.AllocDir == "" {
+		return filepath.Join(cfg.TaskDir().Dir, "executor.out")
+	}
+	return filepath.Join(cfg.AllocDir, ".themis-"+url.PathEscape(cfg.Name)+".executor.out")
 }
 
 // unfence removes the v1 devices cgroup the driver made for a task, once

@@ -86,10 +86,11 @@ func findPart(ctx context.Context, r LeaseReader, cfg *drivers.TaskConfig, ids [
 
 // rendezvous joins the gang and waits for every rank; it returns the
 // members by rank.
-func rendezvous(ctx context.Context, r LeaseReader, g GangRendezvous, cfg *drivers.TaskConfig, part gangPart, addr string, timeout time.Duration) ([]lease.GangMember, error) {
+func rendezvous(ctx context.Context, r LeaseReader, g GangRendezvous, cfg *drivers.TaskConfig, part gangPart, addr string, timeout time.Duration, uid int) ([]lease.GangMember, error) {
 	ns, job, id := cfg.Namespace, cfg.JobID, part.lease.LeaseID
 	me := lease.GangMember{Rank: part.rank, AllocID: cfg.AllocID, NodeID: part.lease.Parts[part.rank].NodeID, Addr: addr, Joined: time.Now().UTC()}
 	if part.rank == 0 {
+		me.UID = uid // the gang's identity (identity.go)
 		port, err := freePort(addr)
 		if err != nil {
 			return nil, fmt.Errorf("gang rank 0: pick a port for the workload's rendezvous on %s: %w", addr, err)

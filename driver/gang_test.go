@@ -90,6 +90,7 @@ func TestRendezvousGathersEveryRank(t *testing.T) {
 	r := &fakeLeases{jobs: map[string]*lease.JobLease{lease.JobKey(testNamespace, "gang"): l}}
 	g := newMemGang()
 	envs := make([]map[string]string, 2)
+	rank0UIDs := make([]int, 2)
 	var wg sync.WaitGroup
 	for rank := range 2 {
 		wg.Add(1)
@@ -99,12 +100,13 @@ func TestRendezvousGathersEveryRank(t *testing.T) {
 				time.Sleep(100 * time.Millisecond) // rank 0 waits for it
 			}
 			part := gangPart{lease: *l, rank: rank}
-			members, err := rendezvous(context.Background(), r, g, gangTask("alloc-"+strconv.Itoa(rank)), part, "127.0.0.1", 5*time.Second)
+			// Each rank offers a uid; rank 0's is the gang's.
+			members, err := rendezvous(context.Background(), r, g, gangTask("alloc-"+strconv.Itoa(rank)), part, "127.0.0.1", 5*time.Second, 90000+rank)
 			if err != nil {
 				t.Errorf("rank %d: %v", rank, err)
 				return
 			}
-			envs[rank] = gangEnv(part, members)
+			envs[rank], rank0UIDs[rank] = gangEnv(part, members), members[0].UID
 		}()
 	}
 	wg.Wait()
@@ -117,6 +119,7 @@ func TestRendezvousGathersEveryRank(t *testing.T) {
 		must.NotEq(t, "0", env[EnvMasterPort])
 	}
 	must.Eq(t, envs[0][EnvMasterPort], envs[1][EnvMasterPort])
+	must.Eq(t, []int{90000, 90000}, rank0UIDs)
 }
 
 // A part alone gives up when the planner takes the gang back, and after
@@ -125,17 +128,17 @@ func TestRendezvousGivesUp(t *testing.T) {
 	l := gangLease()
 	r := &fakeLeases{jobs: map[string]*lease.JobLease{lease.JobKey(testNamespace, "gang"): l}}
 	start := time.Now()
-	_, err := rendezvous(context.Background(), r, newMemGang(), gangTask("a"), gangPart{lease: *l, rank: 1}, "127.0.0.1", 300*time.Millisecond)
+	_, err := rendezvous(context.Background(), r, newMemGang(), gangTask("a"), gangPart{lease: *l, rank: 1}, "127.0.0.1", 300*time.Millisecond, 0)
 	must.ErrorContains(t, err, "1 of 2 parts joined within 300ms")
 	must.Less(t, 3*time.Second, time.Since(start))
 
 	revoked := *l
 	revoked.Revoke = &lease.Revoke{Reason: "gang broken: its part on node-1 is lost"}
 	r.jobs[lease.JobKey(testNamespace, "gang")] = &revoked
-	_, err = rendezvous(context.Background(), r, newMemGang(), gangTask("a"), gangPart{lease: *l, rank: 0}, "127.0.0.1", time.Minute)
+	_, err = rendezvous(context.Background(), r, newMemGang(), gangTask("a"), gangPart{lease: *l, rank: 0}, "127.0.0.1", time.Minute, 0)
 	must.ErrorContains(t, err, "taking the gang back")
 
 	delete(r.jobs, lease.JobKey(testNamespace, "gang"))
-	_, err = rendezvous(context.Background(), r, newMemGang(), gangTask("a"), gangPart{lease: *l, rank: 0}, "127.0.0.1", time.Minute)
+	_, err = rendezvous(context.Background(), r, newMemGang(), gangTask("a"), gangPart{lease: *l, rank: 0}, "127.0.0.1", time.Minute, 0)
 	must.True(t, strings.Contains(err.Error(), "was released"))
 }

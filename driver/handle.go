@@ -32,12 +32,40 @@ type taskState struct {
 	StartedAt      time.Time
 	// User is the user the task runs as ("" = the driver's own user).
 	User string
+	// RunAs is who the task runs as, ids included (nil: a task of a
+	// driver from before the run-as shim).
+	RunAs *runAsState
 	// The task's part in the checkpoint protocol. The TaskConfig above
 	// keeps no driver config (it is not encoded), so RecoverTask needs
 	// these.
 	CheckpointDir    string
+	CheckpointRoot   string
+	CheckpointNames  []string
 	GracePeriod      time.Duration
 	CheckpointSignal string
+}
+
+// runAsState is a taskUser as the driver state keeps it.
+type runAsState struct {
+	Name     string
+	UID, GID int
+	Groups   []int
+	Home     string
+	Dynamic  bool
+	Self     bool
+}
+
+func stateOf(u taskUser) *runAsState {
+	return &runAsState{Name: u.name, UID: u.uid, GID: u.gid, Groups: u.groups, Home: u.home, Dynamic: u.dynamic, Self: u.self}
+}
+
+// user is the taskUser of a state; a nil state (a task of an older
+// driver) is root's, as the driver then worked in its checkpoint dir.
+func (s *runAsState) user() taskUser {
+	if s == nil {
+		return taskUser{}
+	}
+	return taskUser{name: s.Name, uid: s.UID, gid: s.GID, groups: s.Groups, home: s.Home, dynamic: s.Dynamic, self: s.Self}
 }
 
 // taskHandle tracks one task: its executor and the process the executor
@@ -49,10 +77,13 @@ type taskHandle struct {
 	pluginClient *plugin.Client
 	pid          int
 	user         string
-	startedAt    time.Time
-	recovered    bool
-	proto        protocol
-	done         chan struct{} // closed once the process has exited
+	// who is who the task runs as; its dynamic uid, if any, is released
+	// when the task is destroyed (identity.go).
+	who       taskUser
+	startedAt time.Time
+	recovered bool
+	proto     protocol
+	done      chan struct{} // closed once the process has exited
 	// stopped stops the executor once: run stops it after reporting the
 	// exit, DestroyTask waits for that (go-plugin's Kill must not run
 	// twice at once).
@@ -152,9 +183,10 @@ func (h *taskHandle) status() *drivers.TaskStatus {
 }
 
 func (h *taskHandle) driverState() taskState {
-	return taskState{TaskConfig: h.cfg, Pid: h.pid, StartedAt: h.startedAt, User: h.user,
+	return taskState{TaskConfig: h.cfg, Pid: h.pid, StartedAt: h.startedAt, User: h.user, RunAs: stateOf(h.proto.who),
 		ReattachConfig: pstructs.ReattachConfigFromGoPlugin(h.pluginClient.ReattachConfig()),
-		CheckpointDir:  h.proto.checkpointDir, GracePeriod: h.proto.grace, CheckpointSignal: h.proto.signalName}
+		CheckpointDir:  h.proto.checkpointDir, CheckpointRoot: h.proto.root, CheckpointNames: h.proto.names,
+		GracePeriod: h.proto.grace, CheckpointSignal: h.proto.signalName}
 }
 
 // signal sends sig to the task's whole process group (the executor starts

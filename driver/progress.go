@@ -3,13 +3,15 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/themis-nomad/themis/driver/nofollow"
 	"github.com/themis-nomad/themis/planner/lease"
 )
 
@@ -45,16 +47,23 @@ type progressReport struct {
 	Loss      *float64 `json:"loss"`
 }
 
-// readProgress reads and checks a progress file; ok is false when there is
+// maxProgressFile caps what the driver reads of a progress file (a few
+// dozen bytes are expected); a larger one is refused unread.
+const maxProgressFile = 64 << 10
+
+// readProgress reads and checks the progress file in the checkpoint dir d
+// (nofollow: not through a symlink, not a FIFO or a device, not above
+// maxProgressFile, only when owner owns it); ok is false when there is
 // none yet.
-func readProgress(path string) (progressReport, bool, error) {
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
+func readProgress(d *nofollow.Dir, owner int) (progressReport, bool, error) {
+	b, err := d.ReadFile(ProgressFileName, maxProgressFile, owner)
+	if errors.Is(err, fs.ErrNotExist) {
 		return progressReport{}, false, nil
 	}
 	if err != nil {
-		return progressReport{}, false, err
+		return progressReport{}, false, fmt.Errorf("progress file: %w", err)
 	}
+	path := filepath.Join(d.Path(), ProgressFileName)
 	var r progressReport
 	if err := json.Unmarshal(b, &r); err != nil {
 		return progressReport{}, false, fmt.Errorf("progress file %s: %w", path, err)
@@ -99,15 +108,24 @@ func sameLoss(a, b *float64) bool {
 // progress file changes (looked at every period), until the task exits or
 // ctx ends.
 func (h *taskHandle) reportProgress(ctx context.Context, r ProgressReporter, period time.Duration, iterations int) {
-	path := filepath.Join(h.proto.checkpointDir, ProgressFileName)
 	m := &progressMeter{stanzaIter: int64(iterations)}
-	warned := false
+	owner := nofollow.AnyOwner
+	if h.proto.who.uid != 0 && !h.proto.who.self {
+		owner = h.proto.who.uid
+	}
+	var warned string
 	look := func() {
-		rep, ok, err := readProgress(path)
+		var rep progressReport
+		var ok bool
+		err := h.proto.inDir(func(d *nofollow.Dir) error {
+			var rerr error
+			rep, ok, rerr = readProgress(d, owner)
+			return rerr
+		})
 		if err != nil {
-			if !warned {
-				h.logger.Warn("ignoring a malformed progress file", "error", err)
-				warned = true
+			if err.Error() != warned { // once per kind of trouble
+				h.logger.Warn("ignoring the task's progress file", "error", err)
+				warned = err.Error()
 			}
 			return
 		}

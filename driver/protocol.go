@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/themis-nomad/themis/driver/checkpoint"
+	"github.com/themis-nomad/themis/driver/nofollow"
 	"github.com/themis-nomad/themis/planner/spec"
 )
 
@@ -62,10 +62,16 @@ type Notice struct {
 type protocol struct {
 	checkpointDir string
 	noticeFile    string
-	keep          int
-	grace         time.Duration
-	signal        syscall.Signal
-	signalName    string
+	// root and names locate the checkpoint dir for reopening it without
+	// following a symlink (ckptdir.go); who is the task's user, as whom
+	// the driver works in it (asUser).
+	root       string
+	names      []string
+	who        taskUser
+	keep       int
+	grace      time.Duration
+	signal     syscall.Signal
+	signalName string
 }
 
 func newProtocol(ckptDir string, keep int, in spec.Intent) (protocol, error) {
@@ -87,27 +93,61 @@ func newProtocol(ckptDir string, keep int, in spec.Intent) (protocol, error) {
 	}, nil
 }
 
+// inDir runs fn on the task's checkpoint dir, opened from the root
+// without following a symlink (the dirs above it checked to be root's),
+// as the task's user.
+func (p protocol) inDir(fn func(d *nofollow.Dir) error) error {
+	if p.root == "" || len(p.names) == 0 {
+		return errors.New("no checkpoint dir")
+	}
+	root, err := openCheckpointRoot(p.root)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	d, err := root.Walk(p.names, 0, func(path string, st unix.Stat_t) error {
+		if st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+			return fmt.Errorf("%s is owned by uid %d, not root", path, st.Uid)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint dir: %w", err)
+	}
+	defer d.Close()
+	return asUser(p.who, func() error { return fn(d) })
+}
+
 // prepare readies the checkpoint dir for a start: it removes a stale notice
 // and prunes old checkpoints, and returns the newest complete checkpoint's
-// path ("" when there is none) for THEMIS_RESUME_FROM.
+// path ("" when there is none) for THEMIS_RESUME_FROM. It works as the
+// task's user.
 func (p protocol) prepare(logger hclog.Logger) (string, error) {
-	if err := os.Remove(p.noticeFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("remove stale notice file: %w", err)
-	}
-	p.prune(logger)
-	c, ok, err := checkpoint.Latest(p.checkpointDir)
-	if err != nil {
-		return "", err
-	}
-	if !ok {
-		return "", nil
-	}
-	return c.Path, nil
+	var resume string
+	err := p.inDir(func(d *nofollow.Dir) error {
+		if err := d.Remove(NoticeFileName); err != nil {
+			return fmt.Errorf("remove stale notice file: %w", err)
+		}
+		p.pruneAsUser(logger)
+		c, ok, err := checkpoint.Latest(p.checkpointDir)
+		if ok {
+			resume = c.Path
+		}
+		return err
+	})
+	return resume, err
 }
 
 // prune keeps the newest complete checkpoints; failures are logged, as a
-// checkpoint left behind costs disk space, not correctness.
+// checkpoint left behind costs disk space, not correctness. It works as
+// the task's user.
 func (p protocol) prune(logger hclog.Logger) {
+	if err := p.inDir(func(*nofollow.Dir) error { p.pruneAsUser(logger); return nil }); err != nil {
+		logger.Warn("cannot prune checkpoints", "checkpoint_dir", p.checkpointDir, "error", err)
+	}
+}
+
+func (p protocol) pruneAsUser(logger hclog.Logger) {
 	removed, err := checkpoint.Prune(p.checkpointDir, p.keep)
 	if len(removed) > 0 {
 		logger.Info("pruned checkpoints", "checkpoint_dir", p.checkpointDir, "keep", p.keep, "removed", removed)
@@ -115,6 +155,16 @@ func (p protocol) prune(logger hclog.Logger) {
 	if err != nil {
 		logger.Warn("cannot prune checkpoints", "checkpoint_dir", p.checkpointDir, "error", err)
 	}
+}
+
+// latest is the newest complete checkpoint, looked for as the task's user.
+func (p protocol) latest() (c checkpoint.Checkpoint, ok bool, err error) {
+	err = p.inDir(func(*nofollow.Dir) error {
+		var lerr error
+		c, ok, lerr = checkpoint.Latest(p.checkpointDir)
+		return lerr
+	})
+	return c, ok, err
 }
 
 // wait is how long a stopping task may take to checkpoint: its grace
@@ -131,9 +181,10 @@ func (p protocol) wait(timeout time.Duration) (wait time.Duration, cut bool) {
 }
 
 // writeNotice writes the notice file atomically (a temporary renamed over
-// it), readable by the task, so a polling workload never reads half of it.
-func writeNotice(path string, n Notice) error {
-	if path == "" {
+// it, as the task's user, never through a symlink), readable by the task,
+// so a polling workload never reads half of it.
+func (p protocol) writeNotice(n Notice) error {
+	if p.noticeFile == "" {
 		return errors.New("no checkpoint dir to write the notice file into")
 	}
 	n.Deadline = n.Deadline.UTC().Truncate(time.Second)
@@ -141,21 +192,12 @@ func writeNotice(path string, n Notice) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+NoticeFileName+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write notice file: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	_, werr := tmp.Write(append(b, '\n'))
-	cherr := tmp.Chmod(0o644)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cherr, cerr); err != nil {
-		return fmt.Errorf("write notice file: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("install notice file: %w", err)
-	}
-	return nil
+	return p.inDir(func(d *nofollow.Dir) error {
+		if err := d.WriteFileAtomic(NoticeFileName, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write notice file: %w", err)
+		}
+		return nil
+	})
 }
 
 // ReadNotice reads a notice file (for workloads written in Go and tests).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/themis-nomad/themis/driver/checkpoint"
 	"github.com/themis-nomad/themis/planner/lease"
 )
 
@@ -16,7 +15,7 @@ import (
 func (h *taskHandle) reportCheckpoints(ctx context.Context, r CheckpointReporter, period time.Duration) {
 	var last time.Time
 	report := func() {
-		c, ok, err := checkpoint.Latest(h.proto.checkpointDir)
+		c, ok, err := h.proto.latest()
 		if err != nil {
 			h.logger.Debug("cannot list checkpoints to report", "dir", h.proto.checkpointDir, "error", err)
 			return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
+	"github.com/themis-nomad/themis/driver/nofollow"
 	"github.com/themis-nomad/themis/planner/spec"
 )
 
@@ -97,12 +98,22 @@ func TestProgressMeter(t *testing.T) {
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, ProgressFileName)
-	_, ok, err := readProgress(path)
+	d, err := nofollow.OpenDir(dir)
+	must.NoError(t, err)
+	defer d.Close()
+	_, ok, err := readProgress(d, nofollow.AnyOwner)
 	must.NoError(t, err)
 	must.False(t, ok)
 	for _, bad := range []string{`{"total": 5}`, `{"iteration": -1}`, `not json`} {
 		must.NoError(t, os.WriteFile(path, []byte(bad), 0o644))
-		_, _, err = readProgress(path)
+		_, _, err = readProgress(d, nofollow.AnyOwner)
 		must.Error(t, err, must.Sprint(bad))
 	}
+	must.NoError(t, os.WriteFile(path, []byte(`{"iteration": 3}`), 0o644))
+	r, ok, err := readProgress(d, os.Geteuid())
+	must.NoError(t, err)
+	must.True(t, ok)
+	must.Eq(t, int64(3), *r.Iteration)
+	_, _, err = readProgress(d, os.Geteuid()+1)
+	must.ErrorContains(t, err, "not read")
 }

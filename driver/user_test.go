@@ -5,106 +5,138 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/shoenig/test/must"
-
-	"github.com/themis-nomad/themis/planner/spec"
 )
 
-// TestTaskUser: tasks run as their `user`, else the driver's default_user
-// (nobody); root only for jobs in allow_root_jobs; the checkpoint dir belongs
-// to the task's user.
+// TestTaskUser: who a task runs as. With the plugin's defaults, a dynamic
+// uid of its allocation's own; a `user` only where allowed_users lists it
+// for the task's namespace (or for every namespace); root only where
+// allow_root_jobs names the namespace or the job; default_user when the
+// operator sets one. The checkpoint dir is the task's user's, 0700, the
+// dirs above it root's, 0711. Errors name the field.
 func TestTaskUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("only a driver running as root can run tasks as another user")
 	}
-	nobody, err := user.Lookup(DefaultTaskUser)
+	nobody, err := user.Lookup("nobody")
 	if err != nil {
-		t.Skipf("no user %q on this host: %v", DefaultTaskUser, err)
+		t.Skipf("no user nobody on this host: %v", err)
 	}
+	const dynamic = "dynamic"
 	cases := []struct {
-		name      string
-		taskUser  string
-		allow     []string
-		wantUID   string
-		wantError string
+		name        string
+		taskUser    string
+		defaultUser string
+		allowed     []string
+		allowRoot   []string
+		wantUID     string // dynamic: one of the range
+		wantError   string
 	}{
-		{"default user", "", nil, nobody.Uid, ""},
-		{"task names nobody", "nobody", nil, nobody.Uid, ""},
-		{"root refused", "root", nil, "", `user: "root" is root, and job "train" in namespace "default" is not in the driver's allow_root_jobs`},
-		{"root refused for another job", "root", []string{"default/other"}, "", "allow_root_jobs"},
-		{"root allowed for the job", "root", []string{"default/train"}, "0", ""},
-		{"unknown user", "no-such-user-themis", nil, "", `user: "no-such-user-themis"`},
+		{"dynamic by default", "", "", nil, nil, dynamic, ""},
+		{"default_user", "", "nobody", nil, nil, nobody.Uid, ""},
+		{"named user not allowed", "nobody", "", nil, nil, "",
+			`user: "nobody" is not among the users the driver's allowed_users lets tasks of namespace "default" name (none)`},
+		{"allowed in its namespace", "nobody", "", []string{"default/nobody"}, nil, nobody.Uid, ""},
+		{"allowed in another namespace only", "nobody", "", []string{"research/nobody", "default/daemon"}, nil, "", `(daemon)`},
+		{"allowed in every namespace", "nobody", "", []string{"*/nobody"}, nil, nobody.Uid, ""},
+		{"root refused", "root", "", nil, nil, "",
+			`user: "root" is root, and the driver's allow_root_jobs names neither namespace "default" nor job "user-job" in it`},
+		{"root in allowed_users is not enough", "root", "", []string{"default/root"}, nil, "", "allow_root_jobs"},
+		{"root for another namespace", "root", "", nil, []string{"research"}, "", "allow_root_jobs"},
+		{"root for another job", "root", "", nil, []string{"default/other"}, "", "allow_root_jobs"},
+		{"root for the namespace", "root", "", nil, []string{"default"}, "0", ""},
+		{"root for the job", "root", "", nil, []string{"default/user-job"}, "0", ""},
+		{"default_user root needs allow_root_jobs", "", "root", nil, nil, "", `default_user: "root" is root`},
+		{"unknown user", "no-such-user-themis", "", []string{"default/no-such-user-themis"}, nil, "", `user: "no-such-user-themis"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newTestEnv(t, false, nil)
-			// A checkpoint root the task's user can reach (t.TempDir's
-			// parent is root's 0700).
-			root, err := os.MkdirTemp("", "themis-ckpt-")
-			must.NoError(t, err)
-			t.Cleanup(func() { _ = os.RemoveAll(root) })
-			must.NoError(t, os.Chmod(root, 0o711))
-			cfg, _ := e.d.current()
-			cfg.CheckpointRoot, cfg.DefaultUser, cfg.AllowRootJobs = root, DefaultTaskUser, c.allow
-			var data []byte
-			must.NoError(t, base.MsgPackEncode(&data, &cfg))
-			must.NoError(t, e.h.SetConfig(&base.Config{PluginConfig: data}))
-			e.ckptDir = root
-
-			task, tc := newTask("user", `id -u > "$THEMIS_CHECKPOINT_DIR/uid" && mkdir "$THEMIS_CHECKPOINT_DIR/step-1" && touch "$THEMIS_CHECKPOINT_DIR/step-1/COMPLETE"`,
-				spec.Stanza{GPUs: 1})
+			e := prodEnv(t, nil, func(cfg *Config) {
+				cfg.DefaultUser, cfg.AllowedUsers, cfg.AllowRootJobs = c.defaultUser, c.allowed, c.allowRoot
+			})
+			task, tc := jobTask("user-job", "user", `id -u > "$THEMIS_CHECKPOINT_DIR/uid" && mkdir "$THEMIS_CHECKPOINT_DIR/step-1" && touch "$THEMIS_CHECKPOINT_DIR/step-1/COMPLETE"`)
 			task.User = c.taskUser
-			cleanup := e.h.MkAllocDir(task, false)
-			t.Cleanup(cleanup)
-			// The harness's alloc dirs are under a 0700 temp dir of root's.
-			must.NoError(t, os.Chmod(filepath.Dir(task.AllocDir), 0o755))
-			_, _ = taskCgroups(t, e, task, testMemoryMB)
-			must.NoError(t, task.EncodeConcreteDriverConfig(&tc))
-			_, _, err = e.h.StartTask(task)
+			_, err := e.start(t, task, tc, false)
 			if c.wantError != "" {
 				must.ErrorContains(t, err, c.wantError)
 				return
 			}
 			must.NoError(t, err)
-			t.Cleanup(func() { _ = e.h.DestroyTask(task.ID, true) })
 			res := e.wait(t, task.ID, 10*time.Second)
 			must.Eq(t, 0, res.ExitCode, must.Sprintf("exit %+v", res))
 
-			dir := e.taskCheckpointDir("user")
-			b, err := os.ReadFile(filepath.Join(dir, "uid"))
-			must.NoError(t, err)
-			must.Eq(t, c.wantUID, strings.TrimSpace(string(b)))
+			dir := e.ckptDirOf(task)
+			uid := waitFile(t, filepath.Join(dir, "uid"), time.Second)
+			if c.wantUID == dynamic {
+				n, err := strconv.Atoi(uid)
+				must.NoError(t, err)
+				must.Between(t, DefaultDynamicUserMin, n, DefaultDynamicUserMax)
+			} else {
+				must.Eq(t, c.wantUID, uid)
+			}
 			fi, err := os.Stat(dir)
 			must.NoError(t, err)
-			must.Eq(t, c.wantUID, strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)))
 			must.Eq(t, os.FileMode(0o700), fi.Mode().Perm())
-			for d := filepath.Dir(dir); d != root; d = filepath.Dir(d) {
-				fi, err := os.Stat(d)
-				must.NoError(t, err)
-				must.Eq(t, os.FileMode(0o711), fi.Mode().Perm(), must.Sprint(d))
-			}
 			st, err := e.h.InspectTask(task.ID)
 			must.NoError(t, err)
 			want := c.taskUser
-			if want == "" {
-				want = DefaultTaskUser
+			switch {
+			case c.wantUID == dynamic:
+				want = "themis-" + uid
+			case want == "":
+				want = c.defaultUser
 			}
 			must.Eq(t, want, st.DriverAttributes["user"])
+			// Held while the task lives: still the task's uid's.
+			must.Eq(t, uid, strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)))
+			for d := filepath.Dir(dir); d != e.ckptDir; d = filepath.Dir(d) {
+				fi, err := os.Stat(d)
+				must.NoError(t, err)
+				must.Eq(t, os.FileMode(0o711), fi.Mode().Perm(), must.Sprint(d))
+				must.Eq(t, uint32(0), fi.Sys().(*syscall.Stat_t).Uid, must.Sprint(d))
+			}
 		})
 	}
 }
 
-func TestRootAllowed(t *testing.T) {
+func TestUserPolicy(t *testing.T) {
 	must.True(t, rootAllowed([]string{"*"}, "default", "a"))
 	must.True(t, rootAllowed([]string{"ops/a", "default/a"}, "default", "a"))
-	must.False(t, rootAllowed([]string{"ops/a"}, "default", "a"))
+	must.True(t, rootAllowed([]string{"default"}, "default", "a"))
+	must.False(t, rootAllowed([]string{"ops/a", "ops"}, "default", "a"))
 	must.False(t, rootAllowed(nil, "default", "a"))
-	must.EqError(t, Config{CheckpointRoot: "/x", KeepCheckpoints: 1, AllowRootJobs: []string{"justajob"}}.validate(),
-		`allow_root_jobs: want "<namespace>/<job>" or "*", got "justajob"`)
+	must.True(t, userAllowed([]string{"default/alice"}, "default", "alice"))
+	must.True(t, userAllowed([]string{"*/alice"}, "research", "alice"))
+	must.False(t, userAllowed([]string{"research/alice"}, "default", "alice"))
+	must.Eq(t, "alice, bob", describeAllowed([]string{"research/carol", "default/bob", "*/alice", "default/alice"}, "default"))
+
+	base := Config{CheckpointRoot: "/x", KeepCheckpoints: 1}
+	cases := []struct {
+		edit func(*Config)
+		err  string
+	}{
+		{func(c *Config) { c.AllowRootJobs = []string{"default", "ops/job/with/slashes", "*"} }, ""},
+		{func(c *Config) { c.AllowRootJobs = []string{"not a namespace"} }, `allow_root_jobs: want a namespace, "<namespace>/<job>" or "*", got "not a namespace"`},
+		{func(c *Config) { c.AllowedUsers = []string{"default/alice", "*/bob"} }, ""},
+		{func(c *Config) { c.AllowedUsers = []string{"alice"} }, `allowed_users: want "<namespace>/<user>" or "*/<user>", got "alice"`},
+		{func(c *Config) { c.AllowedUsers = []string{"default/"} }, `allowed_users: want "<namespace>/<user>" or "*/<user>", got "default/"`},
+		{func(c *Config) { c.DynamicUserMin, c.DynamicUserMax = 5000, 4000 }, "dynamic_user_min, dynamic_user_max: want 1 <= min <= max <= 2147483646, got 5000 and 4000"},
+		{func(c *Config) { c.DynamicUserMin, c.DynamicUserMax = 0, 10 }, "got 0 and 10"},
+		{func(c *Config) { c.SupplementaryGroups = []string{"0"} }, `supplementary_groups: "0" is group 0; group 0 (root's) is never given to tasks`},
+		{func(c *Config) { c.SupplementaryGroups = []string{"no-such-group-themis"} }, `supplementary_groups: "no-such-group-themis"`},
+	}
+	for _, c := range cases {
+		cfg := base
+		c.edit(&cfg)
+		err := cfg.validate()
+		if c.err == "" {
+			must.NoError(t, err)
+			continue
+		}
+		must.ErrorContains(t, err, c.err)
+	}
 }

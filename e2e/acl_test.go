@@ -179,14 +179,15 @@ func (p *themisPlanner) output() string {
 }
 
 // startThemisPlanner runs `themis planner` against the agents at nomadAddr
-// and consulAddr, whose clients checkpoint under dataDir/checkpoints, with
+// and consulAddr, whose raw_exec jobs checkpoint under dataDir's raw_exec
+// root, with
 // the tokens in NOMAD_TOKEN and CONSUL_HTTP_TOKEN, as an operator runs it.
 func startThemisPlanner(t *testing.T, nomadAddr, consulAddr, dataDir, nomadToken, consulToken string) *themisPlanner {
 	t.Helper()
 	p := &themisPlanner{done: make(chan error, 1)}
 	p.cmd = exec.Command(env.themis, "planner", "-nomad-addr", nomadAddr, "-consul-addr", consulAddr,
 		"-http-addr", "", "-id", "acl-planner", "-resync", "5s", "-log-level", "debug",
-		"-checkpoint-root", filepath.Join(dataDir, "checkpoints"))
+		"-checkpoint-root", devstack.RawExecCheckpoints(dataDir))
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "NOMAD_") && !strings.HasPrefix(kv, "CONSUL_") {

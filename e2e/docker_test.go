@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +12,9 @@ import (
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/themis-nomad/themis/device"
 	"github.com/themis-nomad/themis/driver/checkpoint"
+	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/planner/nomad"
 )
 
@@ -66,9 +67,10 @@ func dockerJob(t testing.TB, id, task, image string, args []string, meta map[str
 	return job
 }
 
-// checkDockerPin: the pinned docker task has the checkpoint host volume at
-// /themis-checkpoints, its grace as kill_timeout, its checkpoint signal as
-// kill_signal and its checkpoint dir in the volume.
+// checkDockerPin: the pinned docker task has no volume (its own job's
+// checkpoint dir reaches it as the device plugin's mount at
+// /themis-checkpoints), its grace as kill_timeout, its checkpoint signal
+// as kill_signal and its checkpoint dir under the mount.
 func checkDockerPin(t *testing.T, id, rel string) {
 	t.Helper()
 	job, _, err := env.nomad.Jobs().Info(id, nil)
@@ -76,13 +78,8 @@ func checkDockerPin(t *testing.T, id, rel string) {
 		t.Fatal(err)
 	}
 	tg, task := job.TaskGroups[0], job.TaskGroups[0].Tasks[0]
-	if v := tg.Volumes[nomad.DefaultCheckpointVolume]; v == nil || v.Type != "host" || v.ReadOnly {
-		t.Fatalf("pinned docker group: volumes %v; want the host volume %s", tg.Volumes, nomad.DefaultCheckpointVolume)
-	}
-	if !slices.ContainsFunc(task.VolumeMounts, func(m *nomadapi.VolumeMount) bool {
-		return m.Volume != nil && *m.Volume == nomad.DefaultCheckpointVolume && m.Destination != nil && *m.Destination == nomad.CheckpointMount
-	}) {
-		t.Fatalf("pinned docker task: mounts %v; want %s at %s", task.VolumeMounts, nomad.DefaultCheckpointVolume, nomad.CheckpointMount)
+	if len(tg.Volumes) != 0 || len(task.VolumeMounts) != 0 {
+		t.Fatalf("pinned docker job: volumes %v, mounts %v; want none (no job gets the whole checkpoint root)", tg.Volumes, task.VolumeMounts)
 	}
 	if task.KillSignal != "SIGTERM" || task.KillTimeout == nil || *task.KillTimeout != 20*time.Second {
 		t.Fatalf("pinned docker task: kill_signal %q, kill_timeout %v; want SIGTERM and 20s", task.KillSignal, task.KillTimeout)
@@ -96,17 +93,17 @@ func checkDockerPin(t *testing.T, id, rel string) {
 }
 
 // A docker job (hello in an image built from examples/docker/hello) with
-// the stanza in meta is pinned with the checkpoint host volume, runs on
+// the stanza in meta is pinned with its own job's checkpoint dir, runs on
 // exactly its leased GPUs, is preempted by a FitGpp TE job with its grace
 // (Nomad's docker driver sends the kill_signal the pin set), checkpoints
-// through the volume into its own checkpoint dir on the host, and resumes
+// through the mount into its own job's dir on the host, and resumes
 // from it in a new container with its restart count.
 func TestDockerJobIsScheduledPreemptedAndResumed(t *testing.T) {
 	needDocker(t)
 	buildImage(t, "hello", "themis-hello:e2e")
 	usePolicy(t, "fitgpp")
 	const be, te = "e2e-docker-be", "e2e-docker-te"
-	rel := "default/" + be + "/train/hello"
+	rel := "train/hello"
 	register(t, dockerJob(t, be, "hello", "themis-hello:e2e", []string{"-steps", "3000", "-step-time", "100ms"},
 		map[string]string{"themis.gpus": "8", "themis.grace_period": "20s", "themis.checkpoint_signal": "SIGTERM"}))
 	first := waitRunning(t, be, 90*time.Second)
@@ -120,8 +117,8 @@ func TestDockerJobIsScheduledPreemptedAndResumed(t *testing.T) {
 	if step < 1 {
 		t.Fatalf("the docker task did not checkpoint on its kill signal:\n%s", out)
 	}
-	// Through the volume, on the host: the job's own checkpoint dir.
-	marker := filepath.Join(env.stack.DataDir(), "checkpoints", filepath.FromSlash(rel), fmt.Sprintf("step-%09d", step), checkpoint.Marker)
+	// Through the device plugin's mount, on the host: the job's own dir.
+	marker := filepath.Join(device.JobCheckpointDir(devstack.CheckpointRoot(env.stack.DataDir()), "default", be), filepath.FromSlash(rel), fmt.Sprintf("step-%09d", step), checkpoint.Marker)
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("checkpoint at step %d not in the job's checkpoint dir on the host: %v", step, err)
 	}
@@ -133,7 +130,7 @@ func TestDockerJobIsScheduledPreemptedAndResumed(t *testing.T) {
 // the themis_ckpt helper on Debian's python3-torch, its root file system
 // copied from this machine, about 650 MB), preempted by FitGpp mid-run and
 // resumed: with no THEMIS_RESUME_FROM under docker, the helper finds its
-// newest complete checkpoint in the volume by the driver's rule, and the
+// newest complete checkpoint in the mount by the driver's rule, and the
 // run ends as the same run without a preemption. Slow (the image takes
 // about 30 s to build): THEMIS_E2E_SLOW=1.
 func TestPyTorchDockerJobPreemptedAndResumed(t *testing.T) {
@@ -150,7 +147,7 @@ func TestPyTorchDockerJobPreemptedAndResumed(t *testing.T) {
 	register(t, dockerJob(t, be, "train", "themis-pytorch:e2e", args,
 		map[string]string{"themis.gpus": "8", "themis.grace_period": "20s", "themis.checkpoint_signal": "SIGTERM"}))
 	first, _ := waitTrainStep(t, env.nomad, be, "", 150, 2*time.Minute)
-	checkDockerPin(t, be, "default/"+be+"/train/train")
+	checkDockerPin(t, be, "train/train")
 
 	trainJob{gpus: 8, class: "te", steps: 30}.run(t, te)
 	old := waitAllocDone(t, env.nomad, first.ID, "the preempted PyTorch container")

@@ -3,33 +3,33 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/device"
 	"github.com/themis-nomad/themis/driver/checkpoint"
+	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/planner/nomad"
 )
 
 // execHelloDir is where the exec test puts the hello binary, inside the
-// dev agent's checkpoint root (its host volume themis-checkpoints): an
-// exec task sees only its chroot (Nomad's chroot_env: /bin, /lib, /usr,
-// ...) and its volumes, so hello comes from the shared storage, as a
-// user's code would.
+// job's own checkpoint dir (which the device plugin mounts at
+// /themis-checkpoints): an exec task sees only its chroot (Nomad's
+// chroot_env: /bin, /lib, /usr, ...) and its mounts, so hello comes from
+// the job's storage, as a user's code would.
 const execHelloDir = ".e2e-bin"
 
 // execJob is hello under Nomad's exec driver, with the stanza in meta,
-// run from the checkpoint volume. It runs as exec's default user, nobody
-// (the client's user.denylist refuses root to exec).
+// run from the job's checkpoint dir. It runs as exec's default user,
+// nobody (the client's user.denylist refuses root to exec).
 func execJob(t testing.TB, id string, steps int, meta map[string]string) *nomadapi.Job {
 	t.Helper()
 	job := rawExecJob(t, id, steps, meta)
 	task := job.TaskGroups[0].Tasks[0]
-	task.Driver = "exec"
+	task.Driver, task.User = "exec", ""
 	task.Config["command"] = nomad.CheckpointMount + "/" + execHelloDir + "/hello"
 	return job
 }
@@ -62,17 +62,21 @@ func skipWithoutExec(t *testing.T) {
 	t.Fatal("no Nomad node dev-node")
 }
 
-// An exec job with the stanza in meta is pinned with the checkpoint host
-// volume mounted at /themis-checkpoints, runs on exactly its leased GPUs,
-// is preempted by a FitGpp TE job with its grace (kill_signal SIGTERM,
-// kill_timeout 20s), checkpoints through the volume to the host's
-// checkpoint root, and resumes from that checkpoint in a new chroot with
-// its restart count.
+// An exec job with the stanza in meta is pinned with no volume (the
+// device plugin mounts its own job's checkpoint dir at
+// /themis-checkpoints), runs on exactly its leased GPUs, is preempted by a
+// FitGpp TE job with its grace (kill_signal SIGTERM, kill_timeout 20s),
+// checkpoints through the mount to the job's dir on the host, and resumes
+// from that checkpoint in a new chroot with its restart count.
 func TestExecJobIsScheduledPreemptedAndResumed(t *testing.T) {
 	skipWithoutExec(t)
 	usePolicy(t, "fitgpp")
-	root := filepath.Join(env.stack.DataDir(), "checkpoints")
-	bin := filepath.Join(root, execHelloDir, "hello")
+	const be, te = "e2e-exec-be", "e2e-exec-te"
+	// The job's dir: the device plugin makes it (0777 below root's 0700
+	// dirs) when it reserves the job's GPUs; made here first to hold the
+	// workload's code, as a user's storage would.
+	jobDir := device.JobCheckpointDir(devstack.CheckpointRoot(env.stack.DataDir()), "default", be)
+	bin := filepath.Join(jobDir, execHelloDir, "hello")
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -81,23 +85,6 @@ func TestExecJobIsScheduledPreemptedAndResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	const be, te = "e2e-exec-be", "e2e-exec-te"
-	rel := "default/" + be + "/train/hello"
-	// The checkpoint root belongs to root (raw_exec and themis tasks write
-	// there); the task runs as nobody, so its dir is made and given to
-	// nobody here, as an operator would on shared storage.
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ := strconv.Atoi(nobody.Uid)
-	ckpt := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(ckpt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(ckpt, uid, -1); err != nil {
 		t.Fatal(err)
 	}
 	register(t, execJob(t, be, 3000, map[string]string{"themis.gpus": "8", "themis.grace_period": "20s", "themis.checkpoint_signal": "SIGTERM"}))
@@ -109,20 +96,14 @@ func TestExecJobIsScheduledPreemptedAndResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg, task := job.TaskGroups[0], job.TaskGroups[0].Tasks[0]
-	if v := tg.Volumes[nomad.DefaultCheckpointVolume]; v == nil || v.Type != "host" || v.Source != nomad.DefaultCheckpointVolume || v.ReadOnly {
-		t.Fatalf("pinned exec group: volumes %v; want the host volume %s", tg.Volumes, nomad.DefaultCheckpointVolume)
-	}
-	mounted := slices.ContainsFunc(task.VolumeMounts, func(m *nomadapi.VolumeMount) bool {
-		return m.Volume != nil && *m.Volume == nomad.DefaultCheckpointVolume && m.Destination != nil && *m.Destination == nomad.CheckpointMount
-	})
-	if !mounted {
-		t.Fatalf("pinned exec task: mounts %v; want %s at %s", task.VolumeMounts, nomad.DefaultCheckpointVolume, nomad.CheckpointMount)
+	if len(tg.Volumes) != 0 || len(task.VolumeMounts) != 0 {
+		t.Fatalf("pinned exec job: volumes %v, mounts %v; want none (no job gets the whole checkpoint root)", tg.Volumes, task.VolumeMounts)
 	}
 	if task.KillSignal != "SIGTERM" || task.KillTimeout == nil || *task.KillTimeout != 20*time.Second {
 		t.Fatalf("pinned exec task: kill_signal %q, kill_timeout %v; want SIGTERM and 20s", task.KillSignal, task.KillTimeout)
 	}
-	if dir := task.Env["THEMIS_CHECKPOINT_DIR"]; dir != nomad.CheckpointMount+"/"+rel {
-		t.Fatalf("THEMIS_CHECKPOINT_DIR = %q, want %s/%s", dir, nomad.CheckpointMount, rel)
+	if dir := task.Env["THEMIS_CHECKPOINT_DIR"]; dir != nomad.CheckpointMount+"/train/hello" {
+		t.Fatalf("THEMIS_CHECKPOINT_DIR = %q, want %s/train/hello", dir, nomad.CheckpointMount)
 	}
 
 	// The chroot is built for each run (about 10 s here).
@@ -140,11 +121,11 @@ func TestExecJobIsScheduledPreemptedAndResumed(t *testing.T) {
 	if step < 1 {
 		t.Fatalf("the exec task did not checkpoint on its kill signal:\n%s", out)
 	}
-	// The checkpoint went through the volume to the host, not into the
-	// task's chroot.
-	marker := filepath.Join(ckpt, fmt.Sprintf("step-%09d", step), checkpoint.Marker)
+	// The checkpoint went through the mount to the job's dir on the host,
+	// not into the task's chroot.
+	marker := filepath.Join(jobDir, "train", "hello", fmt.Sprintf("step-%09d", step), checkpoint.Marker)
 	if _, err := os.Stat(marker); err != nil {
-		t.Fatalf("checkpoint at step %d not on the host volume: %v", step, err)
+		t.Fatalf("checkpoint at step %d not in the job's dir on the host: %v", step, err)
 	}
 	waitDead(t, te, 60*time.Second)
 	waitSecondRun(t, be, first.ID, 90*time.Second, func(s int) bool { return s == step })

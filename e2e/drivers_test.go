@@ -10,12 +10,13 @@ import (
 )
 
 // rawExecJob is hello under Nomad's raw_exec driver, with the stanza in
-// the task's meta instead of a themis driver config.
+// the task's meta instead of a themis driver config, as nobody (the
+// planner refuses a raw_exec themis task that would run as root).
 func rawExecJob(t testing.TB, id string, steps int, meta map[string]string) *nomadapi.Job {
 	t.Helper()
 	job := helloJob(t, id, steps, 1)
 	task := job.TaskGroups[0].Tasks[0]
-	task.Driver = "raw_exec"
+	task.Driver, task.User = "raw_exec", "nobody"
 	delete(task.Config, "themis")
 	task.Meta = meta
 	if task.Resources != nil {

@@ -76,6 +76,11 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	work, err := os.MkdirTemp("", "themis-e2e-")
+	if err == nil {
+		// The stack's tasks run as dynamic uids: they reach their alloc
+		// and checkpoint dirs and the hello binary through here.
+		err = os.Chmod(work, 0o711)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
@@ -38,10 +39,10 @@ func startPlanner(s plannerSetup) {
 		st = &stack.Stack{Policy: s.policy}
 	}
 	nc := nomad.NewClient(env.nomad, "", env.log.Named("nomad"))
-	// raw_exec jobs keep checkpoints where the dev agent's themis driver
-	// does (nomad-dev.hcl.tmpl's checkpoint_root); exec jobs in the host
-	// volume the dev agent declares there.
-	nc.SetForeignCheckpoints(nomad.ForeignCheckpoints{Root: filepath.Join(env.work, "stack", "checkpoints"), Volume: nomad.DefaultCheckpointVolume})
+	// raw_exec jobs keep checkpoints under the dev stack's raw_exec root
+	// (their users make their dirs); exec jobs in their own job's dir,
+	// which the device plugin mounts.
+	nc.SetForeignCheckpoints(nomad.ForeignCheckpoints{Root: devstack.RawExecCheckpoints(filepath.Join(env.work, "stack"))})
 	p := planner.New(planner.Config{
 		Nomad:          nc,
 		Store:          consul.NewStore(env.consul),

@@ -203,9 +203,9 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 		// examples/agents/nomad-dev.hcl.tmpl and nomad-client.hcl.tmpl raise
 		// client.max_kill_timeout to 30m.
 		maxKillTimeout: 30 * time.Minute, restoreGuard: 10 * time.Second,
-		// raw_exec themis jobs checkpoint where the dev clients' themis
-		// driver does (checkpoint_root in the agent templates).
-		checkpointRoot: filepath.Join(o.dataDir, "checkpoints"), checkpointVolume: nomad.DefaultCheckpointVolume,
+		// raw_exec themis jobs checkpoint under a root their users can
+		// write to, which the dev stack makes (devstack.RawExecCheckpoints).
+		checkpointRoot: devstack.RawExecCheckpoints(o.dataDir),
 		// -acl: the planner's tokens (examples/acl/planner.*.hcl).
 		nomadToken: dev.tokens.PlannerNomad, consulToken: dev.tokens.PlannerConsul,
 	}, log.Named("planner"))

@@ -56,7 +56,7 @@ Options:
 
 type plannerOptions struct {
 	nomadAddr, consulAddr, policy, pendingPool, logLevel, id, vcConfig string
-	checkpointRoot, checkpointVolume                                   string
+	checkpointRoot                                                     string
 	// nomadToken and consulToken, when set, replace $NOMAD_TOKEN and
 	// $CONSUL_HTTP_TOKEN (`themis dev -acl`).
 	nomadToken, consulToken              string
@@ -80,9 +80,7 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	fs.StringVar(&o.pendingPool, "pending-pool", nomad.DefaultPendingPool, "node pool in which themis jobs wait for a grant")
 	def := nomad.DefaultForeignCheckpoints()
 	fs.StringVar(&o.checkpointRoot, "checkpoint-root", def.Root,
-		"host directory of the checkpoint dirs of raw_exec themis tasks (the themis driver's checkpoint_root; docs/drivers.md)")
-	fs.StringVar(&o.checkpointVolume, "checkpoint-volume", def.Volume,
-		"client host volume mounted into exec and docker themis tasks for their checkpoints (docs/drivers.md)")
+		"host directory of the checkpoint dirs of raw_exec themis tasks, which their users make (not the themis driver's checkpoint_root; docs/drivers.md)")
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "full reconcile period, on top of Nomad events")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&o.httpAddr, "http-addr", httpapi.DefaultAddr,
@@ -196,7 +194,7 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 		}
 		log.Info("leading", "nomad", ncfg.Address, "consul", ccfg.Address, "policy", policy.Policy.Name(), "victims", policy.Victims)
 		ncl := nomad.NewClient(nc, o.pendingPool, log.Named("nomad"))
-		ncl.SetForeignCheckpoints(nomad.ForeignCheckpoints{Root: o.checkpointRoot, Volume: o.checkpointVolume})
+		ncl.SetForeignCheckpoints(nomad.ForeignCheckpoints{Root: o.checkpointRoot})
 		cfg := planner.Config{
 			Nomad: ncl, Store: store,
 			Stack: policy, Resync: o.resync, Log: log,

@@ -90,9 +90,11 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 		c.clients = append(c.clients, cl)
 	}
-	// The shared checkpoint root is also every client's host volume
-	// themis-checkpoints, which must exist when the clients start.
-	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "checkpoints"), 0o755); err != nil {
+	var clientDirs []string
+	for _, cl := range c.clients {
+		clientDirs = append(clientDirs, c.clientDir(cl))
+	}
+	if err := prepareDirs(cfg.DataDir, clientDirs...); err != nil {
 		return nil, err
 	}
 	var err error
@@ -135,6 +137,11 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
+// clientDir is a client's Nomad data dir.
+func (c *Cluster) clientDir(cl *client) string {
+	return filepath.Join(absPath(c.s.cfg.DataDir), "client-"+cl.node)
+}
+
 // clientData are a client's own fields of nomad-client.hcl.tmpl.
 func (c *Cluster) clientData(cl *client) map[string]any {
 	// Each client gets a cgroup parent of its own, so that two clients do
@@ -147,7 +154,7 @@ func (c *Cluster) clientData(cl *client) map[string]any {
 	}
 	return map[string]any{
 		"NodeName": cl.node, "NomadClientHTTP": cl.port, "CgroupParent": parent,
-		"ClientDir":  filepath.Join(absPath(c.s.cfg.DataDir), "client-"+cl.node),
+		"ClientDir":  c.clientDir(cl),
 		"LeaseCheck": !c.s.cfg.NoLeaseCheck,
 	}
 }

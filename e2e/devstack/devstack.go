@@ -168,9 +168,7 @@ func start(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 		}
 	}
 	if withNomad {
-		// The checkpoint root is also the client's host volume
-		// themis-checkpoints, which must exist when the client starts.
-		if err := os.MkdirAll(filepath.Join(cfg.DataDir, "checkpoints"), 0o755); err != nil {
+		if err := prepareDirs(cfg.DataDir, filepath.Join(cfg.DataDir, "nomad")); err != nil {
 			return nil, err
 		}
 		if cfg.Dockerd != "" {

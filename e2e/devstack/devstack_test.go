@@ -74,9 +74,16 @@ func TestRender(t *testing.T) {
 			"lease_check     = true", `checkpoint_root = "` + dir + `/checkpoints"`, `max_kill_timeout = "30m"`,
 			`cgroup_parent    = "` + data["CgroupParent"].(string) + `"`,
 			`alloc_mounts_dir = "` + filepath.Join(dir, "client-"+cl.node, "alloc_mounts") + `"`,
+			`checkpoint_root    = "` + dir + `/checkpoints"`, // the device plugin's checkpoint mounts
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("client %s: config lacks %q:\n%s", cl.node, want, out)
+			}
+		}
+		// Tasks run as dynamic uids; no job gets the whole checkpoint root.
+		for _, unsafe := range []string{"default_user", "allow_root_jobs", `host_volume "themis-checkpoints"`} {
+			if strings.Contains(out, unsafe) {
+				t.Errorf("client %s: config sets %s:\n%s", cl.node, unsafe, out)
 			}
 		}
 		parents[data["CgroupParent"].(string)] = true

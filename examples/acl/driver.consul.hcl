@@ -1,7 +1,10 @@
 # Consul ACL policy of the themis task driver on every Nomad client
-# (plugin "themis-driver" { config { consul_token = "..." } }; docs/acl.md).
+# (plugin "themis-driver" { config { consul_token = "..." } }; docs/acl.md),
+# and of the themis device plugin where it mounts checkpoint dirs (plugin
+# "themis-device" { config { checkpoint_root = "..." consul_token = "..." } }).
 
-# The lease check at task start: GPU and job leases, read only.
+# The lease check at task start: GPU and job leases, read only (the device
+# plugin reads the GPU leases in Reserve).
 key_prefix "themis/leases/" {
   policy = "read"
 }

@@ -24,14 +24,12 @@ node_pool "*" {
   policy = "read"
 }
 
-# A granted exec or docker themis job gets the checkpoint host volume
-# (-checkpoint-volume, default themis-checkpoints) mounted read-write, and
-# Nomad checks the registering token's host volume rights. The planner
-# re-registers users' jobs as they are: add here the host volumes (and CSI
-# volumes: namespace capability csi-mount-volume) that themis jobs mount.
-host_volume "themis-checkpoints" {
-  capabilities = ["mount-readwrite"]
-}
+# The planner re-registers users' jobs as they are, and Nomad checks the
+# registering token's host volume rights: add here the host volumes
+# (host_volume "<name>" { capabilities = ["mount-readwrite"] }; CSI volumes:
+# namespace capability csi-mount-volume) that themis jobs mount. Their
+# checkpoint dirs need none: the themis device plugin mounts each exec or
+# docker job's own (docs/drivers.md).
 
 # -pending-pool (default themis-pending): created at start if missing.
 node_pool "themis-pending" {

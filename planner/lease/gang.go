@@ -26,12 +26,16 @@ func GangKey(namespace, jobID, leaseID string, rank int) string {
 // and, for rank 0, the port its workload's rendezvous (torch.distributed's
 // MASTER_PORT) listens on.
 type GangMember struct {
-	Rank    int       `json:"rank"`
-	AllocID string    `json:"alloc_id"`
-	NodeID  string    `json:"node_id"`
-	Addr    string    `json:"addr"`
-	Port    int       `json:"port,omitempty"`
-	Joined  time.Time `json:"joined"`
+	Rank    int    `json:"rank"`
+	AllocID string `json:"alloc_id"`
+	NodeID  string `json:"node_id"`
+	Addr    string `json:"addr"`
+	Port    int    `json:"port,omitempty"`
+	// UID is, in rank 0's record, the uid the gang's tasks run as when
+	// the drivers give them a dynamic uid (they share one checkpoint dir,
+	// so one identity; driver/identity.go).
+	UID    int       `json:"uid,omitempty"`
+	Joined time.Time `json:"joined"`
 }
 
 // Rank is the position of the part holding gpus among the lease's parts,

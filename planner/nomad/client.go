@@ -41,9 +41,6 @@ func (c *Client) SetForeignCheckpoints(f ForeignCheckpoints) {
 	if f.Root == "" {
 		f.Root = d.Root
 	}
-	if f.Volume == "" {
-		f.Volume = d.Volume
-	}
 	c.foreign = f
 }
 

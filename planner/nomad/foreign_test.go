@@ -16,17 +16,24 @@ func TestPinForeign(t *testing.T) {
 	in := spec.Intent{GPUs: 2, VC: "research", Class: spec.ClassBestEffort, GracePeriod: 45 * time.Second, CheckpointSignal: "SIGUSR1"}
 	cases := []struct {
 		driver, dir string
-		mounted     bool
 	}{
-		{"raw_exec", "/shared/ckpt/default/train%2F1/g/t", false},
-		{"exec", "/themis-checkpoints/default/train%2F1/g/t", true},
-		{"docker", "/themis-checkpoints/default/train%2F1/g/t", true},
+		{"raw_exec", "/shared/ckpt/default/train%2F1/g/t"},
+		// The device plugin mounts the job's own dir at /themis-checkpoints.
+		{"exec", "/themis-checkpoints/g/t"},
+		{"docker", "/themis-checkpoints/g/t"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.driver, func(t *testing.T) {
 			j := &Job{Key: core.JobKey{Namespace: "default", ID: "train/1"}, Group: "g", Task: "t", Intent: in, Driver: tc.driver}
-			tg, task := &api.TaskGroup{Name: ptr("g")}, &api.Task{Name: "t", Driver: tc.driver}
-			for range 2 { // a second pin (a resume) adds nothing twice
+			// Pinned by an earlier planner: the whole root as a host volume.
+			vol, dest, data := legacyCheckpointVolume, CheckpointMount, "data"
+			tg := &api.TaskGroup{Name: ptr("g"), Volumes: map[string]*api.VolumeRequest{
+				vol:    {Name: vol, Type: "host", Source: vol},
+				"data": {Name: "data", Type: "host", Source: "datasets"},
+			}}
+			task := &api.Task{Name: "t", Driver: tc.driver, VolumeMounts: []*api.VolumeMount{
+				{Volume: &vol, Destination: &dest}, {Volume: &data, Destination: &data}}}
+			for range 2 { // a second pin (a resume) changes nothing more
 				c.pinForeign(j, tg, task, 3)
 			}
 			if task.KillSignal != "SIGUSR1" {
@@ -39,18 +46,9 @@ func TestPinForeign(t *testing.T) {
 					t.Errorf("env %s = %q, want %q", k, task.Env[k], v)
 				}
 			}
-			if !tc.mounted {
-				if len(tg.Volumes) != 0 || len(task.VolumeMounts) != 0 {
-					t.Fatalf("raw_exec got volumes %v mounts %v", tg.Volumes, task.VolumeMounts)
-				}
-				return
-			}
-			v := tg.Volumes[DefaultCheckpointVolume]
-			if len(tg.Volumes) != 1 || v == nil || v.Type != "host" || v.Source != DefaultCheckpointVolume {
-				t.Fatalf("volumes %+v", tg.Volumes)
-			}
-			if len(task.VolumeMounts) != 1 || *task.VolumeMounts[0].Destination != CheckpointMount {
-				t.Fatalf("mounts %+v", task.VolumeMounts)
+			// No job is given the whole checkpoint root; its own volumes stay.
+			if len(tg.Volumes) != 1 || tg.Volumes["data"] == nil || len(task.VolumeMounts) != 1 || *task.VolumeMounts[0].Volume != "data" {
+				t.Fatalf("volumes %v mounts %v; want only the job's own", tg.Volumes, task.VolumeMounts)
 			}
 		})
 	}

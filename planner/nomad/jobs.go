@@ -150,6 +150,9 @@ func ParseJob(job *api.Job) (*Job, error) {
 	}
 	if tj.Foreign() {
 		in, _, err := spec.FromMeta(metaOf(group, groupTask))
+		if err == nil {
+			err = rawExecUser(tj.Driver, groupTask.User)
+		}
 		if err != nil {
 			tj.Err = fmt.Errorf("%s (driver %q, stanza in meta): %w", where, tj.Driver, err)
 		} else {

@@ -43,7 +43,13 @@ func TestParseJob(t *testing.T) {
 		{"count 2", jobWith(&api.TaskGroup{Name: ptr("g"), Count: ptr(2), Tasks: []*api.Task{themisTask("t", ok)}}), false,
 			"group count = 2", 0},
 		{"raw_exec with the stanza in task meta", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{
-			{Name: "t", Driver: "raw_exec", Meta: map[string]string{"themis.gpus": "4", "themis.class": "te"}}}}), false, "", 4},
+			{Name: "t", Driver: "raw_exec", User: "nobody", Meta: map[string]string{"themis.gpus": "4", "themis.class": "te"}}}}), false, "", 4},
+		{"raw_exec as the client's user (root)", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{
+			{Name: "t", Driver: "raw_exec", Meta: map[string]string{"themis.gpus": "4"}}}}), false,
+			`job "j" group "g" task "t" (driver "raw_exec", stanza in meta): user: a raw_exec themis task names no user, so it would run as the Nomad client's user (root)`, 0},
+		{"raw_exec as root", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{
+			{Name: "t", Driver: "raw_exec", User: "root", Meta: map[string]string{"themis.gpus": "4"}}}}), false,
+			`user: a raw_exec themis task runs as "root"; raw_exec has no filesystem isolation`, 0},
 		{"docker with the stanza in group meta", jobWith(&api.TaskGroup{Name: ptr("g"), Meta: map[string]string{"themis.gpus": "3"},
 			Tasks: []*api.Task{{Name: "t", Driver: "docker"}}}), false, "", 3},
 		{"task meta overrides group meta", jobWith(&api.TaskGroup{Name: ptr("g"), Meta: map[string]string{"themis.gpus": "3"},
