@@ -55,7 +55,8 @@ func dockerJob(t testing.TB, id, task, image string, args []string, meta map[str
 	t.Helper()
 	job := rawExecJob(t, id, 1, meta)
 	tk := job.TaskGroups[0].Tasks[0]
-	tk.Name, tk.Driver = task, "docker"
+	// As the image says: hello's image has no passwd to name nobody in.
+	tk.Name, tk.Driver, tk.User = task, "docker", ""
 	var a []any
 	for _, s := range args {
 		a = append(a, s)

@@ -88,13 +88,19 @@ func TestExecJobIsScheduledPreemptedAndResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	register(t, execJob(t, be, 3000, map[string]string{"themis.gpus": "8", "themis.grace_period": "20s", "themis.checkpoint_signal": "SIGTERM"}))
-	eventually(t, 60*time.Second, be+" is leased", func() (bool, error) {
-		return jobLease(t, be) != nil, fmt.Errorf("no lease")
+	// The lease is written before the pin: wait for the pinned version.
+	var job *nomadapi.Job
+	eventually(t, 60*time.Second, be+" is leased and pinned", func() (bool, error) {
+		if jobLease(t, be) == nil {
+			return false, fmt.Errorf("no lease")
+		}
+		j, _, err := env.nomad.Jobs().Info(be, nil)
+		if err != nil {
+			return false, err
+		}
+		job = j
+		return j.NodePool != nil && *j.NodePool != nomad.DefaultPendingPool, fmt.Errorf("node pool %v", j.NodePool)
 	})
-	job, _, err := env.nomad.Jobs().Info(be, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tg, task := job.TaskGroups[0], job.TaskGroups[0].Tasks[0]
 	if len(tg.Volumes) != 0 || len(task.VolumeMounts) != 0 {
 		t.Fatalf("pinned exec job: volumes %v, mounts %v; want none (no job gets the whole checkpoint root)", tg.Volumes, task.VolumeMounts)
