@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -306,3 +307,75 @@ func waitCompleteRouted(t *testing.T, id string, timeout time.Duration) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A running job re-registered by its user with the meta only the planner
+// writes kept or forged (docs/adversary.md, part 3): the planner trusts
+// only its own records. "forged-lease" keeps themis.lease and asks Nomad
+// for the node's 8 GPUs without the pin's device constraint (Nomad cannot
+// place that, so the old allocation runs on): it is a new submission,
+// so its lease is taken back through the revoke path (marked resubmitted)
+// and the job granted again under a new lease. "forged-suspended" names
+// its lease in themis.suspended (the meta the planner's suspension
+// writes), count 1, still pinned: the planner suspends it all the same
+// (count 0, in the pending pool). Both then run to completion on their
+// leases, and the good job submitted after them runs.
+func TestAdversaryForgedPlannerMeta(t *testing.T) {
+	const forgedLease, forgedSuspended, good = "e2e-adv-forged-lease", "e2e-adv-forged-suspended", "e2e-adv-after-forged"
+	first := map[string]string{}
+	for _, id := range []string{forgedLease, forgedSuspended} {
+		register(t, helloJob(t, id, 150, 1))
+	}
+	for _, id := range []string{forgedLease, forgedSuspended} {
+		eventually(t, 60*time.Second, id+" granted and running", func() (bool, error) {
+			l := jobLease(t, id)
+			if l == nil {
+				return false, nil
+			}
+			first[id] = l.LeaseID
+			return slices.ContainsFunc(allocs(t, id), func(a *nomadapi.AllocationListStub) bool { return a.ClientStatus == "running" }), nil
+		})
+	}
+	// The user reads each job back (`nomad job inspect`) and registers it
+	// again, changed.
+	reregister := func(id string, change func(j *nomadapi.Job)) {
+		j, _, err := env.nomad.Jobs().Info(id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(j)
+		if _, _, err := env.nomad.Jobs().Register(j, nil); err != nil {
+			t.Fatalf("register %s again: %v", id, err)
+		}
+	}
+	reregister(forgedLease, func(j *nomadapi.Job) {
+		all := uint64(8)
+		j.TaskGroups[0].Tasks[0].Resources.Devices = []*nomadapi.RequestedDevice{{Name: topology.Vendor + "/" + topology.DeviceType, Count: &all}}
+	})
+	reregister(forgedSuspended, func(j *nomadapi.Job) {
+		delete(j.Meta, "themis.lease")
+		j.Meta["themis.suspended"], j.Meta["themis.count"] = first[forgedSuspended], "1"
+	})
+	eventually(t, 30*time.Second, forgedLease+"'s lease taken back as a resubmission", func() (bool, error) {
+		l := jobLease(t, forgedLease)
+		return l != nil && (l.LeaseID != first[forgedLease] || l.Revoke != nil && l.Revoke.Resubmitted), fmt.Errorf("lease %+v", l)
+	})
+	eventually(t, 30*time.Second, forgedSuspended+" suspended by the planner", func() (bool, error) {
+		vs, _, _, err := env.nomad.Jobs().Versions(forgedSuspended, false, nil)
+		if err != nil {
+			return false, err
+		}
+		for _, v := range vs {
+			if *v.TaskGroups[0].Count == 0 && *v.NodePool == "themis-pending" && v.Meta["themis.suspended"] == first[forgedSuspended] {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no version of count 0 in the pending pool among %d", len(vs))
+	})
+	register(t, helloJob(t, good, 5, 1))
+	for _, id := range []string{forgedLease, forgedSuspended, good} {
+		eventually(t, 120*time.Second, id+" finished", func() (bool, error) {
+			st := jobStatus(t, id)
+			return st != nil && st.State == "finished", fmt.Errorf("status %+v", st)
+		})
+	}
+}

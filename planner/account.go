@@ -169,7 +169,7 @@ func (p *Planner) forget(ctx context.Context, r *round) error {
 		if _, leased := r.leases[k]; leased || r.aside[k] != "" {
 			continue
 		}
-		if j := r.jobs[k]; j != nil && !j.Finished() {
+		if j := r.jobs[k]; j != nil && !r.finished(j) {
 			continue
 		}
 		if err := p.dropRecord(ctx, r, k); err != nil {

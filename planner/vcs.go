@@ -50,7 +50,7 @@ func (p *Planner) placer(r *round) (core.Placer, error) {
 		// A lease being revoked is replayed as opportunistic: its GPUs stay
 		// taken, but its VC's cells are free for the job it is preempted
 		// for (its GPUs look free to the core too, round.held).
-		if j := r.jobs[k]; j != nil && j.Err == nil && !j.Finished() && l.Revoke == nil {
+		if j := r.jobs[k]; j != nil && j.Err == nil && !r.finished(j) && l.Revoke == nil {
 			prio = j.Intent.Priority
 		}
 		req := hived.Request{Job: k, VC: l.VC, GPUs: len(l.GPUs), Priority: prio}

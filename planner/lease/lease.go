@@ -109,6 +109,24 @@ type JobLease struct {
 	// job's allocation is being stopped gracefully and the GPU keys stay
 	// until Nomad reports it terminal. Nil for a lease in force.
 	Revoke *Revoke `json:"revoke,omitempty"`
+	// Pinned is the job version the planner's pin of this lease registers
+	// (written with the grant, before the pin): the planner takes the job
+	// as running under this lease only at that version, never from the
+	// job's meta, which its user can write. Nil in a lease written before
+	// planners recorded it (docs/adversary.md, part 3).
+	Pinned *JobVersion `json:"pinned,omitempty"`
+}
+
+// JobVersion names one registration of a Nomad job: the job's CreateIndex
+// (new when a purged ID is registered again) and its Version. Nomad numbers
+// every registration that changes a job the version after the one it
+// replaces (its state store's upsertJobImpl), so a registration that is
+// check-and-set on the JobModifyIndex the planner read registers exactly
+// the version after the one it read, and no other registration can: what
+// the planner writes is known before it writes it.
+type JobVersion struct {
+	CreateIndex uint64 `json:"create_index"`
+	Version     uint64 `json:"version"`
 }
 
 // Revoke records a lease being taken back. The task driver reads it when
@@ -125,6 +143,10 @@ type Revoke struct {
 	// Resubmitted marks a lease taken back because the user resubmitted the
 	// running job (a new version): not a preemption, so not counted as one.
 	Resubmitted bool `json:"resubmitted,omitempty"`
+	// Suspends is the job version the planner's suspension registers
+	// (count 0, in the pending pool), written before the suspension: the
+	// job counts as suspended only at that version.
+	Suspends *JobVersion `json:"suspends,omitempty"`
 }
 
 // Part is one node's share of a gang's lease: one allocation of the job
