@@ -286,7 +286,7 @@ func (p *Planner) jobError(r *round, j *nomad.Job, own ownVersion, leased bool) 
 		return fmt.Errorf("job %q group %q task %q: themis.grace_period: %s is longer than the Nomad clients' max_kill_timeout (%s), which would cut it short; ask for at most %s, or raise client.max_kill_timeout and the planner's -max-kill-timeout",
 			j.Key.ID, j.Group, j.Task, j.Intent.GracePeriod, p.cfg.MaxKillTimeout, p.cfg.MaxKillTimeout)
 	}
-	if err := p.vcError(j.Intent.VC, j.Intent.Priority); err != nil {
+	if err := p.tenancyError(j); err != nil {
 		return fmt.Errorf("job %q group %q task %q: %w", j.Key.ID, j.Group, j.Task, err)
 	}
 	return nil
