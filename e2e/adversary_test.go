@@ -379,3 +379,43 @@ func TestAdversaryForgedPlannerMeta(t *testing.T) {
 		})
 	}
 }
+
+// A workload that lies about its progress (docs/adversary.md, part 5):
+// after an honest report, its count jumps past the stanza's iterations
+// (which, published, made its measured rate thousands of iterations a
+// second and its remaining work nothing), then goes back (which restarted
+// the rate it is measured at). The driver publishes neither, with a task
+// event naming each; the honest report before them stands in Consul.
+// (Themis's filter, live, ranks apps whose progress is not trusted as-run
+// whatever they report: planner/arbiter TestUntrustedProgressLieGainsNothing.)
+func TestAdversaryImplausibleProgress(t *testing.T) {
+	const id = "e2e-adv-progress-lie"
+	w := `w() { printf '%s' "$1" > "$THEMIS_PROGRESS_FILE.tmp" && mv "$THEMIS_PROGRESS_FILE.tmp" "$THEMIS_PROGRESS_FILE"; sleep 6; }; `
+	trainJob{gpus: 1, iterations: 100, shell: w + `w '{"iteration": 10}'; w '{"iteration": 100000}'; w '{"iteration": 3}'`}.run(t, id)
+	// What Consul held while the job ran (its record goes with the job).
+	var seen []int64
+	eventually(t, 90*time.Second, id+" to finish", func() (bool, error) {
+		if rec := readKV[lease.ProgressRecord](t, env.consul, lease.ProgressKey("default", id)); rec != nil && !slices.Contains(seen, rec.Iteration) {
+			seen = append(seen, rec.Iteration)
+		}
+		j, _, err := env.nomad.Jobs().Info(id, nil)
+		return err == nil && *j.Status == "dead", err
+	})
+	if fmt.Sprint(seen) != "[10]" {
+		t.Errorf("progress records published: iterations %v, want the honest report's 10 alone", seen)
+	}
+	var refused []string
+	for _, a := range allocs(t, id) {
+		for _, ts := range a.TaskStates {
+			for _, e := range ts.Events {
+				if e.DriverMessage == "Progress report refused" {
+					refused = append(refused, e.Details["reason"])
+				}
+			}
+		}
+	}
+	want := []string{"iteration 100000 is past the stanza's iterations (100)", "iteration 3 went back from 10"}
+	if fmt.Sprint(refused) != fmt.Sprint(want) {
+		t.Errorf("task events of refused reports: %q, want %q", refused, want)
+	}
+}

@@ -113,6 +113,13 @@ type Job struct {
 	// Remaining is the execution time left at full speed, when known
 	// (perfect-knowledge baselines); negative when unknown.
 	Remaining float64
+	// UntrustedProgress marks a job whose Work and Remaining come from
+	// progress reports its workload wrote and the operator does not trust
+	// (the live planner's default: a VC config binding's trust_progress
+	// says otherwise): Themis's filter ranks its app by the work it has
+	// done, as-run, not by what it claims is left (its bids still use the
+	// reports; docs/themis.md). The simulator's jobs are trusted.
+	UntrustedProgress bool
 	// Skew is the job's sensitivity to placement: how much slower it runs
 	// when spread (1 = insensitive). Tiresias consolidates jobs whose skew
 	// exceeds PACKLIMIT.
