@@ -68,19 +68,24 @@ func (r *round) own(j *nomad.Job) ownVersion {
 			o.suspended = l.LeaseID
 		}
 	}
-	if rec, ok := r.records[j.Key]; ok && o.suspended == "" && rec.LastLease != "" &&
-		j.MetaSuspended() == rec.LastLease && j.Count() == 0 && (rec.Suspended == nil || *rec.Suspended == v) {
-		// A record without Suspended was written before planners
-		// recorded the version; count 0 runs nothing, whoever wrote it.
-		o.suspended = rec.LastLease
+	if ms := j.MetaSuspended(); o.suspended == "" && ms != "" && j.Count() == 0 {
+		if rec, ok := r.records[j.Key]; ok && rec.LastLease == ms && (rec.Suspended == nil || *rec.Suspended == v) {
+			// A record without Suspended was written before planners
+			// recorded the version; count 0 runs nothing, whoever
+			// wrote it.
+			o.suspended = ms
+		}
 	}
 	return o
 }
 
 // finished reports whether a job is done: stopped by its user, or dead in
 // Nomad at a version other than one the planner's suspension registered.
-func (r *round) finished(j *nomad.Job) bool {
-	return j.Stopped() || j.Dead() && r.own(j).suspended == ""
+func (r *round) finished(j *nomad.Job) bool { return finishedAs(j, r.own(j)) }
+
+// finishedAs is finished for a job whose version o classifies.
+func finishedAs(j *nomad.Job, o ownVersion) bool {
+	return j.Stopped() || j.Dead() && o.suspended == ""
 }
 
 // wantCount is the count the planner's records say j's themis group has at

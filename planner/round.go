@@ -19,9 +19,10 @@ import (
 type round struct {
 	now  time.Time
 	snap *nomad.Snapshot
-	// jobs are this round's copies of the snapshot's jobs (list, in its
-	// order), whose Err the round sets from what it checks against its
-	// records and config (the snapshot's are kept across rounds).
+	// jobs are the snapshot's jobs (list, in its order), whose Err the
+	// round resets to ParseJob's and then sets from what it checks against
+	// its records and config (the snapshot keeps parsed jobs across
+	// rounds: nomad.Job.Reset).
 	jobs    map[core.JobKey]*nomad.Job
 	list    []*nomad.Job
 	nodes   map[string]core.Node
@@ -137,11 +138,10 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 		leases: st.leases, records: st.records, checkpoints: st.checkpoints, progress: st.progress, pending: st.pending,
 		held: map[string]lease.JobLease{}, status: map[core.JobKey]consul.JobStatus{}, aside: st.aside,
 	}
-	copies := make([]nomad.Job, len(snap.Jobs))
-	r.list = make([]*nomad.Job, len(snap.Jobs))
-	for i, j := range snap.Jobs {
-		copies[i] = *j
-		r.list[i], r.jobs[j.Key] = &copies[i], &copies[i]
+	r.list = snap.Jobs
+	for _, j := range snap.Jobs {
+		j.Reset() // this round says what else is wrong with it
+		r.jobs[j.Key] = j
 	}
 	for k, why := range snap.Unreadable {
 		r.aside[k] = why
@@ -190,7 +190,8 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 // planner's own records (own.go).
 func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.Job, bool) {
 	own := r.own(j)
-	if l, has := r.leases[j.Key]; has && l.Revoke == nil && !own.pinned && !own.granted && !r.finished(j) {
+	finished := finishedAs(j, own) // the version's: a release below changes neither
+	if l, has := r.leases[j.Key]; has && l.Revoke == nil && !own.pinned && !own.granted && !finished {
 		// A version the planner did not register: the user resubmitted
 		// the job (or re-registered it with the planner's meta kept or
 		// forged), whatever it says. Nomad keeps the old allocation
@@ -211,7 +212,7 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 		p.adoptLegacy(ctx, r, j, r.leases[j.Key])
 	}
 	l, has := r.leases[j.Key]
-	if j.Err == nil && !r.finished(j) {
+	if j.Err == nil && !finished {
 		j.Err = p.jobError(r, j, own, has)
 	}
 	if pg, ok := r.pending[j.Key]; ok {
@@ -226,7 +227,7 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 		// Not in the core's jobs: a lease it still holds is released. A
 		// rejected job outside the pending pool is moved there all the
 		// same, where Nomad cannot place it.
-		if !r.finished(j) {
+		if !finished {
 			r.status[j.Key] = consul.JobStatus{State: "rejected", Reason: j.Err.Error()}
 			if !has {
 				p.adopt(ctx, r, j)
@@ -236,7 +237,7 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 	}
 	phase := core.Queued
 	switch {
-	case r.finished(j):
+	case finished:
 		r.status[j.Key] = consul.JobStatus{State: "finished"}
 		return j.CoreJob(core.Finished), true
 	case has && own.pinned:

@@ -125,3 +125,27 @@ namespace "team-a" {
 		}
 	}
 }
+
+// A binding changed by a reload (SIGHUP: SetStack) applies from the next
+// round to jobs already parsed: the snapshot keeps parsed jobs across
+// rounds (as nomad.Client does), and a round's rejection is not kept on
+// them (nomad.Job.Reset).
+func TestReloadedBindingAdmitsARejectedJob(t *testing.T) {
+	h := newHarness(t, 8, vcsStack(t, "fifo", "tenants.hcl", `namespace "team-a" {}`))
+	h.fn.submitAs("team-b", "j", 1, "be", "default", 0)
+	snap, err := h.fn.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.fn.cached = snap
+	h.round("team-b not bound")
+	k := core.JobKey{Namespace: "team-b", ID: "j"}
+	if st := h.fs.statuses[k]; st.State != "rejected" {
+		t.Fatalf("status %+v, want rejected", st)
+	}
+	h.p.SetStack(vcsStack(t, "fifo", "tenants.hcl", "namespace \"team-a\" {}\nnamespace \"team-b\" {}\n"))
+	h.round("team-b bound")
+	if _, ok := h.fs.leases[k]; !ok {
+		t.Fatalf("not granted after the reload: %+v", h.fs.statuses[k])
+	}
+}

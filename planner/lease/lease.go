@@ -89,9 +89,15 @@ type JobLease struct {
 	GrantedAt time.Time `json:"granted_at"`
 	// SubmitIndex is the job's JobModifyIndex when it was granted: a job
 	// still at that index was granted but not yet pinned (the planner
-	// stopped in between) and is pinned again; a job at a later index
-	// without this lease in its meta was resubmitted, and the lease is stale.
+	// stopped in between) and is pinned again; a job at a version that is
+	// neither that one nor Pinned was resubmitted, and the lease is stale.
 	SubmitIndex uint64 `json:"submit_index"`
+	// Pinned is the job version the planner's pin of this lease registers
+	// (written with the grant, before the pin): the planner takes the job
+	// as running under this lease only at that version, never from the
+	// job's meta, which its user can write. Nil in a lease written before
+	// planners recorded it (docs/adversary.md, part 3).
+	Pinned *JobVersion `json:"pinned,omitempty"`
 	// Cells are a guaranteed job's virtual GPUs under HiveD (one per GPU,
 	// parallel to GPUs): what the planner replays to rebuild the virtual
 	// clusters' cell bindings exactly after a restart. Empty otherwise.
@@ -109,12 +115,6 @@ type JobLease struct {
 	// job's allocation is being stopped gracefully and the GPU keys stay
 	// until Nomad reports it terminal. Nil for a lease in force.
 	Revoke *Revoke `json:"revoke,omitempty"`
-	// Pinned is the job version the planner's pin of this lease registers
-	// (written with the grant, before the pin): the planner takes the job
-	// as running under this lease only at that version, never from the
-	// job's meta, which its user can write. Nil in a lease written before
-	// planners recorded it (docs/adversary.md, part 3).
-	Pinned *JobVersion `json:"pinned,omitempty"`
 }
 
 // JobVersion names one registration of a Nomad job: the job's CreateIndex

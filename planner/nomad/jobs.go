@@ -35,6 +35,9 @@ type Job struct {
 	// Driver is the themis task's driver: DriverName, or another driver
 	// (docker, exec, raw_exec) whose task carries the stanza in meta.
 	Driver string
+	// parseErr is what ParseJob found wrong (Err's value before a round
+	// adds to it: Reset).
+	parseErr error
 	// count is the themis group's count as the job gives it: 1 for a job
 	// that waits, the parts of a gang the planner pinned, 0 for a job the
 	// planner suspended; which one this version must have, the planner
@@ -130,6 +133,19 @@ var ErrNotThemis = errors.New("not a themis job")
 // shape. It returns ErrNotThemis for other jobs; any other error is the
 // user's, and names the job, group, task and field.
 func ParseJob(job *api.Job) (*Job, error) {
+	tj, err := parseJob(job)
+	if tj != nil {
+		tj.parseErr = tj.Err
+	}
+	return tj, err
+}
+
+// Reset sets Err back to what ParseJob found: the planner adds, each round,
+// what it finds wrong with the job from its records and config
+// (planner/round.go), which may change from one round to the next.
+func (j *Job) Reset() { j.Err = j.parseErr }
+
+func parseJob(job *api.Job) (*Job, error) {
 	ns := deref(job.Namespace)
 	if ns == "" {
 		ns = "default"
