@@ -485,7 +485,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if leases != nil {
 		go h.reportCheckpoints(d.ctx, leases, d.checkpointReportPeriod)
 		if pr, ok := leases.(ProgressReporter); ok && gangVars[EnvGangRank] == "0" && proto.checkpointDir != "" {
-			go h.reportProgress(d.ctx, pr, d.checkpointReportPeriod, intent.Iterations)
+			go h.reportProgress(d.ctx, pr, d.checkpointReportPeriod, intent.Iterations, func(why string) { d.emit(cfg, eventProgressRefused, map[string]string{"reason": why}) })
 		}
 	}
 	if resume != "" {

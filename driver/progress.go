@@ -80,15 +80,41 @@ type progressMeter struct {
 	firstAt    time.Time
 	last       lease.ProgressRecord
 	stanzaIter int64
+	// accepted is the iteration of the last report taken (seen: one was).
+	accepted int64
+	seen     bool
+}
+
+// eventProgressRefused is the task event of a progress report the driver
+// does not publish (progressMeter.implausible).
+const eventProgressRefused = "Progress report refused"
+
+// implausible says why report r cannot be true, and which rule refuses it
+// ("" for a plausible report): its iteration count went back from the last
+// report taken (within one run of the task: a count restarted would let a
+// workload restart the rate it is measured at, then jump), or passed the
+// stanza's iterations (the work the job said it plans). Such a report is
+// not published: a workload must not make its rate, and so its remaining
+// work, look what it likes (docs/themis.md, "Whose progress counts").
+func (m *progressMeter) implausible(r progressReport) (why, rule string) {
+	it := *r.Iteration
+	switch {
+	case m.seen && it < m.accepted:
+		return fmt.Sprintf("iteration %d went back from %d", it, m.accepted), "backwards"
+	case m.stanzaIter > 0 && it > m.stanzaIter:
+		return fmt.Sprintf("iteration %d is past the stanza's iterations (%d)", it, m.stanzaIter), "past iterations"
+	}
+	return "", ""
 }
 
 // observe returns the record for report r read at now, and whether it
 // differs from the last one published.
 func (m *progressMeter) observe(r progressReport, now time.Time) (lease.ProgressRecord, bool) {
 	it := *r.Iteration
-	if m.firstAt.IsZero() || it < m.first {
-		m.first, m.firstAt = it, now // first report, or the workload restarted its count
+	if m.firstAt.IsZero() {
+		m.first, m.firstAt = it, now // the first report
 	}
+	m.accepted, m.seen = it, true
 	rec := lease.ProgressRecord{Iteration: it, Total: r.Total, Loss: r.Loss, At: now.UTC()}
 	if rec.Total == 0 {
 		rec.Total = m.stanzaIter
@@ -106,14 +132,15 @@ func sameLoss(a, b *float64) bool {
 
 // reportProgress publishes the task's progress through r whenever the
 // progress file changes (looked at every period), until the task exits or
-// ctx ends.
-func (h *taskHandle) reportProgress(ctx context.Context, r ProgressReporter, period time.Duration, iterations int) {
+// ctx ends. A report that is not plausible is not published; refused is
+// told why (a task event), once while the same rule keeps refusing.
+func (h *taskHandle) reportProgress(ctx context.Context, r ProgressReporter, period time.Duration, iterations int, refused func(why string)) {
 	m := &progressMeter{stanzaIter: int64(iterations)}
 	owner := nofollow.AnyOwner
 	if h.proto.who.uid != 0 && !h.proto.who.self {
 		owner = h.proto.who.uid
 	}
-	var warned string
+	warned, lastRefusal := "", ""
 	look := func() {
 		var rep progressReport
 		var ok bool
@@ -132,6 +159,15 @@ func (h *taskHandle) reportProgress(ctx context.Context, r ProgressReporter, per
 		if !ok {
 			return
 		}
+		if why, rule := m.implausible(rep); rule != "" {
+			if rule != lastRefusal {
+				h.logger.Warn("refusing an implausible progress report", "reason", why)
+				refused(why)
+				lastRefusal = rule
+			}
+			return
+		}
+		lastRefusal = ""
 		rec, changed := m.observe(rep, time.Now())
 		if !changed {
 			return

@@ -75,6 +75,36 @@ func TestProgressIsPublished(t *testing.T) {
 	must.Eq(t, 0.0, last.Remaining())
 }
 
+// A workload's implausible progress reports (its count going back, or past
+// the stanza's iterations) are not published, and each rule refusing them
+// is a task event naming the report; the plausible ones around them are.
+func TestImplausibleProgressIsRefused(t *testing.T) {
+	leases := &fakeLeases{leases: leasedTo(testJob, "GPU-0")}
+	e := newTestEnv(t, true, leases)
+	e.d.checkpointReportPeriod = 50 * time.Millisecond
+	events := stopEvents(t, e)
+	task, tc := newTask(testJob, "", spec.Stanza{GPUs: 1, GracePeriod: "10s", Iterations: 1000}, "GPU-0")
+	tc.Command = "/bin/sh"
+	tc.Args = []string{"-c", `w() { printf '%s' "$1" > "$THEMIS_PROGRESS_FILE.tmp" && mv "$THEMIS_PROGRESS_FILE.tmp" "$THEMIS_PROGRESS_FILE"; sleep 0.4; }
+w '{"iteration": 10}'; w '{"iteration": 5}'; w '{"iteration": 4}'; w '{"iteration": 5000}'; w '{"iteration": 20}'`}
+	_, err := e.start(t, task, tc, true)
+	must.NoError(t, err)
+	e.wait(t, task.ID, 20*time.Second)
+	time.Sleep(100 * time.Millisecond) // the report after the exit
+	var its []int64
+	for _, r := range leases.progress() {
+		its = append(its, r.Iteration)
+	}
+	must.Eq(t, []int64{10, 20}, its, must.Sprint("published iterations"))
+	var refused []string
+	for _, ev := range events() {
+		if ev.Message == eventProgressRefused {
+			refused = append(refused, ev.Annotations["reason"])
+		}
+	}
+	must.Eq(t, []string{"iteration 5 went back from 10", "iteration 5000 is past the stanza's iterations (1000)"}, refused)
+}
+
 func TestProgressMeter(t *testing.T) {
 	it := func(n int64) *int64 { return &n }
 	m := &progressMeter{stanzaIter: 1000}
@@ -91,10 +121,30 @@ func TestProgressMeter(t *testing.T) {
 	m.last = rec
 	_, changed = m.observe(progressReport{Iteration: it(300)}, t0.Add(11*time.Second))
 	must.False(t, changed)
-	// The workload's own total wins; a count that went back restarts the rate.
-	rec, _ = m.observe(progressReport{Iteration: it(10), Total: 50}, t0.Add(12*time.Second))
-	must.Eq(t, int64(50), rec.Total)
-	must.Eq(t, 0.0, rec.Rate)
+	// The workload's own total wins.
+	rec, _ = m.observe(progressReport{Iteration: it(500), Total: 800}, t0.Add(12*time.Second))
+	must.Eq(t, int64(800), rec.Total)
+	must.Eq(t, 400.0/12, rec.Rate)
+	// Implausible reports (docs/themis.md, "Whose progress counts"): a
+	// count that goes back, or past the stanza's iterations, is refused,
+	// naming the rule; one that stands still or goes on is taken.
+	for _, c := range []struct {
+		it        int64
+		why, rule string
+	}{
+		{499, "iteration 499 went back from 500", "backwards"},
+		{0, "iteration 0 went back from 500", "backwards"},
+		{1001, "iteration 1001 is past the stanza's iterations (1000)", "past iterations"},
+		{500, "", ""},
+		{1000, "", ""},
+	} {
+		why, rule := m.implausible(progressReport{Iteration: it(c.it)})
+		must.Eq(t, c.why, why)
+		must.Eq(t, c.rule, rule)
+	}
+	unbounded := &progressMeter{}
+	_, rule := unbounded.implausible(progressReport{Iteration: it(1 << 40)})
+	must.Eq(t, "", rule, must.Sprint("no stanza iterations: no bound"))
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, ProgressFileName)

@@ -180,14 +180,14 @@ func (p *themisPlanner) output() string {
 
 // startThemisPlanner runs `themis planner` against the agents at nomadAddr
 // and consulAddr, whose raw_exec jobs checkpoint under dataDir's raw_exec
-// root, with
-// the tokens in NOMAD_TOKEN and CONSUL_HTTP_TOKEN, as an operator runs it.
-func startThemisPlanner(t *testing.T, nomadAddr, consulAddr, dataDir, nomadToken, consulToken string) *themisPlanner {
+// root, with the tokens in NOMAD_TOKEN and CONSUL_HTTP_TOKEN, as an operator
+// runs it, with flags added (e.g. -policy, -vc-config).
+func startThemisPlanner(t *testing.T, nomadAddr, consulAddr, dataDir, nomadToken, consulToken string, flags ...string) *themisPlanner {
 	t.Helper()
 	p := &themisPlanner{done: make(chan error, 1)}
-	p.cmd = exec.Command(env.themis, "planner", "-nomad-addr", nomadAddr, "-consul-addr", consulAddr,
+	p.cmd = exec.Command(env.themis, append([]string{"planner", "-nomad-addr", nomadAddr, "-consul-addr", consulAddr,
 		"-http-addr", "", "-id", "acl-planner", "-resync", "5s", "-log-level", "debug",
-		"-checkpoint-root", devstack.RawExecCheckpoints(dataDir))
+		"-checkpoint-root", devstack.RawExecCheckpoints(dataDir)}, flags...)...)
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "NOMAD_") && !strings.HasPrefix(kv, "CONSUL_") {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -306,3 +307,115 @@ func waitCompleteRouted(t *testing.T, id string, timeout time.Duration) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A running job re-registered by its user with the meta only the planner
+// writes kept or forged (docs/adversary.md, part 3): the planner trusts
+// only its own records. "forged-lease" keeps themis.lease and asks Nomad
+// for the node's 8 GPUs without the pin's device constraint (Nomad cannot
+// place that, so the old allocation runs on): it is a new submission,
+// so its lease is taken back through the revoke path (marked resubmitted)
+// and the job granted again under a new lease. "forged-suspended" names
+// its lease in themis.suspended (the meta the planner's suspension
+// writes), count 1, still pinned: the planner suspends it all the same
+// (count 0, in the pending pool). Both then run to completion on their
+// leases, and the good job submitted after them runs.
+func TestAdversaryForgedPlannerMeta(t *testing.T) {
+	const forgedLease, forgedSuspended, good = "e2e-adv-forged-lease", "e2e-adv-forged-suspended", "e2e-adv-after-forged"
+	first := map[string]string{}
+	for _, id := range []string{forgedLease, forgedSuspended} {
+		register(t, helloJob(t, id, 150, 1))
+	}
+	for _, id := range []string{forgedLease, forgedSuspended} {
+		eventually(t, 60*time.Second, id+" granted and running", func() (bool, error) {
+			l := jobLease(t, id)
+			if l == nil {
+				return false, nil
+			}
+			first[id] = l.LeaseID
+			return slices.ContainsFunc(allocs(t, id), func(a *nomadapi.AllocationListStub) bool { return a.ClientStatus == "running" }), nil
+		})
+	}
+	// The user reads each job back (`nomad job inspect`) and registers it
+	// again, changed.
+	reregister := func(id string, change func(j *nomadapi.Job)) {
+		j, _, err := env.nomad.Jobs().Info(id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(j)
+		if _, _, err := env.nomad.Jobs().Register(j, nil); err != nil {
+			t.Fatalf("register %s again: %v", id, err)
+		}
+	}
+	reregister(forgedLease, func(j *nomadapi.Job) {
+		all := uint64(8)
+		j.TaskGroups[0].Tasks[0].Resources.Devices = []*nomadapi.RequestedDevice{{Name: topology.Vendor + "/" + topology.DeviceType, Count: &all}}
+	})
+	reregister(forgedSuspended, func(j *nomadapi.Job) {
+		delete(j.Meta, "themis.lease")
+		j.Meta["themis.suspended"], j.Meta["themis.count"] = first[forgedSuspended], "1"
+	})
+	eventually(t, 30*time.Second, forgedLease+"'s lease taken back as a resubmission", func() (bool, error) {
+		l := jobLease(t, forgedLease)
+		return l != nil && (l.LeaseID != first[forgedLease] || l.Revoke != nil && l.Revoke.Resubmitted), fmt.Errorf("lease %+v", l)
+	})
+	eventually(t, 30*time.Second, forgedSuspended+" suspended by the planner", func() (bool, error) {
+		vs, _, _, err := env.nomad.Jobs().Versions(forgedSuspended, false, nil)
+		if err != nil {
+			return false, err
+		}
+		for _, v := range vs {
+			if *v.TaskGroups[0].Count == 0 && *v.NodePool == "themis-pending" && v.Meta["themis.suspended"] == first[forgedSuspended] {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no version of count 0 in the pending pool among %d", len(vs))
+	})
+	register(t, helloJob(t, good, 5, 1))
+	for _, id := range []string{forgedLease, forgedSuspended, good} {
+		eventually(t, 120*time.Second, id+" finished", func() (bool, error) {
+			st := jobStatus(t, id)
+			return st != nil && st.State == "finished", fmt.Errorf("status %+v", st)
+		})
+	}
+}
+
+// A workload that lies about its progress (docs/adversary.md, part 5):
+// after an honest report, its count jumps past the stanza's iterations
+// (which, published, made its measured rate thousands of iterations a
+// second and its remaining work nothing), then goes back (which restarted
+// the rate it is measured at). The driver publishes neither, with a task
+// event naming each; the honest report before them stands in Consul.
+// (Themis's filter, live, ranks apps whose progress is not trusted as-run
+// whatever they report: planner/arbiter TestUntrustedProgressLieGainsNothing.)
+func TestAdversaryImplausibleProgress(t *testing.T) {
+	const id = "e2e-adv-progress-lie"
+	w := `w() { printf '%s' "$1" > "$THEMIS_PROGRESS_FILE.tmp" && mv "$THEMIS_PROGRESS_FILE.tmp" "$THEMIS_PROGRESS_FILE"; sleep 6; }; `
+	trainJob{gpus: 1, iterations: 100, shell: w + `w '{"iteration": 10}'; w '{"iteration": 100000}'; w '{"iteration": 3}'`}.run(t, id)
+	// What Consul held while the job ran (its record goes with the job).
+	var seen []int64
+	eventually(t, 90*time.Second, id+" to finish", func() (bool, error) {
+		if rec := readKV[lease.ProgressRecord](t, env.consul, lease.ProgressKey("default", id)); rec != nil && !slices.Contains(seen, rec.Iteration) {
+			seen = append(seen, rec.Iteration)
+		}
+		j, _, err := env.nomad.Jobs().Info(id, nil)
+		return err == nil && *j.Status == "dead", err
+	})
+	if fmt.Sprint(seen) != "[10]" {
+		t.Errorf("progress records published: iterations %v, want the honest report's 10 alone", seen)
+	}
+	var refused []string
+	for _, a := range allocs(t, id) {
+		for _, ts := range a.TaskStates {
+			for _, e := range ts.Events {
+				if e.DriverMessage == "Progress report refused" {
+					refused = append(refused, e.Details["reason"])
+				}
+			}
+		}
+	}
+	want := []string{"iteration 100000 is past the stanza's iterations (100)", "iteration 3 went back from 10"}
+	if fmt.Sprint(refused) != fmt.Sprint(want) {
+		t.Errorf("task events of refused reports: %q, want %q", refused, want)
+	}
+}

@@ -65,6 +65,7 @@ func leaseRun(l lease.JobLease, allocs []nomad.Alloc, now time.Time) (run time.D
 // and the work it would lose if preempted now.
 func (p *Planner) account(j *nomad.Job, phase core.Phase, rec consul.JobRecord, l *lease.JobLease, allocs []nomad.Alloc, ckpt lease.CheckpointRecord, now time.Time) core.Job {
 	cj := j.CoreJob(phase)
+	cj.UntrustedProgress = !p.trusts(j)
 	cj.Submitted = rec.FirstSubmit
 	cj.Preemptions = rec.Preemptions
 	cj.Remaining = -1 // live jobs do not say how long they run
@@ -169,7 +170,7 @@ func (p *Planner) forget(ctx context.Context, r *round) error {
 		if _, leased := r.leases[k]; leased || r.aside[k] != "" {
 			continue
 		}
-		if j := r.jobs[k]; j != nil && !j.Finished() {
+		if j := r.jobs[k]; j != nil && !r.finished(j) {
 			continue
 		}
 		if err := p.dropRecord(ctx, r, k); err != nil {
@@ -178,6 +179,10 @@ func (p *Planner) forget(ctx context.Context, r *round) error {
 	}
 	return nil
 }
+
+// progressSkew is how far ahead of the planner's clock a progress record's
+// time may be (the clocks of a client and the planner's host differ).
+const progressSkew = time.Minute
 
 // withProgress gives a job what its progress reports tell: with a known
 // total and a measured rate, its remaining time (Remaining) and whole work
@@ -193,7 +198,11 @@ func (p *Planner) forget(ctx context.Context, r *round) error {
 // as it is (where that one ran is not known any more).
 func withProgress(cj core.Job, progress map[core.JobKey]lease.ProgressRecord, allocs []nomad.Alloc, nodes map[string]core.Node, now time.Time) core.Job {
 	pr, ok := progress[cj.Key]
-	if !ok {
+	if !ok || pr.At.After(now.Add(progressSkew)) {
+		// None, or one from the future: the driver stamps a record with
+		// its clock when it reads the report, so a record far ahead of
+		// the planner's would never age (docs/themis.md, "Whose progress
+		// counts"); it is not used.
 		return cj
 	}
 	if left := pr.Remaining(); left >= 0 {

@@ -102,7 +102,7 @@ func (f *fakeNomad) submitIn(id string, gpus int, class, grace, vc string, prior
 		"vc": vc, "priority": float64(priority)}}}
 	f.jobs[core.JobKey{Namespace: "default", ID: id}] = &api.Job{
 		ID: ptr(id), Namespace: ptr("default"), Status: ptr("pending"), NodePool: ptr(nomad.DefaultPendingPool),
-		JobModifyIndex: ptr(f.index), SubmitTime: ptr(f.clock.UnixNano()), Meta: map[string]string{},
+		JobModifyIndex: ptr(f.index), CreateIndex: ptr(f.index), Version: ptr(uint64(0)), SubmitTime: ptr(f.clock.UnixNano()), Meta: map[string]string{},
 		TaskGroups: []*api.TaskGroup{{Name: ptr("g"), Count: ptr(1), Tasks: []*api.Task{{Name: "t", Driver: nomad.DriverName, Config: cfg}}}},
 	}
 }
@@ -212,6 +212,7 @@ func (f *fakeNomad) Pin(_ context.Context, j *nomad.Job, l lease.JobLease, pool 
 		return err
 	}
 	f.index++
+	newVersion(cur)
 	cur.JobModifyIndex, cur.NodePool, cur.Status = ptr(f.index), ptr(pool), ptr("running")
 	cur.Meta[nomad.LeaseMeta], cur.Meta[nomad.RestartCountMeta] = l.LeaseID, strconv.Itoa(restarts)
 	delete(cur.Meta, nomad.SuspendedMeta)
@@ -238,6 +239,7 @@ func (f *fakeNomad) Suspend(_ context.Context, j *nomad.Job, leaseID string) err
 		return err
 	}
 	f.index++
+	newVersion(cur)
 	f.suspend++
 	cur.JobModifyIndex, cur.NodePool = ptr(f.index), ptr(nomad.DefaultPendingPool)
 	if cur.Meta[nomad.SuspendedMeta] == "" {
@@ -261,8 +263,19 @@ func (f *fakeNomad) Adopt(_ context.Context, j *nomad.Job) error {
 		return err
 	}
 	f.index++
+	newVersion(cur)
 	cur.JobModifyIndex, cur.NodePool = ptr(f.index), ptr(nomad.DefaultPendingPool)
 	return nil
+}
+
+// newVersion numbers a registration as Nomad does (its state store's
+// upsertJobImpl): the version after the one it replaces.
+func newVersion(j *api.Job) {
+	v := uint64(0)
+	if j.Version != nil {
+		v = *j.Version + 1
+	}
+	j.Version = &v
 }
 
 // fakeStore keeps leases and records as Consul's KV would.
@@ -344,6 +357,25 @@ func (s *fakeStore) Revoke(_ context.Context, l lease.JobLease, r lease.Revoke) 
 		cur.Revoke = &r
 		s.leases[k] = cur
 	}
+	return cur, nil
+}
+
+func (s *fakeStore) SetVersions(_ context.Context, l lease.JobLease) (lease.JobLease, error) {
+	if err := s.crash.spend(); err != nil {
+		return l, err
+	}
+	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
+	cur, ok := s.leases[k]
+	if !ok || cur.LeaseID != l.LeaseID {
+		return l, fmt.Errorf("set versions %s: lease gone", k)
+	}
+	cur.Pinned = l.Pinned
+	if cur.Revoke != nil && l.Revoke != nil {
+		r := *cur.Revoke
+		r.Suspends = l.Revoke.Suspends
+		cur.Revoke = &r
+	}
+	s.leases[k] = cur
 	return cur, nil
 }
 

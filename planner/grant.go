@@ -24,9 +24,10 @@ func (p *Planner) grant(ctx context.Context, r *round, g core.Grant) (consul.Job
 	if err != nil {
 		return consul.JobStatus{}, err
 	}
+	pinned := j.NextVersion() // what the pin registers (own.go)
 	l := lease.JobLease{
 		LeaseID: id, Namespace: g.Job.Namespace, JobID: g.Job.ID, NodeID: parts[0].NodeID, NodeName: parts[0].NodeName,
-		GPUs: g.GPUs, VC: j.Intent.VC, GrantedAt: r.now.UTC(), SubmitIndex: j.ModifyIndex(),
+		GPUs: g.GPUs, VC: j.Intent.VC, GrantedAt: r.now.UTC(), SubmitIndex: j.ModifyIndex(), Pinned: &pinned,
 	}
 	if len(parts) > 1 {
 		l.Parts = parts

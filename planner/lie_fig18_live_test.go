@@ -152,7 +152,7 @@ func fakeSlowdown(nodes []core.Node, allocs []*fakeAlloc, c models.Class) float6
 // times.
 func fig18Run(t *testing.T, sc fig18Scale, seed int64, lie func(iter, total int64) int64) (finish map[string]float64, moves map[string]int, rounds []float64) {
 	t.Helper()
-	st := themisStack(t, sc.lease, lieKnobs()...)
+	st := lieLiveStack(t, sc.lease, lieKnobs()...)
 	rec := &roundTimes{Policy: st.Policy.(*arbiter.Policy)}
 	rec.Seed(seed)
 	st.Policy = rec

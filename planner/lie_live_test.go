@@ -12,7 +12,9 @@ import (
 	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/sim"
+	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -100,7 +102,7 @@ func (r *roundTimes) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGP
 // after the first).
 func lieRun(t *testing.T, seed int64, liar string, lie func(iter, total int64) int64) (finish map[string]float64, preempted map[string]int, rounds []float64) {
 	t.Helper()
-	st := themisStack(t, "20s", lieKnobs()...)
+	st := lieLiveStack(t, "20s", lieKnobs()...)
 	rec := &roundTimes{Policy: st.Policy.(*arbiter.Policy)}
 	rec.Seed(seed)
 	st.Policy = rec
@@ -220,6 +222,27 @@ func TestLyingAboutProgressLive(t *testing.T) {
 	if excess > 2 {
 		t.Errorf("a progress lie gains live %.1f points more than in the simulator: %s", excess, excessAt)
 	}
+}
+
+// lieLiveStack is the live planner's stack of the lying tests: themis with
+// the lease and knobs, trusting every namespace's progress reports, as the
+// simulator trusts its workloads' (the tables compare the two), unless
+// $THEMIS_LIE_TRUST is "untrusted": then the live planner's default, every
+// app ranked by the filter as-run (docs/themis.md, "Whose progress
+// counts").
+func lieLiveStack(t *testing.T, lease string, set ...string) *stack.Stack {
+	t.Helper()
+	st := themisStack(t, lease, set...)
+	switch v := os.Getenv("THEMIS_LIE_TRUST"); v {
+	case "", "trusted":
+		trust := hived.NewBinding(hived.AnyNamespace)
+		trust.TrustProgress = true
+		st.Tenants = &hived.Config{Namespaces: []hived.Binding{trust}}
+	case "untrusted":
+	default:
+		t.Fatalf("THEMIS_LIE_TRUST=%q: want trusted or untrusted", v)
+	}
+	return st
 }
 
 // lieKnobs is the lying tests' knobs: set, plus themis.filter_remaining

@@ -70,7 +70,7 @@ func (p *Planner) pendingStale(r *round, j *nomad.Job, pg lease.Pending) string 
 	if !p.defers() {
 		return "the policy no longer leases"
 	}
-	if j.Err != nil || j.Finished() {
+	if j.Err != nil || r.finished(j) {
 		return "job finished or rejected"
 	}
 	if l, ok := r.leases[j.Key]; ok && l.Revoke == nil {

@@ -54,6 +54,9 @@ type Store interface {
 	Leases(ctx context.Context) (map[core.JobKey]lease.JobLease, error)
 	Grant(ctx context.Context, l lease.JobLease) error
 	Revoke(ctx context.Context, l lease.JobLease, r lease.Revoke) (lease.JobLease, error)
+	// SetVersions records on a lease the job versions the planner
+	// registers under it (own.go).
+	SetVersions(ctx context.Context, l lease.JobLease) (lease.JobLease, error)
 	Release(ctx context.Context, l lease.JobLease, rec *consul.JobRecord) error
 	Records(ctx context.Context) (map[core.JobKey]consul.JobRecord, error)
 	PutRecord(ctx context.Context, r consul.JobRecord) (consul.JobRecord, error)

@@ -55,6 +55,10 @@ func (p *Planner) revoke(ctx context.Context, r *round, j *nomad.Job, l lease.Jo
 	grace := 0 * time.Second
 	if j != nil {
 		grace = j.Intent.GracePeriod
+		if !j.Stopped() {
+			next := j.NextVersion() // what the suspension registers (own.go)
+			rv.Suspends = &next
+		}
 	}
 	rv.Since, rv.Deadline = r.now.UTC(), r.now.Add(grace).UTC()
 	marked, err := p.cfg.Store.Revoke(ctx, l, rv)
@@ -88,8 +92,19 @@ func beneficiaries(g core.Grant, d core.Decision) string {
 // nil when the job was purged from Nomad.
 func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l lease.JobLease) {
 	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
-	if j != nil && !j.Stopped() && j.SuspendedLease() != l.LeaseID {
-		err := p.cfg.Nomad.Suspend(ctx, j, l.LeaseID)
+	if j != nil && !j.Stopped() && r.own(j).suspended != l.LeaseID && j.Count() > 0 {
+		// Not the planner's suspension (a version of count 0 runs
+		// nothing, whoever wrote it): record the version this one
+		// registers, then suspend.
+		marked, err := p.suspends(ctx, r, j, l)
+		if err != nil {
+			r.fail(err)
+			p.hold(r, l)
+			r.status[k] = revokingStatus(r, l)
+			return
+		}
+		l = marked
+		err = p.cfg.Nomad.Suspend(ctx, j, l.LeaseID)
 		switch {
 		case errors.Is(err, nomad.ErrJobChanged):
 			// The user changed the job meanwhile: the next round reads
@@ -102,12 +117,11 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 	}
 	if p.stillRunning(r, k, l) {
 		p.hold(r, l)
-		r.status[k] = consul.JobStatus{State: "revoking", Reason: l.Revoke.Reason, Node: l.NodeNames(), GPUs: l.GPUs,
-			LeaseID: l.LeaseID, Deadline: l.Revoke.Deadline, Preemptions: r.records[k].Preemptions}
+		r.status[k] = revokingStatus(r, l)
 		return
 	}
 	// Step 3: every allocation is terminal.
-	if j == nil || j.Finished() {
+	if j == nil || r.finished(j) {
 		if err := p.release(ctx, r, l, nil, "job stopped while being revoked"); err != nil {
 			r.fail(err)
 			p.hold(r, l)
@@ -128,6 +142,7 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 			rec.Preemptions++
 		}
 	}
+	rec.Suspended = l.Revoke.Suspends
 	if err := p.release(ctx, r, l, &rec, "revoked: the job's allocation stopped"); err != nil {
 		r.fail(err)
 		p.hold(r, l)
@@ -135,6 +150,31 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 	}
 	r.records[k] = rec
 	delete(r.leases, k)
+}
+
+// suspends records on a revoking lease the job version its suspension of
+// j registers (own.go), unless it already names it, and returns the lease.
+func (p *Planner) suspends(ctx context.Context, r *round, j *nomad.Job, l lease.JobLease) (lease.JobLease, error) {
+	next := j.NextVersion()
+	if l.Revoke.Suspends != nil && *l.Revoke.Suspends == next {
+		return l, nil
+	}
+	rv := *l.Revoke
+	rv.Suspends = &next
+	l.Revoke = &rv
+	marked, err := p.cfg.Store.SetVersions(ctx, l)
+	if err != nil {
+		return l, err
+	}
+	r.leases[j.Key] = marked
+	return marked, nil
+}
+
+// revokingStatus is the status of a job whose lease l is being taken back.
+func revokingStatus(r *round, l lease.JobLease) consul.JobStatus {
+	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
+	return consul.JobStatus{State: "revoking", Reason: l.Revoke.Reason, Node: l.NodeNames(), GPUs: l.GPUs,
+		LeaseID: l.LeaseID, Deadline: l.Revoke.Deadline, Preemptions: r.records[k].Preemptions}
 }
 
 // stillRunning reports whether a lease's job has an allocation that is not

@@ -17,9 +17,14 @@ import (
 
 // round is one reconcile's view of Nomad and Consul.
 type round struct {
-	now     time.Time
-	snap    *nomad.Snapshot
+	now  time.Time
+	snap *nomad.Snapshot
+	// jobs are the snapshot's jobs (list, in its order), whose Err the
+	// round resets to ParseJob's and then sets from what it checks against
+	// its records and config (the snapshot keeps parsed jobs across
+	// rounds: nomad.Job.Reset).
 	jobs    map[core.JobKey]*nomad.Job
+	list    []*nomad.Job
 	nodes   map[string]core.Node
 	leases  map[core.JobKey]lease.JobLease
 	records map[core.JobKey]consul.JobRecord
@@ -133,6 +138,11 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 		leases: st.leases, records: st.records, checkpoints: st.checkpoints, progress: st.progress, pending: st.pending,
 		held: map[string]lease.JobLease{}, status: map[core.JobKey]consul.JobStatus{}, aside: st.aside,
 	}
+	r.list = snap.Jobs
+	for _, j := range snap.Jobs {
+		j.Reset() // this round says what else is wrong with it
+		r.jobs[j.Key] = j
+	}
 	for k, why := range snap.Unreadable {
 		r.aside[k] = why
 	}
@@ -141,9 +151,6 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 	}
 	for _, n := range snap.Nodes {
 		r.nodes[n.ID] = n
-	}
-	for _, j := range snap.Jobs {
-		r.jobs[j.Key] = j
 	}
 	// Leases being taken back, and leases of jobs gone from Nomad.
 	for k, l := range st.leases {
@@ -157,7 +164,7 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 		}
 	}
 	state := core.State{Nodes: r.asideNodes(snap.Nodes)}
-	for _, j := range snap.Jobs {
+	for _, j := range r.list {
 		if r.aside[j.Key] != "" {
 			continue
 		}
@@ -178,73 +185,73 @@ func (p *Planner) observe(ctx context.Context) (*round, core.State, error) {
 
 // observeJob classifies one job and returns it in the core's terms; ok is
 // false for jobs the core must not see this round (rejected, being moved to
-// the pending pool, or still stopping after a revoke).
+// the pending pool, or still stopping after a revoke). What the job's
+// version is (pinned under its lease, suspended, the user's) comes from the
+// planner's own records (own.go).
 func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.Job, bool) {
-	if l, has := r.leases[j.Key]; j.Err == nil && !j.Finished() && !(has && (j.PinnedLease() == l.LeaseID || j.ModifyIndex() == l.SubmitIndex)) {
-		// It may be granted (pinned) now: the planner-only keys in its
-		// meta must be the planner's (docs/adversary.md, part 2).
-		j.Err = nomad.CheckPlannerMeta(j, r.records[j.Key].LastLease, l.LeaseID)
+	own := r.own(j)
+	finished := finishedAs(j, own) // the version's: a release below changes neither
+	if l, has := r.leases[j.Key]; has && l.Revoke == nil && !own.pinned && !own.granted && !finished {
+		// A version the planner did not register: the user resubmitted
+		// the job (or re-registered it with the planner's meta kept or
+		// forged), whatever it says. Nomad keeps the old allocation
+		// running (it backs out an update it cannot place), so the lease
+		// is taken back like a preemption, without counting as one, and
+		// the new version queues once the old one has stopped; a lease
+		// whose allocation has ended is stale and released at once.
+		if p.stillRunning(r, j.Key, l) {
+			r.fail(p.revoke(ctx, r, j, l, lease.Revoke{Reason: "job resubmitted: the running version checkpoints and stops, the new one is queued", Resubmitted: true}))
+			return core.Job{}, false
+		}
+		if err := p.release(ctx, r, l, nil, "job resubmitted"); err != nil {
+			r.fail(err)
+			return core.Job{}, false
+		}
+	}
+	if own.legacy {
+		p.adoptLegacy(ctx, r, j, r.leases[j.Key])
+	}
+	l, has := r.leases[j.Key]
+	if j.Err == nil && !finished {
+		j.Err = p.jobError(r, j, own, has)
 	}
 	if pg, ok := r.pending[j.Key]; ok {
 		if cj, ok := p.observePending(ctx, r, j, pg); ok {
 			return cj, true
 		}
 	}
-	l, has := r.leases[j.Key]
 	if has && l.Revoke != nil {
 		return core.Job{}, false // still revoking: advanceRevoke set its status
 	}
-	if j.Err == nil && p.cfg.MaxKillTimeout > 0 && j.Intent.GracePeriod > p.cfg.MaxKillTimeout {
-		j.Err = fmt.Errorf("job %q group %q task %q: themis.grace_period: %s is longer than the Nomad clients' max_kill_timeout (%s), which would cut it short; ask for at most %s, or raise client.max_kill_timeout and the planner's -max-kill-timeout",
-			j.Key.ID, j.Group, j.Task, j.Intent.GracePeriod, p.cfg.MaxKillTimeout, p.cfg.MaxKillTimeout)
-	}
-	if j.Err == nil {
-		if err := p.vcError(j.Intent.VC, j.Intent.Priority); err != nil {
-			j.Err = fmt.Errorf("job %q group %q task %q: %w", j.Key.ID, j.Group, j.Task, err)
-		}
-	}
 	if j.Err != nil {
-		// Not in the core's jobs: a lease it still holds is released.
-		if !j.Finished() {
+		// Not in the core's jobs: a lease it still holds is released. A
+		// rejected job outside the pending pool is moved there all the
+		// same, where Nomad cannot place it.
+		if !finished {
 			r.status[j.Key] = consul.JobStatus{State: "rejected", Reason: j.Err.Error()}
+			if !has {
+				p.adopt(ctx, r, j)
+			}
 		}
 		return core.Job{}, false
 	}
 	phase := core.Queued
 	switch {
-	case j.Finished():
+	case finished:
 		r.status[j.Key] = consul.JobStatus{State: "finished"}
 		return j.CoreJob(core.Finished), true
-	case has && j.PinnedLease() == l.LeaseID:
+	case has && own.pinned:
 		if why := p.brokenRun(r, l); why != "" {
 			r.fail(p.revoke(ctx, r, j, l, lease.Revoke{Reason: why}))
 			return core.Job{}, false
 		}
 		phase = core.Granted
-	case has && j.ModifyIndex() == l.SubmitIndex:
+	case has && own.granted:
 		// Granted but never pinned: the planner stopped in between.
 		phase = core.Granted
 		r.fail(p.pin(ctx, r, j, l))
-	case has && p.stillRunning(r, j.Key, l):
-		// Resubmitted while it runs: Nomad keeps the old allocation
-		// running (it backs out an update it cannot place), so the lease
-		// is taken back like a preemption, without counting as one, and
-		// the new version queues once the old one has stopped.
-		r.fail(p.revoke(ctx, r, j, l, lease.Revoke{Reason: "job resubmitted: the running version checkpoints and stops, the new one is queued", Resubmitted: true}))
-		return core.Job{}, false
-	case has:
-		// Resubmitted after its allocation ended: the old lease is stale.
-		if err := p.release(ctx, r, l, nil, "job resubmitted"); err != nil {
-			r.fail(err)
-			return core.Job{}, false
-		}
-		delete(r.leases, j.Key)
-	case j.SuspendedLease() == "" && j.Pool() != p.cfg.Nomad.PendingPool():
-		if err := p.cfg.Nomad.Adopt(ctx, j); err != nil && !errors.Is(err, nomad.ErrJobChanged) {
-			r.fail(err)
-		} else {
-			p.log.Info("moved a themis job into the pending pool to wait for a grant", "job", j.Key, "from_pool", j.Pool())
-		}
+	case j.Pool() != p.cfg.Nomad.PendingPool():
+		p.adopt(ctx, r, j)
 		r.status[j.Key] = consul.JobStatus{State: "queued", Reason: "moved to node pool " + p.cfg.Nomad.PendingPool() + " to wait for a grant"}
 		return core.Job{}, false
 	}
@@ -258,6 +265,46 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 		return withProgress(p.account(j, phase, rec, &l, r.snap.Allocs[j.Key], r.checkpoints[j.Key], r.now), r.progress, r.snap.Allocs[j.Key], r.nodes, r.now), true
 	}
 	return withProgress(p.account(j, phase, rec, nil, nil, lease.CheckpointRecord{}, r.now), r.progress, nil, nil, r.now), true
+}
+
+// jobError is what the planner rejects a valid-looking job version for,
+// from what it knows and the job cannot say of itself: the planner's meta
+// in a version it did not register, a group count its records do not give
+// this version, a grace period Nomad would cut, a virtual cluster, priority
+// or class the job's namespace may not use. nil when none.
+func (p *Planner) jobError(r *round, j *nomad.Job, own ownVersion, leased bool) error {
+	if !leased && own.suspended == "" {
+		// It may be granted (pinned) now: the planner-only keys in its
+		// meta must be the planner's (docs/adversary.md, parts 2 and 3).
+		if err := nomad.CheckPlannerMeta(j); err != nil {
+			return err
+		}
+	}
+	if err := nomad.CheckCount(j, r.wantCount(j, own)); err != nil {
+		return err
+	}
+	if p.cfg.MaxKillTimeout > 0 && j.Intent.GracePeriod > p.cfg.MaxKillTimeout {
+		return fmt.Errorf("job %q group %q task %q: themis.grace_period: %s is longer than the Nomad clients' max_kill_timeout (%s), which would cut it short; ask for at most %s, or raise client.max_kill_timeout and the planner's -max-kill-timeout",
+			j.Key.ID, j.Group, j.Task, j.Intent.GracePeriod, p.cfg.MaxKillTimeout, p.cfg.MaxKillTimeout)
+	}
+	if err := p.tenancyError(j); err != nil {
+		return fmt.Errorf("job %q group %q task %q: %w", j.Key.ID, j.Group, j.Task, err)
+	}
+	return nil
+}
+
+// adopt moves a themis job that is not in the pending pool (submitted
+// elsewhere, or re-registered there by its user) into it, where Nomad
+// cannot place it, to wait for a grant like every other themis job.
+func (p *Planner) adopt(ctx context.Context, r *round, j *nomad.Job) {
+	if j.Pool() == p.cfg.Nomad.PendingPool() {
+		return
+	}
+	if err := p.cfg.Nomad.Adopt(ctx, j); err != nil && !errors.Is(err, nomad.ErrJobChanged) {
+		r.fail(err)
+		return
+	}
+	p.log.Info("moved a themis job into the pending pool to wait for a grant", "job", j.Key, "from_pool", j.Pool())
 }
 
 // act carries out the decision's actions in order: releases, promotions,
@@ -321,7 +368,7 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 	asideNote := r.asideNote()
 	for _, w := range d.Waits {
 		st := consul.JobStatus{State: "queued", Reason: w.Reason + asideNote}
-		if j := r.jobs[w.Job]; j != nil && j.SuspendedLease() != "" {
+		if j := r.jobs[w.Job]; j != nil && r.own(j).suspended != "" {
 			st.State = "suspended"
 		}
 		st.Preemptions = r.records[w.Job].Preemptions

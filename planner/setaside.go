@@ -121,7 +121,7 @@ func (p *Planner) setAside(ctx context.Context, r *round, s *store) error {
 	for k := range r.snap.Unreadable {
 		listed[k] = true
 	}
-	for _, j := range r.snap.Jobs {
+	for _, j := range r.list {
 		listed[j.Key] = true
 	}
 	for k, why := range r.aside {

@@ -2,14 +2,13 @@ package planner
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -50,7 +49,7 @@ func (p *Planner) placer(r *round) (core.Placer, error) {
 		// A lease being revoked is replayed as opportunistic: its GPUs stay
 		// taken, but its VC's cells are free for the job it is preempted
 		// for (its GPUs look free to the core too, round.held).
-		if j := r.jobs[k]; j != nil && j.Err == nil && !j.Finished() && l.Revoke == nil {
+		if j := r.jobs[k]; j != nil && j.Err == nil && !r.finished(j) && l.Revoke == nil {
 			prio = j.Intent.Priority
 		}
 		req := hived.Request{Job: k, VC: l.VC, GPUs: len(l.GPUs), Priority: prio}
@@ -82,18 +81,18 @@ func (p *Planner) placer(r *round) (core.Placer, error) {
 	return h, nil
 }
 
-// vcError rejects a guaranteed job whose virtual cluster is not configured.
-func (p *Planner) vcError(vc string, prio int) error {
-	cfg := p.stack().VCs
-	if cfg == nil || prio < 0 {
-		return nil
-	}
-	var names []string
-	for _, v := range cfg.VCs {
-		if v.Name == vc {
-			return nil
-		}
-		names = append(names, v.Name)
-	}
-	return errors.New("themis.vc: virtual cluster " + fmt.Sprintf("%q", vc) + " is not configured (configured: " + strings.Join(names, ", ") + ")")
+// tenancyError checks a job's claim on its virtual cluster, priority and
+// class against its Nomad namespace's binding in the VC config
+// (hived.Config.Admit; docs/hived.md): the stanza is its user's to write,
+// the namespace is Nomad's. Without a VC config every claim stands, as
+// before bindings.
+func (p *Planner) tenancyError(j *nomad.Job) error {
+	return p.stack().Tenants.Admit(j.Key.Namespace, j.Intent.VC, j.Intent.Priority, string(j.Intent.Class))
+}
+
+// trusts reports whether the Themis filter may rank the job's app by the
+// progress its jobs report: only where its namespace's binding says
+// trust_progress = true (docs/themis.md); live, by default, not.
+func (p *Planner) trusts(j *nomad.Job) bool {
+	return p.stack().Tenants.TrustsProgress(j.Key.Namespace, j.Intent.VC)
 }

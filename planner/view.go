@@ -224,7 +224,7 @@ func (p *Planner) fillView(v *View, r *round, d core.Decision) {
 	}
 	slices.SortFunc(v.Leases, func(a, b lease.JobLease) int { return compareKeys(leaseJob(a), leaseJob(b)) })
 
-	for _, j := range r.snap.Jobs {
+	for _, j := range r.list {
 		jv := JobView{Key: j.Key, Record: r.records[j.Key]}
 		if s, ok := p.statuses[j.Key]; ok {
 			jv.Status = s
@@ -350,7 +350,7 @@ func releaseReason(r *round, k core.JobKey) string {
 	switch {
 	case j == nil:
 		return "job purged from Nomad"
-	case j.Finished():
+	case r.finished(j):
 		return "job finished"
 	case strings.HasPrefix(r.status[k].Reason, "changed"):
 		return "job changed while being granted"

@@ -11,6 +11,17 @@
 # The policy and knobs of a VC rank, preempt and make room among its own
 # guaranteed jobs only (docs/hived.md); a VC without them runs the stack's
 # policy (-policy / --policy) with the stack's knobs (-set / --set).
+#
+# Live, each VC is bound to its team's Nomad namespace (docs/hived.md, "Who
+# may use a virtual cluster"): a job of another namespace that names the VC,
+# or a priority or class its namespace may not use, is rejected naming the
+# field, the namespace and the rule. Each team gets its namespace and a
+# submit token for it (docs/acl.md, "Users"):
+#
+#   nomad namespace apply -description "team trial" team-trial
+#   nomad namespace apply -description "team research" team-research
+#
+# The simulator does not look at namespaces.
 
 vc "trial" {
   # Trial-and-error jobs (class = "te") preempt the VC's best-effort jobs,
@@ -21,6 +32,9 @@ vc "trial" {
     type  = "node8"
     count = 1
   }
+  # Team trial's jobs, of any class and priority, guaranteed or
+  # opportunistic.
+  namespace "team-trial" {}
 }
 
 vc "research" {
@@ -31,5 +45,11 @@ vc "research" {
   cells {
     type  = "node8"
     count = 1
+  }
+  # Team research's: best-effort only (trial-and-error jobs belong in
+  # trial), priorities up to 100.
+  namespace "team-research" {
+    max_priority = 100
+    classes      = ["be"]
   }
 }

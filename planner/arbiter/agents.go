@@ -24,7 +24,7 @@ func (p *Policy) modelApps(r *round) {
 		}
 	}
 	auction.SetFairShares(r.apps, r.env.ClusterGPUs)
-	if p.filtering() {
+	if p.filtering(r) {
 		p.filterBy(r) // themis.filter_remaining and filter_estimate (filter.go)
 	}
 }

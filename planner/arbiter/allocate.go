@@ -40,6 +40,10 @@ type round struct {
 	f float64
 	// ended is the jobs whose leases a reservation ended.
 	ended []core.JobKey
+	// untrusted are the apps with a job whose progress reports the
+	// operator does not trust (core.Job.UntrustedProgress): the filter
+	// ranks them as-run (filter.go). Nil when none.
+	untrusted map[string]bool
 }
 
 // Allocate runs one round (see the package doc), in steps: observe the
@@ -112,6 +116,12 @@ func (p *Policy) observe(now time.Time, jobs []*core.Job, free *core.FreeGPUs, h
 			r.order = append(r.order, a)
 		}
 		r.byApp[a] = append(r.byApp[a], j)
+		if j.UntrustedProgress {
+			if r.untrusted == nil {
+				r.untrusted = map[string]bool{}
+			}
+			r.untrusted[a] = true
+		}
 		switch j.Phase {
 		case core.Queued:
 			r.queued++

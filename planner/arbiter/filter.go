@@ -25,29 +25,34 @@ const (
 )
 
 // filtering says whether the filter ranks the apps by a ρ of its own
-// (filterBy): themis.filter_remaining other than reported, or
-// themis.filter_estimate other than current. Every step that models the
-// apps anew (modelApps, revokeEarly) then sets it again.
-func (p *Policy) filtering() bool {
-	return p.FilterRemaining != "" && p.FilterRemaining != FilterReported || p.estimating()
+// (filterBy): themis.filter_remaining other than reported,
+// themis.filter_estimate other than current, or an app whose progress
+// reports are not trusted this round. Every step that models the apps anew
+// (modelApps, revokeEarly) then sets it again.
+func (p *Policy) filtering(r *round) bool {
+	return p.FilterRemaining != "" && p.FilterRemaining != FilterReported || p.estimating() || len(r.untrusted) > 0
 }
 
 // filterBy sets every app's auction.App.FilterRho as FilterRemaining and
-// FilterEstimate say.
+// FilterEstimate say; an app with a job whose progress reports are not
+// trusted (core.Job.UntrustedProgress: live, where the operator has not
+// said trust_progress) is ranked as-run whatever FilterRemaining says, its
+// bids keeping the reports (docs/themis.md, "Whose progress counts").
 func (p *Policy) filterBy(r *round) {
+	// The apps modelled anew below are modelled without the simulator's
+	// lies: as-run ignores every claim, truth is the truth.
 	lies := p.LieRemaining
-	if p.FilterRemaining == FilterTruth || p.FilterRemaining == FilterAsRun {
-		p.LieRemaining = nil
-		defer func() { p.LieRemaining = lies }()
-	}
+	p.LieRemaining = nil
+	defer func() { p.LieRemaining = lies }()
 	for i := range r.apps {
 		a := &r.apps[i]
 		_, liar := lies[a.ID]
 		m := *a // the round's own model, where the filter sees the jobs as it does
+		byRun := p.FilterRemaining == FilterAsRun || r.untrusted[a.ID]
 		switch {
-		case p.FilterRemaining == FilterAsRun || p.FilterRemaining == FilterTruth && liar:
+		case byRun || p.FilterRemaining == FilterTruth && liar:
 			js := r.byApp[a.ID]
-			if p.FilterRemaining == FilterAsRun {
+			if byRun {
 				js = asRun(js, p.Lease)
 			}
 			var ok bool

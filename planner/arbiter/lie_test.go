@@ -50,3 +50,43 @@ func TestProgressLieWinsTheFilter(t *testing.T) {
 		}
 	}
 }
+
+// Progress claims count only where trusted (docs/themis.md, "Whose
+// progress counts"): an app with a job whose reports the operator does not
+// trust (core.Job.UntrustedProgress, live's default) is ranked by the
+// filter as-run, whatever the filter knob says, so what it claims to have
+// left changes nothing; its bids keep the reports. Live, a lie is in the
+// reported total, so here B's job reports a tenth of what it has left.
+func TestUntrustedProgressLieGainsNothing(t *testing.T) {
+	nodes := []core.Node{node("n0", "r0", 4), node("n1", "r0", 2), node("n2", "r0", 2)}
+	machine, spread := "n0-0+n0-1+n0-2+n0-3", "n1-0+n1-1+n2-0+n2-1"
+	job := func(id, app string, seq uint64, claimed float64, untrusted bool) core.Job {
+		return core.Job{Key: core.JobKey{Namespace: "live", ID: id}, App: app, GPUs: 4, Work: claimed, Remaining: claimed,
+			Skew: 1.2, CrossRack: 1.3, Seq: seq, UntrustedProgress: untrusted}
+	}
+	for _, c := range []struct {
+		name string
+		a, b core.Job
+		want []string
+	}{
+		{"both trusted, B claims a tenth: B wins", job("a", "A", 0, 3600, false), job("b", "B", 1, 360, false), []string{"b=" + machine, "a=" + spread}},
+		{"both untrusted, truthful", job("a", "A", 0, 3600, true), job("b", "B", 1, 3600, true), []string{"a=" + machine, "b=" + spread}},
+		{"both untrusted, B claims a tenth", job("a", "A", 0, 3600, true), job("b", "B", 1, 360, true), []string{"a=" + machine, "b=" + spread}},
+		{"both untrusted, B claims ten times", job("a", "A", 0, 3600, true), job("b", "B", 1, 36000, true), []string{"a=" + machine, "b=" + spread}},
+		{"B alone untrusted, truthful", job("a", "A", 0, 3600, false), job("b", "B", 1, 3600, true), nil},
+		{"B alone untrusted, B claims a tenth", job("a", "A", 0, 3600, false), job("b", "B", 1, 360, true), nil},
+	} {
+		p := New(0.8, 600, nil)
+		s := decide(t, p, nodes, []core.Job{c.a, c.b}, nil, 0)
+		if c.want != nil && fmt.Sprint(s.grants) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, s.grants, c.want)
+		}
+		if c.want == nil {
+			// B untrusted beside a trusted A: the same answer whatever B claims.
+			truth := decide(t, New(0.8, 600, nil), nodes, []core.Job{c.a, job("b", "B", 1, 3600, true)}, nil, 0)
+			if fmt.Sprint(s.grants) != fmt.Sprint(truth.grants) {
+				t.Errorf("%s: %v, where B's truth gets %v", c.name, s.grants, truth.grants)
+			}
+		}
+	}
+}

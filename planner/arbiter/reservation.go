@@ -23,7 +23,9 @@ import (
 // among the other apps; once the reserved-for app's gang can be placed,
 // it bids alone (f = 1).
 func (p *Policy) reserve(r *round) bool {
-	w, need := worst(r.apps, r.env, p.estimating())
+	// An app whose progress is not trusted is the worst off by its as-run
+	// ρ, as the filter ranks it (filter.go), not by what it claims.
+	w, need := worst(r.apps, r.env, p.estimating() || len(r.untrusted) > 0)
 	if w == "" {
 		p.reserving, p.target = "", nil
 		return true
@@ -116,7 +118,8 @@ func (p *Policy) gatherOnTarget(r *round, w string) bool {
 
 // worst is the app with the worst current ρ (auction.App.CurrentRho; with
 // filter set, the filter's estimate, App.FilterRho, where there is one:
-// themis.filter_estimate) among those with a queued job the cluster can
+// themis.filter_estimate, or an app ranked as-run for its untrusted
+// progress) among those with a queued job the cluster can
 // hold, and the GPUs its largest queued gang needs; "" when no app waits.
 func worst(apps []auction.App, env auction.Env, filter bool) (string, int) {
 	id, need, rho := "", 0, math.Inf(-1)

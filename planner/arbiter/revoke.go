@@ -67,7 +67,7 @@ func (p *Policy) revokeEarly(r *round) {
 		}
 	}
 	auction.SetFairShares(r.apps, r.env.ClusterGPUs)
-	if p.filtering() {
+	if p.filtering(r) {
 		p.filterBy(r) // the rebuilt apps' filter ρ, on the new fair shares
 	}
 }

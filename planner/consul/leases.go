@@ -149,3 +149,38 @@ func (s *Store) txn(ctx context.Context, what string, l lease.JobLease, ops api.
 	_, err := s.txnOps(ctx, fmt.Sprintf("%s lease %s for %s/%s", what, l.LeaseID, l.Namespace, l.JobID), ops)
 	return err
 }
+
+// SetVersions writes onto a job's lease the job versions the planner
+// registers under it: l.Pinned, and l.Revoke.Suspends while it is being
+// taken back (docs/adversary.md, part 3), check-and-set on the lease key.
+// It returns the lease as it stands after the call; a lease that is gone
+// or now another is left alone.
+func (s *Store) SetVersions(ctx context.Context, l lease.JobLease) (lease.JobLease, error) {
+	key := lease.JobKey(l.Namespace, l.JobID)
+	p, _, err := s.api.KV().Get(key, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return l, fmt.Errorf("record the versions of lease %s: %w", key, err)
+	}
+	if p == nil {
+		return l, fmt.Errorf("record the versions of lease %s of %s/%s: the lease is gone", l.LeaseID, l.Namespace, l.JobID)
+	}
+	var cur lease.JobLease
+	if err := json.Unmarshal(p.Value, &cur); err != nil {
+		return l, fmt.Errorf("decode %s: %w", key, err)
+	}
+	if cur.LeaseID != l.LeaseID {
+		return l, fmt.Errorf("record the versions of lease %s of %s/%s: the job now holds lease %s", l.LeaseID, l.Namespace, l.JobID, cur.LeaseID)
+	}
+	cur.Pinned = l.Pinned
+	if cur.Revoke != nil && l.Revoke != nil {
+		cur.Revoke.Suspends = l.Revoke.Suspends
+	}
+	v, err := json.Marshal(cur)
+	if err != nil {
+		return l, err
+	}
+	if err := s.txn(ctx, "record the versions of", l, api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: v, Index: p.ModifyIndex}}}); err != nil {
+		return l, err
+	}
+	return cur, nil
+}

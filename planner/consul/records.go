@@ -46,6 +46,12 @@ type JobRecord struct {
 	// LastLease is the last lease whose service was added, so that a
 	// release replayed after a crash is not counted twice.
 	LastLease string `json:"last_lease,omitempty"`
+	// Suspended is the job version the planner's suspension of LastLease
+	// registered (count 0, in the pending pool): the job waits for its next
+	// grant only at that version; at any other it is the user's (finished
+	// when dead, a new submission otherwise). Nil before planners recorded
+	// it (docs/adversary.md, part 3).
+	Suspended *lease.JobVersion `json:"suspended,omitempty"`
 	// PromotedAt and ExecutedAtPromotion record Tiresias's last starvation
 	// promotion, which resets the job's executed and waited counters.
 	PromotedAt          time.Time `json:"promoted_at,omitzero"`

@@ -98,8 +98,16 @@ type Job struct {
 
 	// Started reports whether the job ever ran; FirstStart is when it first
 	// did (Tiresias orders a queue by it).
-	Started    bool
-	FirstStart time.Time
+	Started bool
+	// UntrustedProgress marks a job whose Work and Remaining come from
+	// progress reports its workload wrote and the operator does not trust
+	// (the live planner's default: a VC config binding's trust_progress
+	// says otherwise): Themis's filter ranks its app by the work it has
+	// done, as-run, not by what it claims is left (its bids still use the
+	// reports; docs/themis.md). The simulator's jobs are trusted.
+	// (Next to Started, in the same word.)
+	UntrustedProgress bool
+	FirstStart        time.Time
 	// Attained is the GPU-seconds of service the job received in total.
 	Attained float64
 	// Executed and Waited are the seconds the job ran and waited since it

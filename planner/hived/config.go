@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -25,6 +26,9 @@ type Config struct {
 	GPUType string
 	// VCs are the virtual clusters, in order.
 	VCs []VCConfig
+	// Namespaces bind Nomad namespaces to the one default virtual cluster
+	// of a config without VCs (top-level namespace blocks; binding.go).
+	Namespaces []Binding
 }
 
 // VCConfig is one virtual cluster: the cells it owns.
@@ -43,6 +47,9 @@ type VCConfig struct {
 	// them, naming PolicyPos or KnobsPos.
 	Policy string
 	Knobs  map[string]string
+	// Namespaces are the Nomad namespaces that may use the VC, each with
+	// its limits (binding.go); none: every namespace, without limits.
+	Namespaces []Binding
 
 	pos, pinPos, policyPos, knobsPos string // where the block and its attributes are, when parsed
 }
@@ -77,9 +84,18 @@ func (cfg *Config) validate() error {
 			return fmt.Errorf("hived: gpu_type: %w", err)
 		}
 	}
+	if len(cfg.Namespaces) > 0 && len(cfg.VCs) > 0 {
+		return fmt.Errorf("hived: %snamespace blocks at the top level bind a config without virtual clusters: bind namespaces inside each vc block", at(cfg.Namespaces[0].pos))
+	}
+	if err := validBindings(cfg.Namespaces, "the config"); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	pinned := map[string]string{}
 	for _, v := range cfg.VCs {
+		if err := validBindings(v.Namespaces, fmt.Sprintf("vc %q", v.Name)); err != nil {
+			return err
+		}
 		if err := checkName(v.Name, "/"); err != nil {
 			return fmt.Errorf("hived: %svc name: %w", at(v.pos), err)
 		}
@@ -125,11 +141,11 @@ func checkName(s, bad string) error {
 var (
 	configSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "gpu_type"}},
-		Blocks:     []hcl.BlockHeaderSchema{{Type: "vc", LabelNames: []string{"name"}}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "vc", LabelNames: []string{"name"}}, {Type: "namespace", LabelNames: []string{"name"}}},
 	}
 	vcSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "pin"}, {Name: "policy"}, {Name: "knobs"}},
-		Blocks:     []hcl.BlockHeaderSchema{{Type: "cells"}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "cells"}, {Type: "namespace", LabelNames: []string{"name"}}},
 	}
 	cellsSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "type", Required: true}, {Name: "count", Required: true}},
@@ -155,7 +171,14 @@ var (
 //	  knobs = {               # optional: its knobs, over the stack's
 //	    "tiresias.queues" = "1h"
 //	  }
+//	  namespace "team-a" {    # optional: the Nomad namespaces that may
+//	    max_priority = 100    # use the VC, and their limits (binding.go)
+//	    classes = ["be"]
+//	  }
 //	}
+//
+// A config without vc blocks may have top-level namespace blocks: they
+// bind the cluster's one default virtual cluster.
 //
 // Every problem found is reported, each as "file:line,col-col: summary;
 // detail". Cell types and pins are checked against the cluster by New.
@@ -176,7 +199,11 @@ func ParseConfig(filename string, src []byte) (*Config, error) {
 	}
 	vcAt := map[string]hcl.Range{}
 	pinAt := map[string]string{}
+	cfg.Namespaces, _ = p.namespaces("", content.Blocks)
 	for _, block := range content.Blocks {
+		if block.Type != "vc" {
+			continue
+		}
 		v, ok := p.vc(block, pinAt)
 		if !ok {
 			continue
@@ -187,6 +214,9 @@ func ParseConfig(filename string, src []byte) (*Config, error) {
 		}
 		vcAt[v.Name] = block.DefRange
 		cfg.VCs = append(cfg.VCs, v)
+	}
+	if i := slices.IndexFunc(content.Blocks, func(b *hcl.Block) bool { return b.Type == "namespace" }); i >= 0 && len(cfg.VCs) > 0 {
+		p.Errorf(content.Blocks[i].DefRange, "Misplaced namespace", "namespace blocks at the top level bind a config without virtual clusters: with vc blocks, bind namespaces inside each vc block")
 	}
 	if p.List.HasErrors() {
 		return nil, topology.DiagError("VC config", p.List)
@@ -208,10 +238,16 @@ func (p *parser) vc(block *hcl.Block, pinAt map[string]string) (VCConfig, bool) 
 	p.List = append(p.List, diags...)
 	ok = ok && !diags.HasErrors()
 	for _, cb := range content.Blocks {
+		if cb.Type != "cells" {
+			continue
+		}
 		cc, cok := p.cells(v.Name, cb)
 		ok = ok && cok
 		v.Cells = append(v.Cells, cc)
 	}
+	var nok bool
+	v.Namespaces, nok = p.namespaces(fmt.Sprintf("vc %q: ", v.Name), content.Blocks)
+	ok = ok && nok
 	if attr, set := content.Attributes["policy"]; set {
 		v.policyPos = rangeString(attr.Expr.Range())
 		if p.Decode(attr, &v.Policy) {
@@ -329,6 +365,8 @@ func FormatConfig(cfg *Config) []byte {
 			}
 			vb.SetAttributeValue("pin", cty.ListVal(pins))
 		}
+		formatBindings(vb, v.Namespaces)
 	}
+	formatBindings(body, cfg.Namespaces)
 	return hclwrite.Format(f.Bytes())
 }

@@ -58,13 +58,22 @@ vc "team" {
 
 // strip drops the positions.
 func strip(cfg *Config) *Config {
-	out := &Config{GPUType: cfg.GPUType}
+	out := &Config{GPUType: cfg.GPUType, Namespaces: stripBindings(cfg.Namespaces)}
 	for _, v := range cfg.VCs {
-		s := VCConfig{Name: v.Name, Pin: v.Pin, Policy: v.Policy, Knobs: v.Knobs}
+		s := VCConfig{Name: v.Name, Pin: v.Pin, Policy: v.Policy, Knobs: v.Knobs, Namespaces: stripBindings(v.Namespaces)}
 		for _, cc := range v.Cells {
 			s.Cells = append(s.Cells, CellCount{Type: cc.Type, Count: cc.Count})
 		}
 		out.VCs = append(out.VCs, s)
+	}
+	return out
+}
+
+func stripBindings(bs []Binding) []Binding {
+	var out []Binding
+	for _, b := range bs {
+		b.pos = ""
+		out = append(out, b)
 	}
 	return out
 }
@@ -242,6 +251,9 @@ func FuzzParseConfig(f *testing.F) {
 		"vc \"a\" {\n  cells {\n    type = \"node8\"\n    count = -1\n  }\n}",
 		`vc "${x}" {}`,
 		"vc \"a\" {\n  pin = [\"\"]\n}",
+		"vc \"a\" {\n  namespace \"team-a\" {\n    max_priority = 10\n    classes = [\"be\"]\n    opportunistic = false\n    trust_progress = true\n  }\n  namespace \"*\" {}\n}",
+		"namespace \"team-a\" {\n  classes = []\n}\nnamespace \"b\" {}",
+		"vc \"a\" {\n  namespace \"x\" {\n    max_priority = -2\n  }\n}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -264,6 +276,11 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if !reflect.DeepEqual(strip(back), strip(cfg)) {
 			t.Fatalf("round trip: %+v, want %+v", strip(back), strip(cfg))
+		}
+		// ... its bindings answer any claim without panicking ...
+		for _, ns := range []string{"team-a", "*", ""} {
+			_ = cfg.Admit(ns, "a", 0, "te")
+			_ = cfg.TrustsProgress(ns, "a")
 		}
 		// ... and New takes it or says why, without panicking.
 		if c, err := New(cl.Nodes, cfg); err == nil {

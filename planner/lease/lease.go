@@ -89,9 +89,15 @@ type JobLease struct {
 	GrantedAt time.Time `json:"granted_at"`
 	// SubmitIndex is the job's JobModifyIndex when it was granted: a job
 	// still at that index was granted but not yet pinned (the planner
-	// stopped in between) and is pinned again; a job at a later index
-	// without this lease in its meta was resubmitted, and the lease is stale.
+	// stopped in between) and is pinned again; a job at a version that is
+	// neither that one nor Pinned was resubmitted, and the lease is stale.
 	SubmitIndex uint64 `json:"submit_index"`
+	// Pinned is the job version the planner's pin of this lease registers
+	// (written with the grant, before the pin): the planner takes the job
+	// as running under this lease only at that version, never from the
+	// job's meta, which its user can write. Nil in a lease written before
+	// planners recorded it (docs/adversary.md, part 3).
+	Pinned *JobVersion `json:"pinned,omitempty"`
 	// Cells are a guaranteed job's virtual GPUs under HiveD (one per GPU,
 	// parallel to GPUs): what the planner replays to rebuild the virtual
 	// clusters' cell bindings exactly after a restart. Empty otherwise.
@@ -111,6 +117,18 @@ type JobLease struct {
 	Revoke *Revoke `json:"revoke,omitempty"`
 }
 
+// JobVersion names one registration of a Nomad job: the job's CreateIndex
+// (new when a purged ID is registered again) and its Version. Nomad numbers
+// every registration that changes a job the version after the one it
+// replaces (its state store's upsertJobImpl), so a registration that is
+// check-and-set on the JobModifyIndex the planner read registers exactly
+// the version after the one it read, and no other registration can: what
+// the planner writes is known before it writes it.
+type JobVersion struct {
+	CreateIndex uint64 `json:"create_index"`
+	Version     uint64 `json:"version"`
+}
+
 // Revoke records a lease being taken back. The task driver reads it when
 // Nomad stops the task, to tell the workload why and by when (the notice
 // file); operators see it in Consul's UI and `themis status`.
@@ -125,6 +143,10 @@ type Revoke struct {
 	// Resubmitted marks a lease taken back because the user resubmitted the
 	// running job (a new version): not a preemption, so not counted as one.
 	Resubmitted bool `json:"resubmitted,omitempty"`
+	// Suspends is the job version the planner's suspension registers
+	// (count 0, in the pending pool), written before the suspension: the
+	// job counts as suspended only at that version.
+	Suspends *JobVersion `json:"suspends,omitempty"`
 }
 
 // Part is one node's share of a gang's lease: one allocation of the job

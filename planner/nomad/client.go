@@ -233,7 +233,7 @@ func (c *Client) pinChange(j *Job, l lease.JobLease, pool string, restarts int) 
 // place), and `nomad alloc stop` of a batch task that exits 0 after its
 // checkpoint completes the job for good (see docs/design.md).
 func (c *Client) Suspend(ctx context.Context, j *Job, leaseID string) error {
-	return c.edit(ctx, j, "suspend", func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
+	change := func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
 		if job.Meta[SuspendedMeta] == "" {
 			count := 1
 			if tg.Count != nil && job.Meta[GangMeta] == "" {
@@ -249,7 +249,49 @@ func (c *Client) Suspend(ctx context.Context, j *Job, leaseID string) error {
 		job.NodePool = &c.pendingPool
 		tg.Constraints = withoutTarget(tg.Constraints, "${node.unique.id}")
 		setThemisDevice(task, j.Intent.GPUs, nil)
-	})
+	}
+	if j.Task == "" {
+		// A version whose themis task cannot be told (several: it is
+		// rejected) that took a lease's place: every group stops, and
+		// rewrite leaves no device request.
+		return c.editAll(ctx, j, func(job *api.Job) {
+			job.Meta[SuspendedMeta] = leaseID
+			delete(job.Meta, LeaseMeta)
+			delete(job.Meta, GangMeta)
+			zero := 0
+			for _, tg := range job.TaskGroups {
+				if tg != nil {
+					tg.Count = &zero
+				}
+			}
+			job.NodePool = &c.pendingPool
+		})
+	}
+	return c.edit(ctx, j, "suspend", change)
+}
+
+// editAll is edit for a job without one themis task: change gets the job,
+// and every device request of the job is removed.
+func (c *Client) editAll(ctx context.Context, j *Job, change func(job *api.Job)) error {
+	job, err := c.fresh(ctx, j)
+	if err != nil {
+		return err
+	}
+	if job.Meta == nil {
+		job.Meta = map[string]string{}
+	}
+	change(job)
+	for _, g := range job.TaskGroups {
+		if g == nil {
+			continue
+		}
+		for _, t := range g.Tasks {
+			if t != nil && t.Resources != nil {
+				t.Resources.Devices = nil
+			}
+		}
+	}
+	return c.register(ctx, job, j)
 }
 
 // edit changes the job as the planner last read it (check-and-set on its

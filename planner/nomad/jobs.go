@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/models"
 	"github.com/themis-nomad/themis/planner/spec"
 )
@@ -35,6 +35,14 @@ type Job struct {
 	// Driver is the themis task's driver: DriverName, or another driver
 	// (docker, exec, raw_exec) whose task carries the stanza in meta.
 	Driver string
+	// parseErr is what ParseJob found wrong (Err's value before a round
+	// adds to it: Reset).
+	parseErr error
+	// count is the themis group's count as the job gives it: 1 for a job
+	// that waits, the parts of a gang the planner pinned, 0 for a job the
+	// planner suspended; which one this version must have, the planner
+	// knows from its records (CheckCount).
+	count *int
 }
 
 // Foreign reports whether the job's task runs under another driver than
@@ -57,11 +65,31 @@ func metaOf(tg *api.TaskGroup, t *api.Task) map[string]string {
 // ModifyIndex is the Nomad index of the job's last user-visible change.
 func (j *Job) ModifyIndex() uint64 { return deref(j.Job.JobModifyIndex) }
 
-// Finished reports whether the job is done: stopped by the user, or dead in
-// Nomad without being suspended by the planner. A suspended job is dead to
-// Nomad too (its group count is 0), but waits for its next grant.
-func (j *Job) Finished() bool {
-	return j.Stopped() || (deref(j.Job.Status) == "dead" && j.SuspendedLease() == "")
+// Dead reports whether Nomad has the job dead: finished, failed for good,
+// stopped, or suspended by the planner (count 0). Which of these it is, the
+// planner says from its own records (planner/own.go), never from the job's
+// meta, which its user can write.
+func (j *Job) Dead() bool { return deref(j.Job.Status) == "dead" }
+
+// Version is the job version Nomad returned.
+func (j *Job) Version() lease.JobVersion {
+	return lease.JobVersion{CreateIndex: deref(j.Job.CreateIndex), Version: deref(j.Job.Version)}
+}
+
+// NextVersion is the version a registration check-and-set on this one
+// registers (lease.JobVersion).
+func (j *Job) NextVersion() lease.JobVersion {
+	v := j.Version()
+	v.Version++
+	return v
+}
+
+// Count is the themis group's count (Nomad's default, 1, when unset).
+func (j *Job) Count() int {
+	if j.count == nil {
+		return 1
+	}
+	return *j.count
 }
 
 // Stopped reports whether the user stopped the job (`nomad job stop`).
@@ -73,8 +101,9 @@ func (j *Job) Pool() string { return deref(j.Job.NodePool) }
 // LeaseMeta is the job meta key in which a pinned job records its lease ID.
 const LeaseMeta = spec.MetaLease
 
-// PinnedLease is the lease ID recorded in the job, "" when unpinned.
-func (j *Job) PinnedLease() string { return j.Job.Meta[LeaseMeta] }
+// MetaLease is the lease ID the job's meta names ("" when none): what the
+// planner's pin wrote, or what its user wrote in its place.
+func (j *Job) MetaLease() string { return j.Job.Meta[LeaseMeta] }
 
 // Job meta keys the planner writes besides LeaseMeta.
 const (
@@ -93,9 +122,9 @@ const (
 	GangMeta = spec.MetaGang
 )
 
-// SuspendedLease is the lease whose revocation suspended the job, "" when
-// the job is not suspended.
-func (j *Job) SuspendedLease() string { return j.Job.Meta[SuspendedMeta] }
+// MetaSuspended is the lease the job's meta names as suspended ("" when
+// none): what the planner's suspension wrote, or what its user wrote.
+func (j *Job) MetaSuspended() string { return j.Job.Meta[SuspendedMeta] }
 
 // ErrNotThemis marks a job that has no themis task; the planner ignores it.
 var ErrNotThemis = errors.New("not a themis job")
@@ -104,6 +133,19 @@ var ErrNotThemis = errors.New("not a themis job")
 // shape. It returns ErrNotThemis for other jobs; any other error is the
 // user's, and names the job, group, task and field.
 func ParseJob(job *api.Job) (*Job, error) {
+	tj, err := parseJob(job)
+	if tj != nil {
+		tj.parseErr = tj.Err
+	}
+	return tj, err
+}
+
+// Reset sets Err back to what ParseJob found: the planner adds, each round,
+// what it finds wrong with the job from its records and config
+// (planner/round.go), which may change from one round to the next.
+func (j *Job) Reset() { j.Err = j.parseErr }
+
+func parseJob(job *api.Job) (*Job, error) {
 	ns := deref(job.Namespace)
 	if ns == "" {
 		ns = "default"
@@ -133,6 +175,15 @@ func ParseJob(job *api.Job) (*Job, error) {
 	case len(found) > 1:
 		tj.Err = fmt.Errorf("job %q: %d tasks are themis tasks (driver %q or themis.* meta: %s/%s and %s/%s); a themis job has exactly one",
 			tj.Key.ID, len(found), DriverName, found[0].group, found[0].task, found[1].group, found[1].task)
+		// No one themis group: the job runs instances as long as any
+		// group has a count (Suspend stops them all).
+		n := 0
+		for _, tg := range job.TaskGroups {
+			if tg != nil && (tg.Count == nil || *tg.Count > 0) {
+				n++
+			}
+		}
+		tj.count = &n
 		return tj, nil
 	}
 	tj.Driver = groupTask.Driver
@@ -142,12 +193,7 @@ func ParseJob(job *api.Job) (*Job, error) {
 		tj.Err = fmt.Errorf("%s: %w", where, err)
 		return tj, nil
 	}
-	suspended := job.Meta[SuspendedMeta] != "" && group.Count != nil && *group.Count == 0
-	gang := group.Count != nil && job.Meta[GangMeta] == strconv.Itoa(*group.Count)
-	if group.Count != nil && *group.Count != 1 && !suspended && !gang {
-		tj.Err = fmt.Errorf("%s: group count = %d; a themis job's group runs one instance (count = 1): a gang larger than a node asks for all its GPUs in themis.gpus, and the planner runs it on several nodes itself", where, *group.Count)
-		return tj, nil
-	}
+	tj.count = group.Count
 	if tj.Foreign() {
 		in, _, err := spec.FromMeta(metaOf(group, groupTask))
 		if err == nil {
@@ -173,6 +219,20 @@ func ParseJob(job *api.Job) (*Job, error) {
 		tj.Err = checkWhole(job, tj.Group, tj.Task)
 	}
 	return tj, nil
+}
+
+// CheckCount checks the themis group's count against want, the count the
+// planner's records say this version has: 1 for a job the user submitted,
+// the parts of a gang the planner pinned, 0 for a job it suspended.
+func CheckCount(j *Job, want int) error {
+	if c := j.Count(); c != want {
+		if want == 1 {
+			return fmt.Errorf("job %q group %q task %q: group count = %d; a themis job's group runs one instance (count = 1): a gang larger than a node asks for all its GPUs in themis.gpus, and the planner runs it on several nodes itself",
+				j.Key.ID, j.Group, j.Task, c)
+		}
+		return fmt.Errorf("job %q group %q task %q: group count = %d, where the planner registered %d", j.Key.ID, j.Group, j.Task, c, want)
+	}
+	return nil
 }
 
 // unkeyable says why a job's names cannot be path segments ("" when they

@@ -40,8 +40,6 @@ func TestParseJob(t *testing.T) {
 			`job "j" group "g" task "t": uses driver "themis" but its config has no "themis" block`, 0},
 		{"bad stanza names field", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{themisTask("t", []any{map[string]any{"gpus": "two"}})}}), false,
 			`job "j" group "g" task "t": themis.gpus: must be a whole number, got "two"`, 0},
-		{"count 2", jobWith(&api.TaskGroup{Name: ptr("g"), Count: ptr(2), Tasks: []*api.Task{themisTask("t", ok)}}), false,
-			"group count = 2", 0},
 		{"raw_exec with the stanza in task meta", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{
 			{Name: "t", Driver: "raw_exec", User: "nobody", Meta: map[string]string{"themis.gpus": "4", "themis.class": "te"}}}}), false, "", 4},
 		{"raw_exec as the client's user (root)", jobWith(&api.TaskGroup{Name: ptr("g"), Tasks: []*api.Task{

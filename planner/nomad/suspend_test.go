@@ -1,52 +1,54 @@
 package nomad
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
 
-// A job the planner suspended (count 0, themis.suspended) is dead to Nomad
-// but not finished to the planner; a count of 0 without the planner's mark
-// is the user's, and rejected.
-func TestSuspendedJobIsNotFinished(t *testing.T) {
+// The group's count is checked against the count the planner's records
+// say a version has (1 submitted, the parts of a pinned gang, 0 suspended);
+// meta the job carries changes nothing (what a suspended job is, and a
+// finished one, the planner says from its records: planner/own.go).
+func TestCheckCount(t *testing.T) {
 	ok := []any{map[string]any{"gpus": 2.0}}
-	mk := func(count int, status string, stop bool, meta map[string]string) *api.Job {
-		j := jobWith(&api.TaskGroup{Name: ptr("g"), Count: ptr(count), Tasks: []*api.Task{themisTask("t", ok)}})
-		j.Status, j.Stop, j.Meta = ptr(status), ptr(stop), meta
-		return j
+	mk := func(count *int, meta map[string]string) *Job {
+		j := jobWith(&api.TaskGroup{Name: ptr("g"), Count: count, Tasks: []*api.Task{themisTask("t", ok)}})
+		j.Meta, j.Status = meta, ptr("dead")
+		pj, err := ParseJob(j)
+		if err != nil || pj.Err != nil {
+			t.Fatal(err, pj.Err)
+		}
+		return pj
 	}
-	suspended := map[string]string{SuspendedMeta: "lease-1", CountMeta: "1"}
 	cases := []struct {
-		name                 string
-		job                  *api.Job
-		finished, suspend    bool
-		rejected, userStoped bool
+		name string
+		job  *Job
+		want int
+		err  string
 	}{
-		{"running", mk(1, "running", false, nil), false, false, false, false},
-		{"finished", mk(1, "dead", false, nil), true, false, false, false},
-		{"suspended", mk(0, "dead", false, suspended), false, true, false, false},
-		{"suspended, then stopped by the user", mk(0, "dead", true, suspended), true, true, false, true},
-		{"count 0 by the user", mk(0, "dead", false, nil), true, false, true, false},
+		{"submitted", mk(ptr(1), nil), 1, ""},
+		{"count unset: Nomad's 1", mk(nil, nil), 1, ""},
+		{"suspended by the planner", mk(ptr(0), nil), 0, ""},
+		{"a pinned gang of 3", mk(ptr(3), nil), 3, ""},
+		{"count 0 by the user", mk(ptr(0), nil), 1, "group count = 0; a themis job's group runs one instance"},
+		{"count 3 with the gang meta forged", mk(ptr(3), map[string]string{GangMeta: "3"}), 1, "group count = 3"},
+		{"count 0 with the suspension forged", mk(ptr(0), map[string]string{SuspendedMeta: "L1", CountMeta: "1"}), 1, "group count = 0"},
+		{"a pinned gang scaled", mk(ptr(4), nil), 2, "group count = 4, where the planner registered 2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			j, err := ParseJob(tc.job)
-			if err != nil {
-				t.Fatal(err)
+			if !tc.job.Dead() {
+				t.Error("Dead() = false for a dead job")
 			}
-			if got := j.Finished(); got != tc.finished {
-				t.Errorf("Finished() = %v, want %v", got, tc.finished)
-			}
-			if got := j.SuspendedLease() != ""; got != tc.suspend {
-				t.Errorf("suspended = %v, want %v", got, tc.suspend)
-			}
-			if got := j.Err != nil; got != tc.rejected {
-				t.Errorf("rejected = %v (%v), want %v", got, j.Err, tc.rejected)
-			}
-			if got := j.Stopped(); got != tc.userStoped {
-				t.Errorf("Stopped() = %v, want %v", got, tc.userStoped)
+			err := CheckCount(tc.job, tc.want)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("err = %v, want %q", err, tc.err)
 			}
 		})
 	}

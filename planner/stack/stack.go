@@ -74,6 +74,12 @@ type Stack struct {
 	// PlaceFree).
 	Placement Placement
 	VCs       *hived.Config
+	// Tenants is the VC config whose namespace bindings say who may use
+	// which virtual cluster and whose progress reports the Themis filter
+	// may rank by (hived.Config.Admit, TrustsProgress; live only): VCs, or
+	// a config of top-level namespace blocks only (then VCs is nil). Nil
+	// without a VC config.
+	Tenants *hived.Config
 	// VCPolicies are the VCs that run a policy of their own (the VC
 	// config's policy or knobs); Policy is then a core.PerVC over them.
 	VCPolicies map[string]VCPolicy
@@ -92,7 +98,9 @@ type VCPolicy struct {
 type Options struct {
 	Knobs core.Knobs
 	// VCs and Placement: virtual clusters (nil: none) and how they share
-	// the cluster (PlaceHived when VCs is set and Placement is empty).
+	// the cluster (PlaceHived when VCs is set and Placement is empty). A
+	// config without vc blocks binds namespaces only (Stack.Tenants): the
+	// stack then has no virtual clusters.
 	VCs       *hived.Config
 	Placement Placement
 }
@@ -130,7 +138,10 @@ func Build(name string, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Name: name, Policy: p, Caps: e.caps, Victims: victims, VictimTie: tie, VCs: o.VCs, Placement: o.Placement}
+	s := &Stack{Name: name, Policy: p, Caps: e.caps, Victims: victims, VictimTie: tie, VCs: o.VCs, Tenants: o.VCs, Placement: o.Placement}
+	if s.VCs != nil && len(s.VCs.VCs) == 0 && len(s.VCs.Namespaces) > 0 {
+		s.VCs = nil // namespace bindings of the default virtual cluster only
+	}
 	if s.VCs != nil && s.Placement == PlaceFree {
 		s.Placement = PlaceHived
 	}
