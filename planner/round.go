@@ -213,7 +213,7 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 	phase := core.Queued
 	switch {
 	case j.Finished():
-		r.status[j.Key] = consul.JobStatus{State: "finished"}
+		r.status[j.Key] = p.endStatus(r, j)
 		return j.CoreJob(core.Finished), true
 	case has && j.PinnedLease() == l.LeaseID:
 		if why := p.brokenRun(r, l); why != "" {

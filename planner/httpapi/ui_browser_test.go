@@ -53,6 +53,10 @@ func TestUIInBrowser(t *testing.T) {
 		`<tr data-app="a"><td>a</td><td>3.500</td><td>yes</td><td>2</td><td>1.250</td><td>machine (c 1.00)</td>`,
 		`<tr data-app="c"><td>c</td><td>2.750</td><td>yes</td><td></td>`,
 		`round 4 at `,
+		`<tr data-job="default/crash" data-state="failed"><td>default/crash</td><td class="state-failed">failed</td>`,
+		`Driver Failure: failed to launch command with executor: permission denied`,
+		`<tr data-job="default/bad" data-state="rejected">`,
+		`1 failed · 1 granted · 1 queued · 1 rejected · 1 revoking · 1 suspended`,
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered page lacks %s", want)
