@@ -18,16 +18,23 @@ func main() {
 
 func run(args []string) int {
 	ui := &cli.BasicUi{Reader: os.Stdin, Writer: os.Stdout, ErrorWriter: os.Stderr}
+	view := viewCommand{ui: ui, out: os.Stdout}
 	c := cli.NewCLI("themis", Version)
 	c.Args = args
 	c.Commands = map[string]cli.CommandFactory{
-		"planner": func() (cli.Command, error) { return &plannerCommand{ui: ui}, nil },
-		"dev":     func() (cli.Command, error) { return &devCommand{ui: ui}, nil },
-		"status":  func() (cli.Command, error) { return &statusCommand{ui: ui}, nil },
-		"check":   func() (cli.Command, error) { return &checkCommand{ui: ui}, nil },
-		"sim":     func() (cli.Command, error) { return &simCommand{ui: ui}, nil },
-		"vcs":     func() (cli.Command, error) { return &vcsCommand{ui: ui}, nil },
-		"version": func() (cli.Command, error) { return &versionCommand{ui: ui}, nil },
+		"planner":     func() (cli.Command, error) { return &plannerCommand{ui: ui}, nil },
+		"dev":         func() (cli.Command, error) { return &devCommand{ui: ui}, nil },
+		"status":      func() (cli.Command, error) { return &statusCommand{ui: ui}, nil },
+		"check":       func() (cli.Command, error) { return &checkCommand{ui: ui}, nil },
+		"sim":         func() (cli.Command, error) { return &simCommand{ui: ui}, nil },
+		"vcs":         func() (cli.Command, error) { return &vcsCommand{view}, nil },
+		"vcs init":    func() (cli.Command, error) { return &vcsInitCommand{ui: ui}, nil },
+		"queue":       func() (cli.Command, error) { return &queueCommand{view}, nil },
+		"nodes":       func() (cli.Command, error) { return &nodesCommand{view}, nil },
+		"leases":      func() (cli.Command, error) { return &leasesCommand{view}, nil },
+		"apps":        func() (cli.Command, error) { return &appsCommand{view}, nil },
+		"job explain": func() (cli.Command, error) { return &explainCommand{view}, nil },
+		"version":     func() (cli.Command, error) { return &versionCommand{ui: ui}, nil },
 	}
 	code, err := c.Run()
 	if err != nil {
