@@ -34,6 +34,8 @@ func run(args []string) int {
 		"leases":      func() (cli.Command, error) { return &leasesCommand{view}, nil },
 		"apps":        func() (cli.Command, error) { return &appsCommand{view}, nil },
 		"job explain": func() (cli.Command, error) { return &explainCommand{view}, nil },
+		"job run":     func() (cli.Command, error) { return &jobRunCommand{ui: ui, out: os.Stdout}, nil },
+		"job":         func() (cli.Command, error) { return jobCommand{}, nil },
 		"version":     func() (cli.Command, error) { return &versionCommand{ui: ui}, nil },
 	}
 	code, err := c.Run()
@@ -52,3 +54,14 @@ func (c *versionCommand) Run([]string) int {
 	c.ui.Output("themis-nomad v" + Version)
 	return 0
 }
+
+// jobCommand is the parent of themis job run and themis job explain.
+type jobCommand struct{}
+
+func (jobCommand) Synopsis() string { return "Submit a themis job and follow it, or explain one" }
+func (jobCommand) Help() string {
+	return "Usage: themis job <subcommand> [options] [args]\n\n" +
+		"  run      submit a job (as nomad job run) and follow it until it runs\n" +
+		"  explain  why a job waits or was preempted, and what would let it run"
+}
+func (jobCommand) Run([]string) int { return cli.RunResultHelp }
