@@ -45,7 +45,7 @@ func scriptedView() planner.View {
 			{ID: "n2", Name: "node-2", Rack: "rack0", Schedulable: true, GPUs: gpus("n2", 4)}},
 		Leases: []lease.JobLease{
 			{LeaseID: "L-run", Namespace: "default", JobID: "run", NodeID: "n1", NodeName: "node-1", GPUs: []string{"n1-g0", "n1-g1"}, VC: "vision",
-				GrantedAt: v0.Add(-time.Hour), Ends: v0.Add(5 * time.Minute), Cells: []string{"vision/node4.0/gpu.0", "vision/node4.0/gpu.1"}},
+				GrantedAt: v0.Add(-time.Hour), Ends: v0.Add(5 * time.Minute), Cells: []string{"vision/socket4.0/gpu.0", "vision/socket4.0/gpu.1"}},
 			{LeaseID: "L-victim", Namespace: "default", JobID: "victim", NodeID: "n1", NodeName: "node-1", GPUs: []string{"n1-g2"}, VC: "vision",
 				GrantedAt: v0.Add(-time.Hour), Revoke: revoke},
 		},
@@ -64,13 +64,13 @@ func scriptedView() planner.View {
 			{Job: k("sus"), VC: "speech", Position: 1, GPUs: 2, State: "suspended", Reason: "waiting for 2 free GPUs in speech's cells (0 free)"},
 		},
 		VCs: []planner.VCView{
-			{VCView: hived.VCView{Name: "vision", Cells: map[string]int{"node4": 1}, GPUs: 4, Used: 3, Free: 1},
-				Cells: []hived.CellView{{Name: "vision/node4.0", Type: "node4", Level: "node", GPUs: 4, State: hived.StateUsed, Used: 3, VC: "vision", Bound: "n1", Node: "n1",
+			{VCView: hived.VCView{Name: "vision", Cells: map[string]int{"socket4": 1}, GPUs: 4, Used: 3, Free: 1},
+				Cells: []hived.CellView{{Name: "vision/socket4.0", Type: "socket4", Level: "socket", GPUs: 4, State: hived.StateUsed, Used: 3, VC: "vision", Bound: "n1", Node: "n1",
 					Jobs: []core.JobKey{k("run"), k("victim")}}}},
-			{VCView: hived.VCView{Name: "speech", Cells: map[string]int{"node4": 1}, GPUs: 4, Used: 0, Free: 4},
-				Cells: []hived.CellView{{Name: "speech/node4.0", Type: "node4", Level: "node", GPUs: 4, State: hived.StateFree, VC: "speech"}}},
+			{VCView: hived.VCView{Name: "speech", Cells: map[string]int{"socket4": 1}, GPUs: 4, Used: 0, Free: 4},
+				Cells: []hived.CellView{{Name: "speech/socket4.0", Type: "socket4", Level: "socket", GPUs: 4, State: hived.StateFree, VC: "speech"}}},
 		},
-		GPUCells: map[string]hived.CellView{"n1-g0": {VC: "vision", Bound: "vision/node4.0/gpu.0"}},
+		GPUCells: map[string]hived.CellView{"n1-g0": {VC: "vision", Bound: "vision/socket4.0/gpu.0"}},
 		Events: []planner.Event{{Time: v0, Kind: planner.EventPreempt, Job: k("victim"), Node: "node-1", GPUs: []string{"n1-g2"}, LeaseID: "L-victim", Reason: revoke.Reason},
 			{Time: v0.Add(-time.Minute), Kind: planner.EventPreempt, Job: k("sus"), Node: "node-2", Reason: "preempted by fitgpp for default/wait"}},
 		Auction: &arbiter.RoundReport{At: v0, Round: 3, Offer: 4, Apps: []arbiter.AppReport{{App: "run", Rho: 1.5, RhoAfter: 0.9, Bid: true, Won: 2, Placed: "machine", C: 1, Lease: 300}}},
@@ -139,7 +139,7 @@ func TestViewsFromTheAPI(t *testing.T) {
 			"NODE    RACK   SCHEDULABLE  GPUS  FREE  LEASED  REVOKING  UNHEALTHY",
 			"node-1  rack0  yes          4     1     2       1         0",
 			"node-2  rack0  yes          4     4     0       0         0",
-			"node-1  0    n1-g0  vision/node4.0/gpu.0  leased    healthy  default/run     vision  L-run",
+			"node-1  0    n1-g0  vision/socket4.0/gpu.0  leased    healthy  default/run     vision  L-run",
 			"node-1  2    n1-g2  socket0/pair1         revoking  healthy  default/victim  vision  L-victim  2026-11-24T10:00:30Z",
 			"node-2  3    n2-g3  socket0/pair1         free      healthy  -               -       -         -"}},
 		{"leases", leasesView, nil, "/v1/leases", []string{
@@ -148,19 +148,27 @@ func TestViewsFromTheAPI(t *testing.T) {
 			"default/victim  revoking  node-1  1     vision  " + clock(v0.Add(-time.Hour)) + "  -         " + clock(v0.Add(30*time.Second)) + "  preempted by fitgpp for default/wait"}},
 		{"apps", appsView, nil, "/v1/apps", []string{"auction round 3 at " + clock(v0) + ", 4 GPUs offered", "run  1.500  yes  2    0.900        machine  " + clock(v0.Add(5*time.Minute))}},
 		{"vcs", vcsView, nil, "", []string{
-			"NAME    CELLS    GPUS  USED  FREE  DOOMED",
-			"vision  node4=1  4     3     1     0",
-			"speech  node4=1  4     0     4     0",
+			"NAME    CELLS      GPUS  USED  FREE  DOOMED",
+			"vision  socket4=1  4     3     1     0",
+			"speech  socket4=1  4     0     4     0",
 			"vision: virtual cells",
-			"vision/node4.0  node4  node   4     used   3     0    n1     n1    default/run,default/victim"}},
+			"vision/socket4.0  socket4  socket  4     used   3     0    n1     n1    default/run,default/victim"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runView(tc.cmd, append([]string{"-address", api}, tc.args...)...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
+			// Columns compared with their spacing collapsed.
+			squeeze := func(s string) string {
+				lines := strings.Split(s, "\n")
+				for i, l := range lines {
+					lines[i] = strings.Join(strings.Fields(l), " ")
+				}
+				return strings.Join(lines, "\n")
+			}
 			for _, want := range tc.table {
-				if !strings.Contains(out, want) {
+				if !strings.Contains(squeeze(out), squeeze(want)) {
 					t.Errorf("the table lacks\n%s\n---\n%s", want, out)
 				}
 			}
