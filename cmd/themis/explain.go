@@ -225,7 +225,11 @@ func options(job httpapi.Job, x explanation, nodes httpapi.NodesResponse, ls htt
 	}
 	out = append(out, ends...)
 	if len(ends) < len(held) {
-		out = append(out, fmt.Sprintf("the other %d leases are held until their jobs end or the %s policy preempts them", len(held)-len(ends), cmp.Or(nodes.Policy, "planner's")))
+		n, verb := len(held)-len(ends), "are"
+		if n == 1 {
+			verb = "is"
+		}
+		out = append(out, fmt.Sprintf("%s %s held until their jobs end or the %s policy preempts them", plural(n, "other lease"), verb, cmp.Or(nodes.Policy, "planner's")))
 	}
 	return out
 }
