@@ -128,9 +128,13 @@ func openScript(paths ...string) string {
 	for _, p := range paths {
 		b.WriteString(" '" + p + "'")
 	}
-	b.WriteString(`; do if out=$( { : 3<>"$f"; } 2>&1 ); then echo "$f: ok"; else echo "$f: $out"; fi; done`)
+	b.WriteString(`; do if out=$( { : 3<>"$f"; } 2>&1 ); then echo "$f: ok"; else echo "$f: $out"; fi; done; echo ` + opensDone)
 	return b.String()
 }
+
+// opensDone is openScript's last line: a test reads the task's log until
+// it is there (the log is copied while the test reads it).
+const opensDone = "opens-done"
 
 // openResults parses openScript's output: path -> "ok", "EPERM", "ENXIO",
 // "ENODEV" or the whole error.
@@ -197,7 +201,7 @@ func TestGPUDeviceIsolation(t *testing.T) {
 			_, err := e.start(t, task, tc, true)
 			must.NoError(t, err)
 			must.Eq(t, 0, e.wait(t, task.ID, 10*time.Second).ExitCode)
-			out := readEventually(t, filepath.Join(task.TaskDir().LogDir, "devices.stdout.0"), "/dev/null")
+			out := readEventually(t, filepath.Join(task.TaskDir().LogDir, "devices.stdout.0"), opensDone)
 			t.Logf("opens by a task reserved %v:\n%s", c.reserved, out)
 			checkOpens(t, out, gpus, c.reserved)
 			must.NoError(t, e.h.DestroyTask(task.ID, false))

@@ -230,8 +230,14 @@ func waitTaskRunning(t *testing.T, nomad *nomadapi.Client, job, task, logHint st
 // waitAllocDone waits until the server has the alloc terminal.
 func waitAllocDone(t *testing.T, nomad *nomadapi.Client, id, logHint string) *nomadapi.Allocation {
 	t.Helper()
+	return waitAllocDoneWithin(t, nomad, id, logHint, 60*time.Second)
+}
+
+// waitAllocDoneWithin is waitAllocDone for allocations that run longer.
+func waitAllocDoneWithin(t *testing.T, nomad *nomadapi.Client, id, logHint string, within time.Duration) *nomadapi.Allocation {
+	t.Helper()
 	var done *nomadapi.Allocation
-	eventually(t, 60*time.Second, "alloc "+id+" to end ("+logHint+")", func() (bool, error) {
+	eventually(t, within, "alloc "+id+" to end ("+logHint+")", func() (bool, error) {
 		a, _, err := nomad.Allocations().Info(id, nil)
 		if err != nil {
 			return false, err
