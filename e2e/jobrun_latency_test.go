@@ -41,11 +41,16 @@ func TestJobRunLatency(t *testing.T) {
 			t.Fatal(err)
 		}
 		var took time.Duration
+		var lines []string
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			lines = append(lines, sc.Text())
 			if strings.Contains(sc.Text(), ": running: ") {
 				took = time.Since(start)
 			}
+		}
+		if i == 0 {
+			t.Logf("themis job run:\n%s", strings.Join(lines, "\n"))
 		}
 		if err := cmd.Wait(); err != nil || took == 0 {
 			t.Fatalf("themis job run %s: %v, running seen after %s", id, err, took)
