@@ -281,7 +281,7 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 			}
 			p.learn(r, a.Grant.Job, l)
 			r.learned = true
-			r.fail(p.release(ctx, r, l, nil, "job finished"))
+			r.fail(p.release(ctx, r, l, nil, endReason(r.status[a.Grant.Job])))
 			r.fail(p.dropRecord(ctx, r, a.Grant.Job))
 		case core.PromoteAction:
 			r.fail(p.promote(ctx, r, a.Job))

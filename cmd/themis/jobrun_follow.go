@@ -254,9 +254,16 @@ func (s followSources) watchConsul(ctx context.Context, send func(followEvent), 
 	}
 	key := consul.StatusKey(core.JobKey{Namespace: s.namespace, ID: s.id})
 	var index uint64
+	warned := false
 	for ctx.Err() == nil {
 		p, meta, err := cc.KV().Get(key, (&consulapi.QueryOptions{WaitIndex: index, WaitTime: time.Minute}).WithContext(ctx))
 		if err != nil {
+			if !warned && ctx.Err() == nil {
+				// A user's token may not read Consul: Nomad's
+				// allocations still tell when the job runs or fails.
+				warned = true
+				send(followEvent{warn: fmt.Sprintf("cannot read %s (%v): following Nomad's allocations alone, which tell when it runs, not why it waits", key, err)})
+			}
 			time.Sleep(time.Second)
 			continue
 		}
