@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	nomadapi "github.com/hashicorp/nomad/api"
@@ -41,5 +44,28 @@ func TestWalkthroughJobspecsAreValid(t *testing.T) {
 		if string(j.Intent.Class) != c.class || j.Pool() != nomad.DefaultPendingPool {
 			t.Errorf("%s: class %q pool %q", file, j.Intent.Class, j.Pool())
 		}
+	}
+}
+
+// The planner's service jobspec (docs/guide.md) parses with the nomad CLI,
+// is not a themis job (the planner never holds it in the pending pool) and
+// runs two planners on distinct hosts with the planner's arguments.
+func TestPlannerJobspecIsValid(t *testing.T) {
+	out, err := exec.Command(env.nomadBin, "job", "run", "-output", filepath.Join(env.root, "examples", "jobs", "themis-planner.nomad.hcl")).Output()
+	if err != nil {
+		t.Fatalf("nomad job run -output: %v: %s", err, stderrOf(err))
+	}
+	var wrapped struct{ Job *nomadapi.Job }
+	if err := json.Unmarshal(out, &wrapped); err != nil || wrapped.Job == nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if _, err := nomad.ParseJob(wrapped.Job); !errors.Is(err, nomad.ErrNotThemis) {
+		t.Errorf("the planner's job is taken for a themis job: %v", err)
+	}
+	j := wrapped.Job
+	tg := j.TaskGroups[0]
+	args := fmt.Sprint(tg.Tasks[0].Config["args"])
+	if *j.NodePool != "default" || *tg.Count != 2 || !strings.Contains(args, "planner -id") || !strings.Contains(args, "-http-advertise") {
+		t.Errorf("pool %s, count %d, args %s", *j.NodePool, *tg.Count, args)
 	}
 }

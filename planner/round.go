@@ -238,7 +238,7 @@ func (p *Planner) observeJob(ctx context.Context, r *round, j *nomad.Job) (core.
 	phase := core.Queued
 	switch {
 	case finished:
-		r.status[j.Key] = consul.JobStatus{State: "finished"}
+		r.status[j.Key] = p.endStatus(r, j)
 		return j.CoreJob(core.Finished), true
 	case has && own.pinned:
 		if why := p.brokenRun(r, l); why != "" {
@@ -328,7 +328,7 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 			}
 			p.learn(r, a.Grant.Job, l)
 			r.learned = true
-			r.fail(p.release(ctx, r, l, nil, "job finished"))
+			r.fail(p.release(ctx, r, l, nil, endReason(r.status[a.Grant.Job])))
 			r.fail(p.dropRecord(ctx, r, a.Grant.Job))
 		case core.PromoteAction:
 			r.fail(p.promote(ctx, r, a.Job))

@@ -71,6 +71,15 @@ type JobView struct {
 	Class    string
 	// Record is the job's service record (zero: none yet).
 	Record consul.JobRecord
+	// ModifyIndex is the JobModifyIndex of the job version the round read
+	// (a submission at or before it has been seen; the pin moves it on).
+	ModifyIndex uint64
+	// App, Iterations and Model are the stanza's (valid jobs only).
+	App        string
+	Iterations int
+	Model      string
+	// Progress is the job's last progress report (nil: none).
+	Progress *lease.ProgressRecord
 }
 
 // Queued is one waiting job.
@@ -235,6 +244,11 @@ func (p *Planner) fillView(v *View, r *round, d core.Decision) {
 		jv.Status.GPUs = slices.Clone(jv.Status.GPUs)
 		if j.Err == nil {
 			jv.Valid, jv.GPUs, jv.VC, jv.Priority, jv.Class = true, j.Intent.GPUs, j.Intent.VC, j.Intent.Priority, string(j.Intent.Class)
+			jv.App, jv.Iterations, jv.Model = j.Intent.App, j.Intent.Iterations, j.Intent.Model
+		}
+		jv.ModifyIndex = j.ModifyIndex()
+		if pr, ok := r.progress[j.Key]; ok {
+			jv.Progress = &pr
 		}
 		v.Jobs = append(v.Jobs, jv)
 	}
@@ -351,7 +365,7 @@ func releaseReason(r *round, k core.JobKey) string {
 	case j == nil:
 		return "job purged from Nomad"
 	case r.finished(j):
-		return "job finished"
+		return endReason(r.status[k])
 	case strings.HasPrefix(r.status[k].Reason, "changed"):
 		return "job changed while being granted"
 	}

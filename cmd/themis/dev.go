@@ -190,9 +190,9 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
   In another shell:
 
     export NOMAD_ADDR=%[2]s CONSUL_HTTP_ADDR=%[3]s%[7]s%[8]s
-    nomad job run examples/jobs/hello.nomad.hcl
-    nomad job status hello
-    themis status
+    themis job run examples/jobs/hello.nomad.hcl   # queued, granted, running
+    themis queue; themis nodes; themis job explain hello
+    nomad job run -detach examples/jobs/hello.nomad.hcl   # the plain Nomad way
 
   Ctrl-C stops everything.
 `, time.Since(start).Seconds(), dev.nomadAddr, dev.consulAddr, o.dataDir, dev.nodes, httpapi.DefaultAddr, aclLines(dev.tokens), dockerLine(dev.dockerHost)))
@@ -235,7 +235,7 @@ func aclLines(t devstack.Tokens) string {
 		return ""
 	}
 	return fmt.Sprintf(`
-    # ACLs are on (docs/acl.md). Management token, for nomad job run:
+    # ACLs are on (docs/acl.md). Management token, for themis job run and nomad job run:
     export NOMAD_TOKEN=%[1]s CONSUL_HTTP_TOKEN=%[1]s
     # Read-only operator (themis status, themis check, the UIs'
     # "Sign in"): examples/acl/operator.*.hcl

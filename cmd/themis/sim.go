@@ -3,13 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +37,19 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
                   --policy NAME[,NAME...] [--sweep KNOB=V1,V2,...]...
                   [--vc-config FILE [--vc-mode MODE]]
                   [--seed N] [--set k=v]... --out DIR
+       themis sim --from-live ADDR [--policy NAME] [--vc-config FILE]
+                  [--set k=v]... [--assume-remaining DURATION] [--json]
+
+  With --from-live, a what-if of the live cluster: it reads the planner's
+  API at ADDR (its nodes and cells, the jobs waiting and running with the
+  service they had and their progress, the queues' order) and replays
+  them from now on, once under the planner's policy and virtual clusters
+  and once under --policy (with --set) and --vc-config, and prints each
+  job's predicted wait under both, side by side (--json: as JSON). A job's
+  work left comes from its progress reports and planned iterations; one
+  that reports none is given --assume-remaining (default 1h), marked *.
+  The current run uses the planner's policy with default knobs and, with
+  virtual clusters, its VCs' cells as /v1/nodes shows them.
 
   Replays a trace (Philly or Tiresias CSV, detected from the header), or a
   generated workload, on a simulated cluster through the planner's decision
@@ -115,6 +126,14 @@ type simOptions struct {
 	sets, sweep                     stringList
 	quiet                           bool
 	cpuprofile                      string
+	// fromLive is --from-live's planner API: a what-if of the live
+	// cluster (simlive.go); assume the work given to a job that reports
+	// no progress; json its output.
+	fromLive string
+	assume   time.Duration
+	json     bool
+	// given are the flags given on the command line.
+	given map[string]bool
 }
 
 type stringList []string
@@ -137,6 +156,9 @@ func simFlags(o *simOptions) *flag.FlagSet {
 	fs.StringVar(&o.out, "out", "", "output folder (required)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the whole command to FILE (go tool pprof)")
+	fs.StringVar(&o.fromLive, "from-live", "", "a what-if of the live cluster: the planner's API (e.g. http://127.0.0.1:4680) whose queue, running jobs and cells to replay under the planner's setting and under --policy and --vc-config")
+	fs.DurationVar(&o.assume, "assume-remaining", time.Hour, "with --from-live: the work left of a job that reports no progress")
+	fs.BoolVar(&o.json, "json", false, "with --from-live: print the comparison as JSON")
 	return fs
 }
 
@@ -146,6 +168,15 @@ func (c *simCommand) Run(args []string) int {
 	fs.SetOutput(os.Stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	o.given = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
+	if o.fromLive != "" {
+		if err := c.runFromLive(o, os.Stdout); err != nil {
+			c.ui.Error("themis sim: " + safe(err.Error()))
+			return 1
+		}
+		return 0
 	}
 	if o.cpuprofile != "" {
 		stop, err := startCPUProfile(o.cpuprofile)
@@ -446,115 +477,6 @@ func fairness(o simOptions, results []sim.Result, traces map[string]*trace.Trace
 		sim.SetFloors(&results[i], floors[results[i].Trace])
 	}
 	return nil
-}
-
-// loadJobs loads the trace, or generates the workload from its knobs.
-func loadJobs(o simOptions, knobs core.Knobs) (*trace.Trace, error) {
-	if o.workload == "" {
-		return trace.Load(o.trace)
-	}
-	switch o.workload {
-	case workload.FormatThemisW1, workload.FormatThemisW2:
-		cfg, err := workload.ThemisFromKnobs(func(key string) (string, bool) {
-			if knobs.Has(key) {
-				return knobs.String(key, ""), true
-			}
-			return "", false
-		})
-		if err != nil {
-			return nil, err
-		}
-		src := o.trace
-		if src == "" {
-			src = defaultPhilly()
-		}
-		tr, err := trace.Load(src)
-		if err != nil {
-			return nil, fmt.Errorf("--workload %s needs philly.csv (give it with --trace): %w", o.workload, err)
-		}
-		var out *trace.Trace
-		if o.workload == workload.FormatThemisW1 {
-			out, err = workload.ThemisW1(tr, cfg)
-		} else {
-			out, err = workload.ThemisW2(tr, cfg)
-		}
-		if err != nil || !knobs.Has(knobArrivalScale) {
-			return out, err
-		}
-		// workload.arrival_scale compresses (< 1) or stretches the apps'
-		// arrival times, to vary the contention; every job keeps its app.
-		x, err := arrivalScale(knobs.String(knobArrivalScale, ""))
-		if err != nil {
-			return nil, err
-		}
-		for i := range out.Jobs {
-			out.Jobs[i].Submit *= x
-		}
-		out.Name += fmt.Sprintf("-arrivals%g", x)
-		return out, nil
-	case workload.FormatThemisFig18:
-		jobs, dur := 1, 4*3600.0
-		if knobs.Has("workload.fig18_jobs") {
-			n, err := strconv.Atoi(knobs.String("workload.fig18_jobs", ""))
-			if err != nil {
-				return nil, fmt.Errorf("workload.fig18_jobs: %w", err)
-			}
-			jobs = n
-		}
-		if knobs.Has("workload.fig18_duration") {
-			d, err := time.ParseDuration(knobs.String("workload.fig18_duration", ""))
-			if err != nil {
-				return nil, fmt.Errorf("workload.fig18_duration: %w", err)
-			}
-			dur = d.Seconds()
-		}
-		return workload.ThemisFig18(jobs, dur)
-	case "fitgpp":
-		cfg, err := workload.FitGppFromKnobs(func(key string) (string, bool) {
-			if knobs.Has(key) {
-				return knobs.String(key, ""), true
-			}
-			if key == workload.KnobSeed {
-				return strconv.FormatInt(o.seed, 10), true
-			}
-			return "", false
-		})
-		if err != nil {
-			return nil, err
-		}
-		return workload.FitGpp(cfg)
-	}
-	return nil, fmt.Errorf("--workload %q: unknown (known: fitgpp, themis-w1, themis-w2, themis-fig18)", o.workload)
-}
-
-// knobArrivalScale multiplies the Themis workloads' arrival times.
-const knobArrivalScale = "workload.arrival_scale"
-
-// arrivalScale reads workload.arrival_scale: a positive finite number.
-func arrivalScale(v string) (float64, error) {
-	x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil || !(x > 0) || math.IsInf(x, 0) {
-		return 0, fmt.Errorf("%s = %q: want a positive finite number", knobArrivalScale, v)
-	}
-	return x, nil
-}
-
-// defaultPhilly finds shared/traces/philly.csv beside the repository (or
-// the working folder), for the Themis workloads.
-func defaultPhilly() string {
-	dir, _ := os.Getwd()
-	for range 4 {
-		p := filepath.Join(dir, "shared", "traces", "philly.csv")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		p = filepath.Join(dir, "..", "shared", "traces", "philly.csv")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		dir = filepath.Dir(dir)
-	}
-	return "philly.csv"
 }
 
 // progressBar draws "policy [#####     ] 52% 42766/82247 jobs 3.1s" on stderr.

@@ -36,9 +36,12 @@ func (c *statusCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: themis status [-queue | -apps] [-addr URL] [-consul-addr ADDR]
 
-  Lists every themis job the planner knows with its state (queued, granted,
-  rejected, finished), the node and GPUs of its lease, and why it waits or was
-  rejected. It reads the planner's records in Consul KV (themis/status/).
+  Lists every themis job the planner knows with its state (queued,
+  suspended, granted, revoking, rejected, unreadable, or how it ended:
+  finished, failed, lost), the node and GPUs of its lease, and why it waits,
+  was rejected or failed (Nomad's reason). It reads the planner's records in
+  Consul KV (themis/status/). themis queue, nodes, leases, apps, vcs and job
+  explain show the planner's API's views.
 
   With -queue it lists the waiting jobs of each virtual cluster in the order
   the policy ranks them, with their position and why each waits, from the

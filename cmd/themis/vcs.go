@@ -1,147 +1,180 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/hashicorp/cli"
 
-	"github.com/themis-nomad/themis/planner/cluster"
+	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/spec"
-	"github.com/themis-nomad/themis/planner/trace"
 )
 
-type vcsCommand struct{ ui cli.Ui }
+// themis vcs: the virtual clusters as the planner sees them (themis vcs
+// init writes a VC config, vcs_init.go).
+type vcsCommand struct{ viewCommand }
 
 func (c *vcsCommand) Synopsis() string {
-	return "Write a virtual-cluster config with quotas proportional to a trace's demand, or show a config's bindings"
+	return "Show the virtual clusters: their cells, GPUs used and free, and who holds them"
 }
 
 func (c *vcsCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: themis vcs --trace FILE --cluster PRESET_OR_FILE --cell TYPE [--cell TYPE]... [--out FILE]
-       themis vcs --show FILE
+Usage: themis vcs [options]
+       themis vcs -show FILE (who may use each VC of a config)
+       themis vcs init --trace FILE --cluster PRESET_OR_FILE --cell TYPE... (writes a VC config)
 
-  Splits the GPUs of the cluster's cells of the given types among the
-  trace's virtual clusters in proportion to their demand (GPUs x duration),
-  every VC with demand getting at least the smallest cell, expresses each
-  share in those cells (the largest first) and writes the result as a VC
-  config (HCL) for themis sim --vc-config. The config is checked against the
-  cluster before it is written. Cell types are named by level and GPUs, e.g.
-  node8, node4, pair2 (docs/simulator.md).
+  Shows each virtual cluster of the planner's -vc-config as the last round
+  left it: every field the planner's API gives for it (its cells by type,
+  guaranteed GPUs, those in use, free, lost to bad hardware, and whatever
+  else the planner reports), then its virtual cells, each with its state,
+  the physical cell it is bound to and the jobs holding it. It reads the
+  leading planner's API (GET /v1/nodes, its "vcs"). Where no planner
+  serves it, it lists what Consul's lease keys say of each VC: the jobs
+  holding GPUs in it and their virtual cells; its capacity and free cells
+  are known only to the planner.
 
-  With --show, prints which Nomad namespaces may use each virtual cluster
-  of a VC config, and their limits: the highest priority, the classes,
-  whether opportunistic jobs are allowed and whether the Themis filter
-  ranks them by their progress reports (docs/hived.md, "Who may use a
-  virtual cluster").
+  With -show FILE, prints which Nomad namespaces may use each virtual
+  cluster of that VC config, and their limits: the highest priority, the
+  classes, whether opportunistic jobs are allowed and whether the Themis
+  filter ranks them by their progress reports (docs/hived.md, "Who may use
+  a virtual cluster"). It reads only the file.
 
 Options:
-` + flagHelp(vcsFlags(&vcsOptions{})))
+` + viewOptionsHelp + `
+  -show FILE
+    A VC config whose namespace bindings to print.`)
 }
 
-type vcsOptions struct {
-	trace, cluster, out, show string
-	cells                     stringList
-}
-
-func vcsFlags(o *vcsOptions) *flag.FlagSet {
-	fs := flag.NewFlagSet("vcs", flag.ContinueOnError)
-	fs.StringVar(&o.trace, "trace", "", "trace file (Philly or Tiresias CSV)")
-	fs.StringVar(&o.cluster, "cluster", "philly", "cluster preset or topology file")
-	fs.Var(&o.cells, "cell", "cell type to split among the VCs (repeatable)")
-	fs.StringVar(&o.out, "out", "", "output file (default: standard output)")
-	fs.StringVar(&o.show, "show", "", "a VC config whose namespace bindings to print")
-	return fs
+// vcsDoc is the view's document: the API's VC objects as they came (new
+// fields pass through).
+type vcsDoc struct {
+	Policy    string          `json:"policy,omitempty"`
+	Placement string          `json:"placement,omitempty"`
+	VCs       json.RawMessage `json:"vcs"`
 }
 
 func (c *vcsCommand) Run(args []string) int {
-	var o vcsOptions
-	fs := vcsFlags(&o)
-	fs.SetOutput(os.Stderr)
-	if err := fs.Parse(args); err != nil {
+	for _, a := range args {
+		if name := strings.TrimLeft(a, "-"); a != name && slices.Contains([]string{"trace", "cell", "cluster", "out"}, strings.SplitN(name, "=", 2)[0]) {
+			c.ui.Error("themis vcs: -" + name + " is a flag of themis vcs init, which writes a VC config from a trace; themis vcs shows the live ones")
+			return 2
+		}
+	}
+	var o viewOptions
+	var show string
+	rest, ok := c.parse("vcs", args, &o, func(fs *flag.FlagSet) {
+		fs.StringVar(&show, "show", "", "a VC config whose namespace bindings to print")
+	})
+	if !ok || !noArgs(c.ui, "vcs", rest) {
 		return 2
 	}
-	if o.show != "" {
-		src, err := os.ReadFile(o.show)
+	if show != "" {
+		src, err := os.ReadFile(show)
 		if err == nil {
 			var cfg *hived.Config
-			if cfg, err = hived.ParseConfig(o.show, src); err == nil {
-				showBindings(os.Stdout, cfg)
+			if cfg, err = hived.ParseConfig(show, src); err == nil {
+				showBindings(c.stdout(), cfg)
 				return 0
 			}
 		}
 		c.ui.Error("themis vcs: " + err.Error())
 		return 1
 	}
-	out, err := vcQuotas(o)
-	if err != nil {
-		c.ui.Error("themis vcs: " + err.Error())
-		return 1
-	}
-	if o.out == "" {
-		fmt.Print(string(out))
-		return 0
-	}
-	if err := os.WriteFile(o.out, out, 0o644); err != nil {
-		c.ui.Error("themis vcs: " + err.Error())
-		return 1
-	}
-	return 0
+	return c.run("vcs", func(ctx context.Context) error {
+		var doc vcsDoc
+		served, err := c.get(ctx, o, "/v1/nodes", &doc)
+		if !served {
+			if !isNotServed(err) {
+				return err
+			}
+			store, ferr := c.fallback("vcs", o, err, ", which know each VC's jobs and cells in use, not its capacity")
+			if ferr != nil {
+				return ferr
+			}
+			if doc, err = vcsFromConsul(ctx, store, c.ui.Warn); err != nil {
+				return err
+			}
+		}
+		if len(doc.VCs) == 0 {
+			doc.VCs = json.RawMessage("[]")
+		}
+		objs, err := decodeObjects(doc.VCs)
+		if err != nil {
+			return fmt.Errorf("the API's vcs: %w", err)
+		}
+		return c.emit(o, doc, func(w io.Writer) { printVCs(w, objs) })
+	})
 }
 
-// vcQuotas builds the config: one cells block per VC and cell type.
-func vcQuotas(o vcsOptions) ([]byte, error) {
-	if o.trace == "" || len(o.cells) == 0 {
-		return nil, fmt.Errorf("--trace and at least one --cell are required")
+// printVCs writes one row per VC, then each VC's tables (its virtual
+// cells), every field as the API names it.
+func printVCs(out io.Writer, vcs []object) {
+	if len(vcs) == 0 {
+		fmt.Fprintln(out, "no virtual clusters: the planner runs without -vc-config (one queue over the whole cluster)")
+		return
 	}
-	tr, err := trace.Load(o.trace)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := cluster.FromPresetOrFile(o.cluster)
-	if err != nil {
-		return nil, err
-	}
-	demand := map[string]float64{}
-	for _, j := range tr.Jobs {
-		demand[j.VC] += float64(j.GPUs) * j.Duration
-	}
-	names := make([]string, 0, len(demand))
-	for vc := range demand {
-		names = append(names, vc)
-	}
-	sort.Slice(names, func(a, b int) bool {
-		if demand[names[a]] != demand[names[b]] {
-			return demand[names[a]] > demand[names[b]]
+	printObjects(out, vcs)
+	for _, vc := range vcs {
+		name := "?"
+		if v, ok := vc.get("name"); ok {
+			name = cell(v)
 		}
-		return names[a] < names[b]
-	})
-	cfg := &hived.Config{}
-	for _, vc := range names {
-		cfg.VCs = append(cfg.VCs, hived.VCConfig{Name: vc})
+		for i, k := range vc.keys {
+			if !isTable(vc.vals[i]) {
+				continue
+			}
+			rows, err := decodeObjects(vc.vals[i])
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(out, "\n%s: %s\n", name, strings.ReplaceAll(k, "_", " "))
+			printObjects(out, rows)
+		}
 	}
-	cells, err := hived.QuotaMix(demand, cl.Nodes, o.cells)
+}
+
+// vcsFromConsul is what the lease keys say of each VC: the jobs holding
+// GPUs in it and their virtual cells.
+func vcsFromConsul(ctx context.Context, store *consul.Store, warn func(string)) (vcsDoc, error) {
+	ls, err := leasesFromConsul(ctx, store, warn)
 	if err != nil {
-		return nil, err
+		return vcsDoc{}, err
 	}
-	for i := range cfg.VCs {
-		cfg.VCs[i].Cells = cells[cfg.VCs[i].Name]
+	type vc struct {
+		Name  string   `json:"name"`
+		Used  int      `json:"used"`
+		Jobs  []string `json:"jobs"`
+		Cells []string `json:"cells_used"`
 	}
-	if _, err := hived.New(cl.Nodes, cfg); err != nil {
-		return nil, err
+	var out []*vc
+	for _, l := range ls.Leases {
+		if l.VC == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(v *vc) bool { return v.Name == l.VC })
+		if i < 0 {
+			out = append(out, &vc{Name: l.VC})
+			i = len(out) - 1
+		}
+		out[i].Used += len(l.GPUs)
+		out[i].Jobs = append(out[i].Jobs, l.Job)
+		out[i].Cells = append(out[i].Cells, l.Cells...)
 	}
-	header := fmt.Sprintf("# Virtual clusters of %s on %s (%d GPUs): each VC's share of the\n"+
-		"# cells in proportion to its demand (GPUs x duration) in the trace.\n"+
-		"# Generated by: themis vcs --trace %s --cluster %s --cell %s\n\n",
-		tr.Name, cl.Name, cl.TotalGPUs(), tr.Name, o.cluster, strings.Join(o.cells, " --cell "))
-	return append([]byte(header), hived.FormatConfig(cfg)...), nil
+	slices.SortFunc(out, func(a, b *vc) int { return strings.Compare(a.Name, b.Name) })
+	b, err := json.Marshal(out)
+	if out == nil {
+		b = []byte("[]")
+	}
+	return vcsDoc{VCs: b}, err
 }
 
 // showBindings prints who may use each virtual cluster of cfg: one row per
@@ -185,9 +218,4 @@ func showBindings(out io.Writer, cfg *hived.Config) {
 	w.Flush()
 }
 
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
+var _ cli.Command = (*vcsCommand)(nil)

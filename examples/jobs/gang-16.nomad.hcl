@@ -9,7 +9,7 @@
 #     --nproc_per_node=$THEMIS_GPUS_PER_NODE \
 #     --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT train.py
 #
-#   nomad job run -detach examples/jobs/gang-16.nomad.hcl
+#   themis job run examples/jobs/gang-16.nomad.hcl
 #   themis status                      # granted on node-0,node-1
 #   nomad job status gang-16           # two allocations, one per node
 

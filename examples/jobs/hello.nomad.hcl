@@ -3,7 +3,8 @@
 # checkpoints when asked (its checkpoint_signal or the notice file on stop,
 # SIGUSR1 on demand) and resumes from THEMIS_RESUME_FROM (docs/checkpoints.md).
 #
-#   nomad job run examples/jobs/hello.nomad.hcl
+#   themis job run examples/jobs/hello.nomad.hcl   # follows it: queued, granted, running
+#   (nomad job run -detach examples/jobs/hello.nomad.hcl: the plain Nomad way)
 #   nomad job status hello
 #   nomad alloc logs -job hello
 #

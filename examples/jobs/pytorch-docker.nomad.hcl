@@ -4,8 +4,8 @@
 # daemon `themis dev` starts (its banner prints DOCKER_HOST):
 #
 #   DOCKER_HOST=unix://... examples/docker/build.sh pytorch    # themis-pytorch:dev
-#   nomad job run -detach examples/jobs/pytorch-docker.nomad.hcl
-#   nomad job run -detach examples/jobs/try-te.nomad.hcl      # preempts it
+#   themis job run examples/jobs/pytorch-docker.nomad.hcl
+#   themis job run examples/jobs/try-te.nomad.hcl      # preempts it
 #
 # The planner's pin mounts the checkpoint volume at /themis-checkpoints and
 # sets THEMIS_CHECKPOINT_DIR in it, the kill signal and the grace period;

@@ -7,7 +7,7 @@
 # DistributedDataParallel. Rank 0 checkpoints for the gang; preempted, the
 # whole gang stops after the same step and resumes from that checkpoint.
 #
-#   nomad job run -detach examples/jobs/pytorch-gang.nomad.hcl
+#   themis job run examples/jobs/pytorch-gang.nomad.hcl
 #   nomad job status pytorch-gang             # two allocations, one per node
 #
 # On CPU each part runs one process (--nproc-per-node 1); on GPUs leave it

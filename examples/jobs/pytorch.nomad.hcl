@@ -5,10 +5,10 @@
 # checkpoint signal or the notice file and exits 0, reports progress
 # (iteration, total, loss) for `themis status` and Themis's auction.
 #
-#   nomad job run -detach examples/jobs/pytorch.nomad.hcl
+#   themis job run examples/jobs/pytorch.nomad.hcl
 #   nomad alloc logs -job pytorch train       # train: step N loss L lr X
 #   themis status                             # progress: iterations, rate, loss
-#   nomad job run -detach examples/jobs/try-te.nomad.hcl   # preempts it; it resumes later
+#   themis job run examples/jobs/try-te.nomad.hcl   # preempts it; it resumes later
 #
 # Needs Debian's python3-torch on /usr/bin/python3 (`make torch`); another
 # python3 first on PATH may not see it, so the job names the interpreter.

@@ -4,8 +4,8 @@
 # its 30 s grace period (the checkpoint takes 2 s here) and later resumes
 # from the step it reached.
 #
-#   nomad job run -detach examples/jobs/train-be.nomad.hcl
-#   nomad job run -detach examples/jobs/try-te.nomad.hcl    # preempts it
+#   themis job run examples/jobs/train-be.nomad.hcl
+#   themis job run examples/jobs/try-te.nomad.hcl    # preempts it
 #   themis status
 
 variable "hello_bin" {

@@ -39,13 +39,13 @@ func (s *Store) Leases(ctx context.Context) (map[core.JobKey]lease.JobLease, err
 // if any GPU (or the job) already has a lease.
 func (s *Store) Grant(ctx context.Context, l lease.JobLease) error {
 	ops := make(api.TxnOps, 0, len(l.GPUs)+1)
-	jl, err := json.Marshal(l)
+	jl, err := l.Value()
 	if err != nil {
 		return err
 	}
 	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: lease.JobKey(l.Namespace, l.JobID), Value: jl, Index: 0}})
 	for _, gl := range l.GPULeases() {
-		v, err := json.Marshal(gl)
+		v, err := gl.Value()
 		if err != nil {
 			return err
 		}
@@ -134,7 +134,7 @@ func (s *Store) Revoke(ctx context.Context, l lease.JobLease, r lease.Revoke) (l
 		return cur, nil
 	}
 	cur.Revoke = &r
-	v, err := json.Marshal(cur)
+	v, err := cur.Value()
 	if err != nil {
 		return l, err
 	}
@@ -175,7 +175,7 @@ func (s *Store) SetVersions(ctx context.Context, l lease.JobLease) (lease.JobLea
 	if cur.Revoke != nil && l.Revoke != nil {
 		cur.Revoke.Suspends = l.Revoke.Suspends
 	}
-	v, err := json.Marshal(cur)
+	v, err := cur.Value()
 	if err != nil {
 		return l, err
 	}

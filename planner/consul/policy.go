@@ -52,7 +52,7 @@ func (s *Store) SetLeaseEnd(ctx context.Context, l lease.JobLease) error {
 		return nil
 	}
 	cur.Ends = l.Ends
-	v, err := json.Marshal(cur)
+	v, err := cur.Value()
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func key(id string) core.JobKey { return core.JobKey{Namespace: "default", ID: i
 
 // fixture is a round's view: dev-node's gpu-0/1 leased to a, gpu-2 held
 // by b (being preempted for c), gpu-3 unhealthy; spare-node (draining)
-// has two free GPUs; c and d wait.
+// has two free GPUs; c and d wait; bad was rejected and crash failed.
 func fixture() planner.View {
 	gpu := func(i int, healthy bool) core.GPU {
 		return core.GPU{ID: "gpu-" + strconv.Itoa(i), Index: i % 4, Path: []string{"socket0", "pair" + strconv.Itoa(i%4/2)}, Healthy: healthy}
@@ -47,6 +47,8 @@ func fixture() planner.View {
 			{Key: key("d"), Valid: true, GPUs: 4, VC: "default", Class: "be", Status: consul.JobStatus{Namespace: "default", JobID: "d", State: "suspended", Reason: "waiting for 4 free GPUs (0 free)", Since: t0, Preemptions: 1},
 				Record: consul.JobRecord{Executed: 60, Attained: 240, Preemptions: 1}},
 			{Key: key("bad"), Status: consul.JobStatus{Namespace: "default", JobID: "bad", State: "rejected", Reason: "themis.gpus: must be a whole number", Since: t0}},
+			{Key: key("crash"), Valid: true, GPUs: 1, VC: "default", Class: "be", Status: consul.JobStatus{Namespace: "default", JobID: "crash", State: "failed",
+				Reason: `task "hello": Driver Failure: failed to launch command with executor: permission denied`, Since: t0}},
 		},
 		Queue: []planner.Queued{
 			{Job: key("c"), Position: 1, GPUs: 1, State: "queued", Reason: "granted 1 GPUs on dev-node; waiting for default/b to stop"},

@@ -22,15 +22,22 @@ type Job struct {
 	Job       string `json:"job"`
 	Namespace string `json:"namespace"`
 	JobID     string `json:"job_id"`
-	// State is queued, granted, revoking, suspended, rejected or
-	// finished; Reason why it waits or was rejected; Since when it
+	// State is queued, granted, revoking, suspended, rejected,
+	// unreadable, or how it ended: finished, failed or lost; Reason why
+	// it waits, was rejected or failed (Nomad's reason); Since when it
 	// entered that state.
 	State    string    `json:"state"`
 	Reason   string    `json:"reason,omitempty"`
 	Since    time.Time `json:"since,omitzero"`
 	Deadline time.Time `json:"deadline,omitzero"`
+	// ModifyIndex is the JobModifyIndex of the job version the planner
+	// last read: a submission at or before it has been seen (a client
+	// following its submission waits for it; the pin moves it on).
+	ModifyIndex uint64 `json:"modify_index,omitempty"`
 	// Request is the job's themis stanza (nil when it was rejected).
 	Request *Request `json:"request,omitempty"`
+	// Progress is the job's last progress report (nil: none).
+	Progress *Progress `json:"progress,omitempty"`
 	// Lease is the job's lease (nil: none); Queue its place in its
 	// queue (nil: not waiting).
 	Lease *Lease  `json:"lease,omitempty"`
@@ -47,6 +54,22 @@ type Request struct {
 	VC       string `json:"vc,omitempty"`
 	Priority int    `json:"priority"`
 	Class    string `json:"class,omitempty"`
+	// App is the stanza's app ("": the job is an app of its own),
+	// Iterations the work it plans (0: not said), Model what it trains.
+	App        string `json:"app,omitempty"`
+	Iterations int    `json:"iterations,omitempty"`
+	Model      string `json:"model,omitempty"`
+}
+
+// Progress is a job's last progress report, as its workload made it
+// through the task driver.
+type Progress struct {
+	Iteration int64    `json:"iteration"`
+	Total     int64    `json:"total,omitempty"`
+	Loss      *float64 `json:"loss,omitempty"`
+	// Rate is the iterations per second the driver measured.
+	Rate float64   `json:"rate,omitempty"`
+	At   time.Time `json:"at"`
 }
 
 // Record is a job's service record.
@@ -80,7 +103,11 @@ func buildJobs(v planner.View, d *docs) (map[core.JobKey]*Job, JobsResponse) {
 			Record: Record{FirstSubmit: j.Record.FirstSubmit.UTC(), FirstStart: j.Record.FirstStart.UTC(), Executed: j.Record.Executed,
 				Attained: j.Record.Attained, Preemptions: j.Record.Preemptions, PromotedAt: j.Record.PromotedAt.UTC()}}
 		if j.Valid {
-			x.Request = &Request{GPUs: j.GPUs, VC: j.VC, Priority: j.Priority, Class: j.Class}
+			x.Request = &Request{GPUs: j.GPUs, VC: j.VC, Priority: j.Priority, Class: j.Class, App: j.App, Iterations: j.Iterations, Model: j.Model}
+		}
+		x.ModifyIndex = j.ModifyIndex
+		if p := j.Progress; p != nil {
+			x.Progress = &Progress{Iteration: p.Iteration, Total: p.Total, Loss: p.Loss, Rate: p.Rate, At: p.At.UTC()}
 		}
 		byKey[j.Key] = x
 		list.Jobs = append(list.Jobs, x)

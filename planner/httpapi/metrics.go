@@ -24,7 +24,15 @@ type metrics struct {
 	errors    prometheus.Counter   // themis_round_errors_total
 	latency   prometheus.Histogram // themis_round_duration_seconds
 	decisions *prometheus.CounterVec
+	jobs      *prometheus.GaugeVec     // themis_jobs{state}
+	oldest    *prometheus.GaugeVec     // themis_queue_oldest_wait_seconds{vc}
+	wait      *prometheus.HistogramVec // themis_queue_wait_seconds{vc}
+	waits     waits
 }
+
+// JobStates are the states themis_jobs always reports (0 when none).
+var JobStates = []string{"queued", "suspended", "granted", "revoking", "rejected", planner.StateUnreadable,
+	planner.StateFinished, planner.StateFailed, planner.StateLost}
 
 func newMetrics() *metrics {
 	m := &metrics{
@@ -51,8 +59,17 @@ func newMetrics() *metrics {
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "themis_decisions_total",
 			Help: "Decisions carried out, by kind: grant, preempt, revoke (resubmitted job), release, promote."}, []string{"kind"}),
+		jobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "themis_jobs",
+			Help: "Themis jobs Nomad has, by state (queued, suspended, granted, revoking, rejected, unreadable, finished, failed, lost), after the last round."},
+			[]string{"state"}),
+		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "themis_queue_oldest_wait_seconds",
+			Help: "How long the longest-waiting job of each virtual cluster's queue has waited, after the last round (0 when none waits)."}, []string{"vc"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "themis_queue_wait_seconds",
+			Help:    "How long each granted job waited in its virtual cluster's queue (since it queued, or was suspended), observed at the grant.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}}, []string{"vc"}),
 	}
 	m.reg.MustRegister(m.queue, m.gpus, m.vcGPUs, m.revoking, m.leases, m.aside, m.leader, m.index, m.rounds, m.errors, m.latency, m.decisions,
+		m.jobs, m.oldest, m.wait,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, k := range []string{planner.EventGrant, planner.EventPreempt, planner.EventRevoke, planner.EventRelease, planner.EventPromote} {
 		m.decisions.WithLabelValues(k)
@@ -116,4 +133,27 @@ func (m *metrics) view(v planner.View) {
 		}
 	}
 	m.aside.Set(float64(aside))
+	m.jobs.Reset()
+	for _, st := range JobStates {
+		m.jobs.WithLabelValues(st)
+	}
+	for _, j := range v.Jobs {
+		if j.Status.State != "" {
+			m.jobs.WithLabelValues(j.Status.State).Inc()
+		}
+	}
+	granted, oldest := m.waits.observe(v)
+	for _, g := range granted {
+		m.wait.WithLabelValues(g.vc).Observe(max(0, g.seconds))
+	}
+	m.oldest.Reset()
+	for _, vc := range v.VCs {
+		m.oldest.WithLabelValues(vc.Name)
+	}
+	if len(v.VCs) == 0 {
+		m.oldest.WithLabelValues("")
+	}
+	for vc, s := range oldest {
+		m.oldest.WithLabelValues(vc).Set(s)
+	}
 }

@@ -96,3 +96,48 @@ func TestMetricsCountJobsSetAside(t *testing.T) {
 		}
 	}
 }
+
+// themis_jobs counts jobs by state, every state present (0 when none), a
+// failed job as failed; the API's job says the same.
+func TestMetricsCountJobsByState(t *testing.T) {
+	_, ts := leader(t, fixture())
+	_, _, body := get(t, ts, "/metrics")
+	scrape := body.(string)
+	for _, want := range []string{
+		`themis_jobs{state="granted"} 1`, `themis_jobs{state="revoking"} 1`, `themis_jobs{state="queued"} 1`,
+		`themis_jobs{state="suspended"} 1`, `themis_jobs{state="rejected"} 1`, `themis_jobs{state="failed"} 1`,
+		`themis_jobs{state="finished"} 0`, `themis_jobs{state="lost"} 0`,
+	} {
+		if !strings.Contains(scrape, want+"\n") {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+	_, _, job := get(t, ts, "/v1/jobs/default/crash")
+	if at(t, job, "state") != "failed" || !strings.Contains(at(t, job, "reason").(string), "permission denied") {
+		t.Errorf("/v1/jobs/default/crash: %v", job)
+	}
+}
+
+// A job's wait is observed when it is granted, from the round it was
+// first seen waiting (or its first submission, when it queued and was
+// granted in one round), and each queue reports its longest wait.
+func TestMetricsQueueWaits(t *testing.T) {
+	first := fixture() // c and d wait from t0
+	later := fixture()
+	later.Time = t0.Add(90 * time.Second)
+	later.Queue = later.Queue[1:] // c granted at t0+90s
+	later.Events = []planner.Event{{Time: t0.Add(90 * time.Second), Kind: planner.EventGrant, Job: key("c")}}
+	_, ts := leader(t, first, later)
+	_, _, body := get(t, ts, "/metrics")
+	scrape := body.(string)
+	for _, want := range []string{
+		`themis_queue_wait_seconds_bucket{vc="",le="60"} 0`,
+		`themis_queue_wait_seconds_bucket{vc="",le="120"} 1`,
+		`themis_queue_wait_seconds_count{vc=""} 1`,
+		`themis_queue_oldest_wait_seconds{vc=""} 90`,
+	} {
+		if !strings.Contains(scrape, want+"\n") {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+}

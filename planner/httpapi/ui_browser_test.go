@@ -2,44 +2,26 @@ package httpapi
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// chromium finds a headless-capable Chromium (Debian's `chromium`), or
-// skips the test.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no chromium on PATH (apt-get install chromium)")
-	return ""
-}
+	"github.com/themis-nomad/themis/e2e/browser"
+)
 
 // The dashboard in a real (headless) browser: the GPU grid is coloured by
 // job, the revoking and unhealthy GPUs are marked, the queue and the
 // decisions are listed, and the apps of the last auction round. (#once draws once: the live loop's blocking
 // queries would keep the headless browser's virtual clock from running.)
 func TestUIInBrowser(t *testing.T) {
-	bin := chromium(t)
+	b := browser.Find(t)
 	_, ts := leader(t, themisFixture())
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--user-data-dir="+filepath.Join(t.TempDir(), "profile"), "--virtual-time-budget=3000", "--dump-dom", ts.URL+"/ui/#once")
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	out, err := cmd.Output()
+	dom, err := b.DOM(ctx, ts.URL+"/ui/#once", 3*time.Second)
 	if err != nil {
-		t.Fatalf("chromium: %v: %s", err, stderrOf(err))
+		t.Fatal(err)
 	}
-	dom := string(out)
 	for _, want := range []string{
 		`data-gpu="gpu-0" data-state="leased" data-job="default/a" style="background: rgb(`,
 		`data-gpu="gpu-2" data-state="revoking" data-job="default/b" style="background: rgb(`,
@@ -53,6 +35,10 @@ func TestUIInBrowser(t *testing.T) {
 		`<tr data-app="a"><td>a</td><td>3.500</td><td>yes</td><td>2</td><td>1.250</td><td>machine (c 1.00)</td>`,
 		`<tr data-app="c"><td>c</td><td>2.750</td><td>yes</td><td></td>`,
 		`round 4 at `,
+		`<tr data-job="default/crash" data-state="failed"><td>default/crash</td><td class="state-failed">failed</td>`,
+		`Driver Failure: failed to launch command with executor: permission denied`,
+		`<tr data-job="default/bad" data-state="rejected">`,
+		`1 failed · 1 granted · 1 queued · 1 rejected · 1 revoking · 1 suspended`,
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered page lacks %s", want)
@@ -61,11 +47,4 @@ func TestUIInBrowser(t *testing.T) {
 	if t.Failed() {
 		t.Logf("DOM:\n%s", dom)
 	}
-}
-
-func stderrOf(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
-		return string(ee.Stderr)
-	}
-	return ""
 }

@@ -22,6 +22,10 @@ type Alloc struct {
 	// Started and Finished are the themis task's; zero when it has not
 	// started or not finished.
 	Started, Finished time.Time
+	// Failure is why the allocation failed or was lost, in Nomad's words
+	// (the themis task's failing event, or the allocation's description);
+	// "" for one that did not fail.
+	Failure string
 }
 
 // Terminal reports whether the allocation will never run again on its node.
@@ -69,6 +73,7 @@ func (c *Client) allocations(ctx context.Context, jobs map[core.JobKey]*Job) (ma
 			if ts := s.TaskStates[j.Task]; ts != nil {
 				a.Started, a.Finished = ts.StartedAt, ts.FinishedAt
 			}
+			a.Failure = Failure(s.ClientStatus, s.ClientDescription, j.Task, s.TaskStates[j.Task])
 		}
 		out[key] = append(out[key], a)
 	}

@@ -173,7 +173,7 @@ func Run(cfg Config) (*Result, error) {
 				Key: core.JobKey{Namespace: "sim", ID: tj.ID}, GPUs: tj.GPUs, VC: tj.VC, Class: class,
 				Submitted: at(tj.Submit), Seq: uint64(i), Phase: core.Queued, Remaining: tj.Duration, Work: tj.Duration, Skew: cls.CrossNode,
 				CrossRack: cls.CrossRack, CPU: tj.CPUs, Memory: tj.MemoryGB, GracePeriod: tj.GracePeriod,
-				App: tj.App,
+				App: tj.App, Attained: tj.Attained, Executed: tj.Executed,
 			},
 		}
 		if cfg.UnknownUntilRun {

@@ -62,6 +62,11 @@ type Job struct {
 	// Submit is the App's arrival, like every job of the App. Phases are
 	// numbered 1, 2, ... without gaps.
 	Phase int
+	// Attained and Executed are the service the job already received
+	// before the trace begins (GPU-seconds, and seconds run): a trace taken
+	// from a live cluster (themis sim --from-live) starts with its jobs
+	// part-way. Duration is then the work left. 0 in the CSV formats.
+	Attained, Executed float64
 }
 
 // Trace is a loaded trace.

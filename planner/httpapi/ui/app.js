@@ -92,6 +92,26 @@ function drawApps(doc) {
   }
 }
 
+// drawJobs counts the jobs by state and lists those that need a look:
+// failed, lost, rejected or set aside as unreadable, with their reasons.
+function drawJobs(doc) {
+  const counts = {};
+  for (const j of doc.jobs) counts[j.state] = (counts[j.state] || 0) + 1;
+  $("#job-counts").textContent = Object.keys(counts).sort().map((s) => `${counts[s]} ${s}`).join(" · ");
+  const body = $("#ended tbody");
+  body.replaceChildren();
+  const look = ["failed", "lost", "rejected", "unreadable"];
+  let n = 0;
+  for (const j of doc.jobs) {
+    if (!look.includes(j.state)) continue;
+    n++;
+    body.append(el("tr", { "data-job": j.job, "data-state": j.state }, el("td", {}, j.job),
+      el("td", { class: `state-${j.state}` }, j.state), el("td", {}, j.since ? new Date(j.since).toLocaleTimeString() : ""),
+      el("td", {}, j.reason || "")));
+  }
+  $("#ended-empty").hidden = n > 0;
+}
+
 function drawDecisions(doc) {
   const body = $("#decisions tbody");
   body.replaceChildren();
@@ -103,8 +123,8 @@ function drawDecisions(doc) {
 }
 
 async function refresh() {
-  const [nodes, queue, decisions, planner, apps] = await Promise.all([
-    get("/v1/nodes"), get("/v1/queue"), get("/v1/decisions?limit=50"), get("/v1/planner"), get("/v1/apps")]);
+  const [nodes, queue, decisions, planner, apps, jobs] = await Promise.all([
+    get("/v1/nodes"), get("/v1/queue"), get("/v1/decisions?limit=50"), get("/v1/planner"), get("/v1/apps"), get("/v1/jobs")]);
   const p = planner.body;
   $("#planner").textContent = `${p.id}${p.leading ? " (leader)" : " (standby)"}` +
     (nodes.body.policy ? ` · ${nodes.body.policy}` : "") +
@@ -123,6 +143,7 @@ async function refresh() {
   drawNodes(nodes.body);
   drawApps(apps.body);
   drawQueue(queue.body);
+  drawJobs(jobs.body);
   drawDecisions(decisions.body);
   $("#index").textContent = `index ${nodes.index}`;
   document.body.dataset.index = nodes.index;
