@@ -91,6 +91,13 @@ func TestCommandUnreachable(t *testing.T) {
 	must.ErrorContains(t, err, "command: "+bin+" cannot be reached as the task's user themis-")
 	must.ErrorContains(t, err, "searchable by other users")
 
+	// A directory is reachable, but exec of it fails with a bare EACCES:
+	// the start says what it is instead.
+	task, tc = jobTask("home-job", "dir", "")
+	tc.Command, tc.Args = os.TempDir(), nil
+	_, err = e.start(t, task, tc, false)
+	must.ErrorContains(t, err, "command: "+os.TempDir()+" is a directory, not a program")
+
 	must.NoError(t, os.Chmod(home, 0o711))
 	task, tc = jobTask("home-job", "t2", "")
 	tc.Command, tc.Args = bin, nil

@@ -194,6 +194,10 @@ func checkCommand(path string, who taskUser) error {
 		if err := unix.Fstat(fd, &st); err != nil {
 			return fmt.Errorf("command: %s: %w", path, err)
 		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			// exec would fail with a bare "permission denied" (EACCES)
+			return fmt.Errorf("command: %s is %s, not a program: executing it fails (permission denied)", path, fileKind(st.Mode))
+		}
 		inGroup := int(st.Gid) == who.gid || slices.Contains(who.groups, int(st.Gid))
 		if st.Mode&0o001 == 0 && !(int(st.Uid) == who.uid && st.Mode&0o100 != 0) && !(inGroup && st.Mode&0o010 != 0) {
 			return fmt.Errorf("command: %s (mode %04o, uid %d) is not executable by the task's user %s (uid %d)",
@@ -201,4 +205,19 @@ func checkCommand(path string, who taskUser) error {
 		}
 		return nil
 	})
+}
+
+// fileKind names the kind of file mode m is, for an error message.
+func fileKind(m uint32) string {
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return "a device"
+	}
+	return "not a regular file"
 }
