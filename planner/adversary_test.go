@@ -73,7 +73,7 @@ func TestPinPlacesOnlyWhatWasLeased(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+			h := newHarness(t, 8, stack.Of(core.FIFO{}))
 			h.fn.submit("hostile", 1, "be", "10s")
 			tc.shape(h.fn.submitted("hostile"))
 			h.fn.submit("good", 1, "be", "10s")

@@ -23,7 +23,7 @@ func BenchmarkRoundQueued1000(b *testing.B) {
 			clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 			fn, fs := newFakeCluster(&clock, 16, 8), newFakeStore()
 			policy := mustStack(b, name, stack.Options{}).Policy
-			p := New(Config{Nomad: fn, Store: fs, Stack: &stack.Stack{Policy: policy}, Now: func() time.Time { return clock }})
+			p := New(Config{Nomad: fn, Store: fs, Stack: stack.Of(policy), Now: func() time.Time { return clock }})
 			for i := range 64 {
 				fn.submit(fmt.Sprintf("run-%03d", i), 2, "be", "30s")
 			}

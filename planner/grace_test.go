@@ -17,7 +17,7 @@ func TestGraceLongerThanMaxKillTimeoutIsRejected(t *testing.T) {
 	ctx := context.Background()
 	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	fn, fs := newFakeNomad(&clock, 8), newFakeStore()
-	p := New(Config{Nomad: fn, Store: fs, Stack: &stack.Stack{Policy: core.FIFO{}}, Now: func() time.Time { return clock }, MaxKillTimeout: 30 * time.Minute})
+	p := New(Config{Nomad: fn, Store: fs, Stack: stack.Of(core.FIFO{}), Now: func() time.Time { return clock }, MaxKillTimeout: 30 * time.Minute})
 	fn.submit("long-grace", 2, "be", "2h")
 	fn.submit("ok", 2, "be", "30m")
 	if err := p.Reconcile(ctx); err != nil {

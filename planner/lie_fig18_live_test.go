@@ -155,7 +155,7 @@ func fig18Run(t *testing.T, sc fig18Scale, seed int64, lie func(iter, total int6
 	st := lieLiveStack(t, sc.lease, lieKnobs()...)
 	rec := &roundTimes{Policy: st.Policy.(*arbiter.Policy)}
 	rec.Seed(seed)
-	st.Policy = rec
+	st.Policy, st.Caps = rec, rec.Capabilities()
 	cl, tr := sc.setup(t)
 	h := newNodesHarness(t, cl.Nodes, st)
 	class := models.Of("vgg16")

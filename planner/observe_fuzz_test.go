@@ -37,7 +37,7 @@ func FuzzObserveHostileJob(f *testing.F) {
 		if id == "" || (id == "good" && (ns == "" || ns == "default")) {
 			return // Nomad requires an ID; the good job's own key
 		}
-		h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+		h := newHarness(t, 8, stack.Of(core.FIFO{}))
 		h.fn.submit("good", 1, "be", "10s")
 		h.fn.jobs[core.JobKey{Namespace: ns, ID: id}] = hostileJob(id, ns, driver, metaKey, metaVal, field, value, deviceName, count, inStanza, h.fn.index+1)
 		h.fn.index++

@@ -28,7 +28,7 @@ func TestEndedJobsSayHowTheyEnded(t *testing.T) {
 		{name: "stopped by its user", status: "failed", failure: "killed", stop: true, wantState: StateFinished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+			h := newHarness(t, 8, stack.Of(core.FIFO{}))
 			var views []View
 			h.config.OnRound = func(v View) { views = append(views, v) }
 			h.restart()

@@ -54,7 +54,7 @@ func TestForgedLeaseMetaIsANewSubmission(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+			h := newHarness(t, 8, stack.Of(core.FIFO{}))
 			k := core.JobKey{Namespace: "default", ID: "train"}
 			h.fn.submit("train", 2, "be", "10s")
 			h.round("granted")
@@ -93,7 +93,7 @@ func TestForgedLeaseMetaIsANewSubmission(t *testing.T) {
 // the lease, count 1, still pinned): the planner suspends it all the same,
 // so the running version stops and the lease ends.
 func TestForgedSuspensionDuringARevoke(t *testing.T) {
-	h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+	h := newHarness(t, 8, stack.Of(core.FIFO{}))
 	k := core.JobKey{Namespace: "default", ID: "train"}
 	h.fn.submit("train", 2, "be", "10s")
 	h.round("granted")
@@ -123,7 +123,7 @@ func TestForgedSuspensionOfAWaitingJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, 8, &stack.Stack{Policy: policy})
+	h := newHarness(t, 8, stack.Of(policy))
 	k := core.JobKey{Namespace: "default", ID: "be"}
 	h.fn.submit("be", 8, "be", "10s")
 	h.round("be granted")
@@ -225,7 +225,7 @@ func TestOwnVersion(t *testing.T) {
 // recorded; a forged re-registration after that is a new submission. A
 // job such a planner suspended (its record without the version) resumes.
 func TestLegacyRecordsAreAdoptedOnce(t *testing.T) {
-	h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+	h := newHarness(t, 8, stack.Of(core.FIFO{}))
 	k := core.JobKey{Namespace: "default", ID: "train"}
 	h.fn.submit("train", 2, "be", "10s")
 	h.round("granted")
@@ -263,7 +263,7 @@ func TestLegacyRecordsAreAdoptedOnce(t *testing.T) {
 // through the revoke path and the running version stops; it does not run
 // on, rejected, holding its GPUs.
 func TestRejectedResubmissionStops(t *testing.T) {
-	h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+	h := newHarness(t, 8, stack.Of(core.FIFO{}))
 	k := core.JobKey{Namespace: "default", ID: "train"}
 	h.fn.submit("train", 2, "be", "10s")
 	h.round("granted")

@@ -14,7 +14,7 @@ import (
 // version is granted; no task runs without its lease meanwhile, and the
 // resubmission is not counted as a preemption.
 func TestResubmittedRunningJobStopsBeforeItsLeaseGoes(t *testing.T) {
-	h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+	h := newHarness(t, 8, stack.Of(core.FIFO{}))
 	fn, fs, round := h.fn, h.fs, h.round
 	k := core.JobKey{Namespace: "default", ID: "train"}
 	fn.submit("train", 4, "be", "10s")

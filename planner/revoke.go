@@ -40,10 +40,8 @@ func (p *Planner) preempt(ctx context.Context, r *round, g core.Grant, d core.De
 	// A guaranteed job is preempted by its own VC's policy (only that
 	// ranks and makes room among its VC's guaranteed jobs).
 	pol := p.stack().Policy
-	if pv, ok := pol.(*core.PerVC); ok {
-		if j := r.jobs[g.Job]; j != nil && j.Err == nil && j.Intent.Priority >= 0 {
-			pol = pv.Of(l.VC)
-		}
+	if j := r.jobs[g.Job]; j != nil && j.Err == nil && j.Intent.Priority >= 0 {
+		pol = p.stack().Caps.Of(l.VC).Policy
 	}
 	rv := lease.Revoke{Reason: fmt.Sprintf("preempted by %s%s", pol.Name(), beneficiaries(g, d))}
 	return p.revoke(ctx, r, r.jobs[g.Job], l, rv)

@@ -47,7 +47,7 @@ func TestRevokeSurvivesACrashAtEveryStep(t *testing.T) {
 			}
 			newPlanner := func(b *budget) *Planner {
 				fn.crash, fs.crash = b, b
-				return New(Config{Nomad: fn, Store: fs, Stack: &stack.Stack{Policy: policy}, Now: func() time.Time { return clock }, MaxKillTimeout: time.Hour})
+				return New(Config{Nomad: fn, Store: fs, Stack: stack.Of(policy), Now: func() time.Time { return clock }, MaxKillTimeout: time.Hour})
 			}
 			round := func(p *Planner, when string) error {
 				err := p.Reconcile(ctx)

@@ -95,7 +95,7 @@ func (p *Planner) Reconcile(ctx context.Context) (err error) {
 	}
 	d := cp.Decide(state, r.now)
 	p.recheck = time.Time{}
-	if rc, ok := p.stack().Policy.(core.RecheckAfter); ok {
+	if rc := p.stack().Caps.Rechecker; rc != nil {
 		p.recheck = rc.NextChange(r.now, afterDecision(state.Jobs, d))
 	}
 	if err := p.saveState(ctx); err != nil {

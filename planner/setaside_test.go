@@ -42,7 +42,7 @@ func TestNoJobStopsARound(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+			h := newHarness(t, 8, stack.Of(core.FIFO{}))
 			h.fn.submit("runner", 4, "be", "10s")
 			h.round("runner granted")
 			held := h.fs.leases[runner]
@@ -98,7 +98,7 @@ func (h *harness) finishSmall() { h.fn.finish("small") }
 // is ignored: the job is decided as if the driver had written none, and
 // nothing is set aside.
 func TestDriverRecordThatCannotBeUsedIsIgnored(t *testing.T) {
-	h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+	h := newHarness(t, 8, stack.Of(core.FIFO{}))
 	k := core.JobKey{Namespace: "default", ID: "j"}
 	h.fs.bad = []consul.BadKey{
 		{Key: lease.ProgressKey("default", "j"), Job: k, Err: errors.New("does not decode")},

@@ -29,7 +29,7 @@ func TestStoppedDuringStartUpEndsQuietly(t *testing.T) {
 		"first round": newFakeNomad(&clock, 8),
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := New(Config{Nomad: nc, Store: newFakeStore(), Stack: &stack.Stack{Policy: core.FIFO{}}})
+			p := New(Config{Nomad: nc, Store: newFakeStore(), Stack: stack.Of(core.FIFO{})})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- p.Run(ctx) }()

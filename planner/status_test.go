@@ -31,7 +31,7 @@ func putIDs(fs *fakeStore) []string {
 // writes nothing; a job gone from Nomad has its record deleted in the same
 // call as the round's changes.
 func TestStatusesWrittenTogetherOnlyWhenChanged(t *testing.T) {
-	h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+	h := newHarness(t, 8, stack.Of(core.FIFO{}))
 	h.fn.submit("b", 4, "be", "10s")
 	h.fn.submit("a", 4, "be", "10s")
 	h.fn.submit("c", 8, "be", "10s") // queued behind the two
@@ -81,7 +81,7 @@ func TestStatusesWrittenTogetherOnlyWhenChanged(t *testing.T) {
 // reports the error; a rejected job is logged once, when its record is
 // written.
 func TestFailedStatusWriteIsRetried(t *testing.T) {
-	h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+	h := newHarness(t, 8, stack.Of(core.FIFO{}))
 	var logs bytes.Buffer
 	h.config.Log = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Error})
 	h.restart()

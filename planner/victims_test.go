@@ -50,7 +50,9 @@ func TestLeastLostWorkPicksTheFreshestCheckpointLive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := New(Config{Nomad: fn, Store: fs, Stack: &stack.Stack{Policy: policy, Victims: tc.victims}, Now: func() time.Time { return clock }})
+		st := stack.Of(policy)
+		st.Victims = tc.victims
+		p := New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }})
 		fn.submit("be-a", 4, "be", "30s")
 		fn.submit("be-b", 4, "be", "30s")
 		for range 2 {

@@ -17,7 +17,7 @@ func TestViewAfterEachRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, 8, &stack.Stack{Policy: policy})
+	h := newHarness(t, 8, stack.Of(policy))
 	var views []View
 	h.config.OnRound = func(v View) { views = append(views, v) }
 	h.config.MaxKillTimeout = 0

@@ -22,6 +22,7 @@ func (*fixedAllocator) Rank(_ time.Time, jobs []*Job) { SortFIFO(jobs) }
 func (*fixedAllocator) Preemptive() bool              { return true }
 func (*fixedAllocator) Blocking() bool                { return false }
 func (*fixedAllocator) Consolidate(*Job) bool         { return false }
+func (a *fixedAllocator) Capabilities() Capabilities  { return Capabilities{Policy: a, Allocator: a} }
 func (a *fixedAllocator) Allocate(_ time.Time, jobs []*Job, free *FreeGPUs, held []Grant) ([]Grant, []JobKey) {
 	a.seenJobs = nil
 	for _, j := range jobs {

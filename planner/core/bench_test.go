@@ -83,7 +83,7 @@ func BenchmarkDecideTiresias(b *testing.B) {
 		j.Attained = j.Executed * float64(j.GPUs)
 		jobs = append(jobs, j)
 	}
-	pol, err := NewPolicy("tiresias-las", Knobs{})
+	pol, err := newPolicy("tiresias-las", Knobs{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -38,6 +38,9 @@ type Planner struct {
 	// jobs, preempted when a guaranteed job needs their GPUs): after every
 	// job was placed in its VC, the blocked ones try overflow in rank order.
 	Overflow bool
+
+	// caps is Policy's capabilities, resolved once a Decide.
+	caps Capabilities
 }
 
 // Placer places jobs for a Planner (see Planner.Placer). It may keep state
@@ -68,6 +71,11 @@ type Placer interface {
 	// (a VC policy's ranking, or room made for a job). Whoever applies
 	// the decision may release it again; that does nothing.
 	Release(job JobKey)
+	// SetVictimCost gives the cost of preempting a running job (the work
+	// it would lose) to a placer that chooses victims among several
+	// (HiveD's opportunistic jobs, preempt.victims=least-lost-work); nil
+	// restores its default order. Placers that choose none ignore it.
+	SetVictimCost(cost func(JobKey) float64)
 }
 
 // Decide returns this round's actions, in the order they must be applied:
@@ -83,6 +91,7 @@ type Placer interface {
 // are released, and Consul's check-and-set keeps it from leasing a GPU twice.
 func (p Planner) Decide(s State, now time.Time) Decision {
 	var d Decision
+	p.caps = p.Policy.Capabilities()
 	claimed := make([]bool, len(s.Grants))
 	gx := &grantIndex{grants: s.Grants, claimed: claimed}
 	defer gx.free()
@@ -128,7 +137,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 			}
 		}
 	}
-	if pr, ok := p.Policy.(Promoter); ok {
+	if pr := p.caps.Promoter; pr != nil {
 		if keys := pr.Promote(now, active); len(keys) > 0 {
 			promoted := make(map[JobKey]bool, len(keys))
 			for _, k := range keys {
@@ -146,9 +155,9 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	}
 	p.Policy.Rank(now, active)
 	if p.Victims == LeastLostWork && p.Policy.Preemptive() {
-		if pv, ok := p.Policy.(*PerVC); ok {
-			pv.keepMostLost(active)
-		} else if lv, ok := p.Policy.(Leveler); ok {
+		if p.caps.vcs != nil {
+			p.caps.vcs.keepMostLost(active)
+		} else if lv := p.caps.Leveler; lv != nil {
 			keepMostLost(active, lv.Level)
 		}
 	}
@@ -170,7 +179,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 			}
 		}
 	}
-	if a, ok := p.Policy.(Allocator); ok && p.Placer == nil {
+	if a := p.caps.Allocator; a != nil && p.Placer == nil {
 		p.allocate(&d, a, now, active, s.Grants, gx, free)
 	} else if p.Placer != nil {
 		p.placed(&d, active, s.Grants, gx, free)
@@ -188,7 +197,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 var activePool = sync.Pool{New: func() any { return new([]*Job) }}
 
 func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
-	pre, _ := p.Policy.(Preemptor)
+	pre := p.caps.RoomMaker
 	var room *Room // built when a job first needs room made
 	var preempts []Action
 	var head *Job
@@ -217,7 +226,7 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grant
 					room = newRoom(ranked, grants, grantOf, free)
 					room.victims, room.tie = p.Victims, p.VictimTie
 				}
-				if g, ok := room.make(j, pre, p.Policy.Consolidate(j), &preempts); ok {
+				if g, ok := room.make(j, p.caps, p.Policy.Consolidate(j), &preempts); ok {
 					d.Actions = append(d.Actions, GrantAction{Grant: g})
 					continue
 				}
@@ -237,7 +246,7 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grant
 		}
 	}
 	if len(preempts) > 0 {
-		p.retryRoom(d, ranked, pre, room, &preempts, free)
+		p.retryRoom(d, ranked, room, &preempts, free)
 	}
 	preemptFirst(d, preempts)
 }
@@ -371,7 +380,8 @@ func (p Planner) overflow(d *Decision, blocked []*Job, free *FreeGPUs) {
 // another try once this round's preemptions changed what is free (a later
 // job's victim may make room for an earlier one too), until nothing more
 // starts.
-func (p Planner) retryRoom(d *Decision, ranked []*Job, pre Preemptor, room *Room, preempts *[]Action, free *FreeGPUs) {
+func (p Planner) retryRoom(d *Decision, ranked []*Job, room *Room, preempts *[]Action, free *FreeGPUs) {
+	pre := p.caps.RoomMaker
 	granted := map[JobKey]bool{}
 	for _, a := range d.Actions {
 		if g, ok := a.(GrantAction); ok {
@@ -386,7 +396,7 @@ func (p Planner) retryRoom(d *Decision, ranked []*Job, pre Preemptor, room *Room
 			}
 			g, ok := free.PlaceJob(j, p.Policy.Consolidate(j))
 			if !ok {
-				g, ok = room.make(j, pre, p.Policy.Consolidate(j), preempts)
+				g, ok = room.make(j, p.caps, p.Policy.Consolidate(j), preempts)
 			}
 			if ok {
 				d.Actions = append(d.Actions, GrantAction{Grant: g})

@@ -39,9 +39,8 @@ var PeerQueues = []float64{3250, 7200}
 // fifo, srtf or shortest, srsf or shortest-gpu, tiresias-las or dlas-gpu,
 // tiresias-gittins or dlas-gpu-gittins). Knobs: tiresias.queues (default
 // PeerQueues) and, for dlas-gpu-gittins, tiresias.gittins_dist (the peer
-// reads yarn-gput1000.csv; the caller loads the file and calls
-// SetSizes).
-func NewPeerPolicy(name string, k Knobs) (Policy, error) {
+// reads yarn-gput1000.csv, which loadSizes loads).
+func NewPeerPolicy(name string, k Knobs, loadSizes func(path string) ([]float64, error)) (Policy, error) {
 	peer, ok := PeerNames[name]
 	if !ok {
 		return nil, fmt.Errorf("policy %q: no peer-semantics version (known: fifo, srtf, srsf, tiresias-las, tiresias-gittins, or the peer's names)", name)
@@ -52,6 +51,7 @@ func NewPeerPolicy(name string, k Knobs) (Policy, error) {
 	}
 	var p Policy
 	var own []string
+	var dlas *PeerDLAS
 	switch peer {
 	case "fifo":
 		p = PeerFIFO{}
@@ -73,10 +73,20 @@ func NewPeerPolicy(name string, k Knobs) (Policy, error) {
 		// serves both (the peer's dlas-gpu ignores the file it loads).
 		d := &PeerDLAS{Limits: q, gittins: peer == "dlas-gpu-gittins", q: map[JobKey]int{},
 			DistPath: k.String("tiresias.gittins_dist", "")}
-		p, own = d, []string{"tiresias"}
+		p, own, dlas = d, []string{"tiresias"}, d
 	}
 	if err := k.UnusedIn(own...); err != nil {
 		return nil, fmt.Errorf("policy %q: %w", name, err)
+	}
+	if dlas != nil && dlas.gittins {
+		if dlas.DistPath == "" {
+			return nil, fmt.Errorf("policy %s: needs tiresias.gittins_dist (the peer's yarn-gput1000.csv)", dlas.Name())
+		}
+		sizes, err := loadSizes(dlas.DistPath)
+		if err != nil {
+			return nil, fmt.Errorf("tiresias.gittins_dist: %w", err)
+		}
+		dlas.SetSizes(sizes)
 	}
 	return p, nil
 }
@@ -90,6 +100,7 @@ func (PeerFIFO) Rank(_ time.Time, jobs []*Job) { SortFIFO(jobs) }
 func (PeerFIFO) Preemptive() bool              { return false }
 func (PeerFIFO) Blocking() bool                { return true }
 func (PeerFIFO) Consolidate(*Job) bool         { return false }
+func (p PeerFIFO) Capabilities() Capabilities  { return RankOnly(p) }
 
 // PeerShortest is shortest_first_sim_jobs: the runnable list, kept from
 // pass to pass, is stable-sorted by remaining time (shortest) or remaining
@@ -107,9 +118,10 @@ func (p *PeerShortest) Name() string {
 	}
 	return "shortest"
 }
-func (p *PeerShortest) Preemptive() bool      { return true }
-func (p *PeerShortest) Blocking() bool        { return false }
-func (p *PeerShortest) Consolidate(*Job) bool { return false }
+func (p *PeerShortest) Preemptive() bool           { return true }
+func (p *PeerShortest) Blocking() bool             { return false }
+func (p *PeerShortest) Consolidate(*Job) bool      { return false }
+func (p *PeerShortest) Capabilities() Capabilities { return RankOnly(p) }
 
 func (p *PeerShortest) Rank(_ time.Time, jobs []*Job) {
 	SortFIFO(jobs)
@@ -191,9 +203,10 @@ func (p *PeerDLAS) Name() string {
 	}
 	return "dlas-gpu"
 }
-func (p *PeerDLAS) Preemptive() bool      { return true }
-func (p *PeerDLAS) Blocking() bool        { return false }
-func (p *PeerDLAS) Consolidate(*Job) bool { return false }
+func (p *PeerDLAS) Preemptive() bool           { return true }
+func (p *PeerDLAS) Blocking() bool             { return false }
+func (p *PeerDLAS) Consolidate(*Job) bool      { return false }
+func (p *PeerDLAS) Capabilities() Capabilities { return Capabilities{Policy: p, Rechecker: p} }
 
 // Gittins reports whether the policy is dlas-gpu-gittins.
 func (p *PeerDLAS) Gittins() bool { return p.gittins }

@@ -122,6 +122,9 @@ func (y *yarnNodes) counts(g Grant) map[int]int {
 // until the first that cannot be.
 type PeerYarnFIFO struct{ PeerFIFO }
 
+// Capabilities implements Policy: the peer's YARN scheme allocates.
+func (p PeerYarnFIFO) Capabilities() Capabilities { return Capabilities{Policy: p, Allocator: p} }
+
 // Allocate implements Allocator.
 func (PeerYarnFIFO) Allocate(_ time.Time, jobs []*Job, free *FreeGPUs, grants []Grant) ([]Grant, []JobKey) {
 	y := newYarnNodes(free, grants)
@@ -148,6 +151,11 @@ func (PeerYarnFIFO) Allocate(_ time.Time, jobs []*Job, free *FreeGPUs, grants []
 // keeps running (on the nodes it had, when the counts per node agree; else
 // it moves, for free), one that is not is preempted.
 type PeerYarnShortest struct{ *PeerShortest }
+
+// Capabilities implements Policy: the peer's YARN scheme allocates.
+func (p PeerYarnShortest) Capabilities() Capabilities {
+	return Capabilities{Policy: p, Allocator: p}
+}
 
 // Allocate implements Allocator.
 func (p PeerYarnShortest) Allocate(_ time.Time, jobs []*Job, free *FreeGPUs, grants []Grant) ([]Grant, []JobKey) {

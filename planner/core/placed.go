@@ -114,8 +114,8 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf *gra
 			}
 			continue
 		}
-		pre := p.roomMaker(j)
-		if heads[j.VC] != nil && pre == nil {
+		pre, room := p.roomMaker(j)
+		if heads[j.VC] != nil && !room {
 			p.wait(d, j, func() string { return behind(j) })
 			if p.Overflow {
 				blocked = append(blocked, j)
@@ -127,7 +127,7 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf *gra
 			continue
 		}
 		g, ok, why := p.Placer.Place(j, free, evict)
-		if !ok && pre != nil {
+		if !ok && room {
 			r := rooms[j.VC]
 			if r == nil {
 				r = p.vcRoom(j.VC, ranked, grants, grantOf, free)
@@ -157,38 +157,21 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf *gra
 }
 
 // policyOf is the policy that ranks j's virtual cluster.
-func (p Planner) policyOf(j *Job) Policy {
-	if pv, ok := p.Policy.(*PerVC); ok {
-		return pv.Of(j.VC)
-	}
-	return p.Policy
-}
+func (p Planner) policyOf(j *Job) Policy { return p.caps.Of(j.VC).Policy }
 
-// roomMaker is the Preemptor that makes room for guaranteed job j in its
-// VC, or nil.
-func (p Planner) roomMaker(j *Job) Preemptor {
+// roomMaker is the capabilities of the policy that makes room for
+// guaranteed job j in its VC; room is false when none does.
+func (p Planner) roomMaker(j *Job) (c Capabilities, room bool) {
 	if j.Priority < 0 {
-		return nil
+		return Capabilities{}, false
 	}
-	if pre, ok := p.policyOf(j).(Preemptor); ok && pre.MakesRoom(j) {
-		return pre
-	}
-	return nil
+	c = p.caps.Of(j.VC)
+	return c, c.RoomMaker != nil && c.RoomMaker.MakesRoom(j)
 }
 
 // anyMakesRoom reports whether some VC's policy may make room for its jobs.
 func (p Planner) anyMakesRoom() bool {
-	pv, ok := p.Policy.(*PerVC)
-	if !ok {
-		_, room := p.Policy.(Preemptor)
-		return room
-	}
-	for _, q := range append([]Policy{pv.Default}, pv.policies()...) {
-		if _, ok := q.(Preemptor); ok {
-			return true
-		}
-	}
-	return false
+	return p.caps.Any(func(c Capabilities) bool { return c.RoomMaker != nil })
 }
 
 // vcRoom is what a VC's Preemptor sees: the VC's running guaranteed jobs.

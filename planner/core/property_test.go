@@ -20,7 +20,7 @@ func TestPropertyGrantsAreSafe(t *testing.T) {
 	if testing.Short() {
 		rounds = 60
 	}
-	for _, name := range Names() {
+	for _, name := range testNames {
 		t.Run(name, func(t *testing.T) {
 			for trial := int64(0); trial < 10; trial++ {
 				runProperty(t, name, trial, rounds)
@@ -35,14 +35,14 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 	if name != "tiresias-las" && name != "tiresias-gittins" {
 		knobs, _ = ParseKnobs(nil)
 	}
-	pol, err := NewPolicy(name, knobs)
+	pol, err := newPolicy(name, knobs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// twin decides each round with State.GrantJobs, correct or (every
 	// fifth round) wrong, and State.Free, and must decide as pol does
 	// without them.
-	twin, err := NewPolicy(name, knobs)
+	twin, err := newPolicy(name, knobs)
 	if err != nil {
 		t.Fatal(err)
 	}

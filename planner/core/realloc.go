@@ -58,26 +58,29 @@ type Leased struct {
 	recheck RecheckAfter
 }
 
-// WithRealloc returns p under sim.realloc's lease (seconds; 0: p itself).
+// WithRealloc returns p under sim.realloc's lease (seconds; 0: p itself),
+// and whether it wrapped p.
 // Non-preemptive policies never preempt, and a policy that allocates GPUs
 // itself (themis) has its own leases: both are returned as they are. A
 // policy with capabilities beyond ranking (promotion, learning, victim
 // levels, making room) is refused rather than silently stripped of them.
-func WithRealloc(p Policy, lease float64) (Policy, error) {
+func WithRealloc(p Policy, lease float64) (q Policy, leased bool, err error) {
 	if lease <= 0 || !p.Preemptive() {
-		return p, nil
+		return p, false, nil
 	}
-	if _, ok := p.(Allocator); ok {
-		return p, nil
+	c := p.Capabilities()
+	if c.Allocator != nil {
+		return p, false, nil
 	}
-	switch p.(type) {
-	case Promoter, Learner, Leveler, Preemptor:
-		return nil, fmt.Errorf("%s: policy %q ranks with more than its order (promotion, levels or room); leases are not modelled for it", KnobRealloc, p.Name())
+	if c.Promoter != nil || c.Learner != nil || c.Leveler != nil || c.RoomMaker != nil {
+		return nil, false, fmt.Errorf("%s: policy %q ranks with more than its order (promotion, levels or room); leases are not modelled for it", KnobRealloc, p.Name())
 	}
-	l := &Leased{Policy: p, Lease: lease, leases: map[JobKey]time.Time{}}
-	l.recheck, _ = p.(RecheckAfter)
-	return l, nil
+	return &Leased{Policy: p, Lease: lease, leases: map[JobKey]time.Time{}, recheck: c.Rechecker}, true, nil
 }
+
+// Capabilities implements Policy: a leased policy only ranks, and asks for
+// a decision at every lease end.
+func (l *Leased) Capabilities() Capabilities { return Capabilities{Policy: l, Rechecker: l} }
 
 // Unwrap is the policy under the leases.
 func (l *Leased) Unwrap() Policy { return l.Policy }

@@ -27,7 +27,7 @@ func TestLeasedPreemptsOnlyAtLeaseEnds(t *testing.T) {
 	if d := (Planner{Policy: SRTF{}}).Decide(st, time.Unix(1, 0)); !preempted(d) {
 		t.Fatalf("instant srtf: want long preempted at once, got %v", d.Actions)
 	}
-	p, err := WithRealloc(SRTF{}, 600)
+	p, _, err := WithRealloc(SRTF{}, 600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestLeasedRenewsAWinner(t *testing.T) {
 	b := job("b", 8, 1, Queued)
 	b.Remaining = 1000
 	st := State{Nodes: nodes, Jobs: []Job{a, b}, Grants: []Grant{grant("a", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")}}
-	p, _ := WithRealloc(SRTF{}, 60)
+	p, _, _ := WithRealloc(SRTF{}, 60)
 	l := p.(*Leased)
 	l.Rank(time.Unix(0, 0), []*Job{&st.Jobs[0], &st.Jobs[1]})
 	d := (Planner{Policy: l}).Decide(st, time.Unix(60, 0))
@@ -97,17 +97,17 @@ func TestReallocFromKnobs(t *testing.T) {
 // Only ranking policies are wrapped: non-preemptive ones are returned as
 // they are, and policies with promotion or room-making are refused.
 func TestWithReallocScope(t *testing.T) {
-	if p, err := WithRealloc(Gandiva{}, 600); err != nil || p != (Gandiva{}) {
+	if p, leased, err := WithRealloc(Gandiva{}, 600); err != nil || leased || p != (Gandiva{}) {
 		t.Errorf("gandiva: %v, %v; want it unchanged", p, err)
 	}
 	tr, err := NewTiresias(false, Knobs{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WithRealloc(tr, 600); err == nil {
+	if _, _, err := WithRealloc(tr, 600); err == nil {
 		t.Error("tiresias-las: want an error (promotion is not modelled under leases)")
 	}
-	if p, err := WithRealloc(NewAppSRTF(), 0); err != nil || p.Name() != "app-srtf" {
+	if p, leased, err := WithRealloc(NewAppSRTF(), 0); err != nil || leased || p.Name() != "app-srtf" {
 		t.Errorf("instant: %v, %v", p, err)
 	}
 }

@@ -57,7 +57,7 @@ func policy(t *testing.T, name string, settings ...string) Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPolicy(name, k)
+	p, err := newPolicy(name, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,14 +441,14 @@ func TestKnobErrorsNameTheKnob(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = NewPolicy(c.policy, k)
+			_, err = newPolicy(c.policy, k)
 			if err == nil {
 				// A knob of no policy's namespace is the run's to refuse,
 				// once every owner read its own (Knobs.Unused).
 				err = k.Unused()
 			}
 			if err == nil {
-				t.Fatalf("NewPolicy(%q, %v) and the run-wide check succeeded, want an error", c.policy, c.settings)
+				t.Fatalf("newPolicy(%q, %v) and the run-wide check succeeded, want an error", c.policy, c.settings)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
@@ -476,17 +476,17 @@ func TestKnobsAcrossPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewPolicy("fifo", k); err != nil {
+	if _, err := newPolicy("fifo", k); err != nil {
 		t.Fatalf("fifo rejected another policy's knob: %v", err)
 	}
-	if _, err := NewPolicy("tiresias-las", k); err == nil || !strings.Contains(err.Error(), "tiresias.qeueus") {
+	if _, err := newPolicy("tiresias-las", k); err == nil || !strings.Contains(err.Error(), "tiresias.qeueus") {
 		t.Fatalf("tiresias-las accepted a misspelt knob: %v", err)
 	}
 	if err := k.Unused(); err == nil || !strings.Contains(err.Error(), "tiresias.qeueus (did you mean tiresias.queues?)") {
 		t.Fatalf("the run-wide check missed the misspelt knob: %v", err)
 	}
 	ok, _ := ParseKnobs([]string{"tiresias.queues=100"})
-	if _, err := NewPolicy("fifo", ok); err != nil {
+	if _, err := newPolicy("fifo", ok); err != nil {
 		t.Fatal(err)
 	}
 	if err := ok.Unused(); err == nil {
@@ -552,7 +552,7 @@ func TestTiresiasPromoteEvery(t *testing.T) {
 	}
 	for _, bad := range []string{"-1", "0", "1,2", "soon"} {
 		k, _ := ParseKnobs([]string{"tiresias.promote_every=" + bad})
-		if _, err := NewPolicy("tiresias-las", k); err == nil {
+		if _, err := newPolicy("tiresias-las", k); err == nil {
 			t.Errorf("promote_every=%s: no error", bad)
 		}
 	}

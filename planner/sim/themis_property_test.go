@@ -25,6 +25,13 @@ type checkedAllocator struct {
 	alloc core.Allocator
 }
 
+// Capabilities implements core.Policy: checked's, allocating through c.
+func (c *checkedAllocator) Capabilities() core.Capabilities {
+	caps := c.checked.Capabilities()
+	caps.Policy, caps.Allocator = c, c
+	return caps
+}
+
 func (c *checkedAllocator) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, held []core.Grant) ([]core.Grant, []core.JobKey) {
 	grants, stop := c.alloc.Allocate(now, jobs, free, held)
 	if c.err != nil {

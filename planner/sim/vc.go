@@ -232,7 +232,7 @@ func vcStats(jobs []JobResult, vc string) (finished int, avgQueue, avgJCT float6
 // jobs, which the engine keeps up to date as jobs arrive, start and are
 // preempted: Decide stops looking once that many queues are blocked.
 type vcCounter struct {
-	VCPlacer
+	core.Placer
 	queued  map[string]int
 	waiting int
 }
