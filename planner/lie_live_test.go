@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"github.com/themis-nomad/themis/planner/plannertest"
 	"math"
 	"os"
 	"slices"
@@ -115,14 +116,14 @@ func lieRun(t *testing.T, seed int64, liar string, lie func(iter, total int64) i
 	rec.Seed(seed)
 	st.Policy, st.Caps = rec, rec.Capabilities()
 	h := newClusterHarness(t, 2, 8, st)
-	pr := progressRun{speed: func([]*fakeAlloc) float64 { return 10 }, liar: liar, lie: lie, limit: 3000}
+	pr := progressRun{speed: func([]*plannertest.Alloc) float64 { return 10 }, liar: liar, lie: lie, limit: 3000}
 	for _, j := range lieApps {
 		pr.jobs = append(pr.jobs, &fakeWorkload{id: j.id, app: j.app, tot: j.iters})
-		h.fn.submitApp(j.id, j.gpus, j.app)
+		h.Nomad.SubmitApp(j.id, j.gpus, j.app)
 	}
 	finish, preempted = pr.finishes(pr.run(t, h)), map[string]int{}
 	for _, j := range pr.jobs {
-		preempted[j.app] += max(0, len(h.fn.allocs[core.JobKey{Namespace: "default", ID: j.id}])-1)
+		preempted[j.app] += max(0, len(h.Nomad.Allocs[core.JobKey{Namespace: "default", ID: j.id}])-1)
 	}
 	return finish, preempted, rec.at
 }
