@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/sim/peer"
 )
 
 // has lists, by field, which capabilities c has, and which p implements:
@@ -66,7 +67,7 @@ func TestCapabilitiesAreTheirPolicys(t *testing.T) {
 		sameCaps(t, e.name+" (methods)", has(c), implements(p))
 		sameCaps(t, e.name+" (static)", has(e.caps), has(c))
 	}
-	for name := range core.PeerNames {
+	for name := range peer.Names {
 		if name == "dlas-gpu-gittins" || name == "tiresias-gittins" {
 			continue // needs the peer's sample file
 		}
@@ -75,7 +76,7 @@ func TestCapabilitiesAreTheirPolicys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := core.NewPeerPolicy(name, k, nil)
+			p, err := peer.New(name, k, nil)
 			if err != nil {
 				t.Fatalf("%s/%s: %v", name, scheme, err)
 			}

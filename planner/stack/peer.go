@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/sim/peer"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -17,7 +18,7 @@ const (
 	// (SymbioticLab/Tiresias, simulator/; docs/tiresias.md): no placement
 	// slowdown, free and instantaneous preemption, GPUs counted rather
 	// than placed (its "count" scheme), and its disciplines
-	// (core.NewPeerPolicy). Traces with whole-second times give
+	// (package planner/sim/peer). Traces with whole-second times give
 	// integer-second events, as the peer's.
 	SemanticsTiresias = "tiresias"
 )
@@ -33,12 +34,12 @@ func Semantics(k core.Knobs) (string, error) {
 }
 
 // buildPeer builds the Tiresias simulator's discipline for a policy name
-// (core.NewPeerPolicy): simulator only, without virtual clusters.
+// (package planner/sim/peer): simulator only, without virtual clusters.
 func buildPeer(name string, o Options) (*Stack, error) {
 	if o.VCs != nil {
 		return nil, fmt.Errorf("sim.semantics=%s has no virtual clusters", SemanticsTiresias)
 	}
-	p, err := core.NewPeerPolicy(name, o.Knobs, trace.LoadSizes)
+	p, err := peer.New(name, o.Knobs, trace.LoadSizes)
 	if err != nil {
 		return nil, err
 	}

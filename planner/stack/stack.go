@@ -25,6 +25,7 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/quota"
+	"github.com/themis-nomad/themis/planner/sim/leased"
 )
 
 // Placement is how virtual clusters share the cluster.
@@ -70,7 +71,7 @@ type Stack struct {
 	// the simulator use them rather than ask the policy's type.
 	Caps   core.Capabilities
 	Traits Traits
-	// Leased: Policy runs on sim.realloc's leases (core.Leased), a
+	// Leased: Policy runs on sim.realloc's leases (package planner/sim/leased), a
 	// simulator baseline.
 	Leased bool
 	// Victims and VictimTie are the choice among victims (knobs
@@ -139,12 +140,12 @@ func Build(name string, o Options) (*Stack, error) {
 		return nil, err
 	}
 	// sim.realloc: a preemptive ranking policy on leases, as the Themis
-	// paper ran its baselines (core.Leased).
-	realloc, err := core.ReallocFromKnobs(o.Knobs)
+	// paper ran its baselines (package planner/sim/leased).
+	realloc, err := leased.FromKnobs(o.Knobs)
 	if err != nil {
 		return nil, err
 	}
-	p, leased, err := core.WithRealloc(p, realloc)
+	p, onLeases, err := leased.Wrap(p, realloc)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +153,7 @@ func Build(name string, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Name: name, Policy: p, Traits: e.traits, Leased: leased, Victims: victims, VictimTie: tie, VCs: o.VCs, Tenants: o.VCs, Placement: o.Placement}
+	s := &Stack{Name: name, Policy: p, Traits: e.traits, Leased: onLeases, Victims: victims, VictimTie: tie, VCs: o.VCs, Tenants: o.VCs, Placement: o.Placement}
 	if s.VCs != nil && len(s.VCs.VCs) == 0 && len(s.VCs.Namespaces) > 0 {
 		s.VCs = nil // namespace bindings of the default virtual cluster only
 	}
@@ -242,9 +243,9 @@ func (s *Stack) buildVCPolicies(k core.Knobs, realloc float64) error {
 		}
 		vk := k.Scoped(v.Knobs)
 		p, err := e.newPolicy(vk)
-		leased := false
+		onLeases := false
 		if err == nil {
-			p, leased, err = core.WithRealloc(p, realloc)
+			p, onLeases, err = leased.Wrap(p, realloc)
 		}
 		if err != nil {
 			return fmt.Errorf("%svc %q: %w", at(v.KnobsPos()), v.Name, err)
@@ -259,7 +260,7 @@ func (s *Stack) buildVCPolicies(k core.Knobs, realloc float64) error {
 		if s.VCPolicies == nil {
 			s.VCPolicies = map[string]VCPolicy{}
 		}
-		s.VCPolicies[v.Name] = VCPolicy{Name: name, Policy: p, Caps: p.Capabilities(), Traits: e.traits, Leased: leased, At: where}
+		s.VCPolicies[v.Name] = VCPolicy{Name: name, Policy: p, Caps: p.Capabilities(), Traits: e.traits, Leased: onLeases, At: where}
 		own[v.Name] = p
 	}
 	s.defaultCaps = s.Policy.Capabilities()
