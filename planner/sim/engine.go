@@ -634,8 +634,9 @@ func (s *state) decide() error {
 	return nil
 }
 
-// slowdown is the job's placement penalty: 1 on one node, its class's
-// cross-node or cross-rack factor otherwise.
+// slowdown is the job's placement penalty at its grant's spread
+// (core.Job.Slowdown, with the job's class's factors as Skew and
+// CrossRack); 1 under the peer's semantics.
 func (s *state) slowdown(j *job) float64 {
 	if s.cfg.Peer {
 		return 1
@@ -657,11 +658,11 @@ func (s *state) slowdown(j *job) float64 {
 	}
 	switch {
 	case sameNode:
-		return 1
+		return j.c.Slowdown(core.OneNode)
 	case sameRack:
-		return j.class.CrossNode
+		return j.c.Slowdown(core.OneRack)
 	default:
-		return j.class.CrossRack
+		return j.c.Slowdown(core.Racks)
 	}
 }
 
