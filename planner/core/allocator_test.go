@@ -55,7 +55,7 @@ func TestAllocatorHook(t *testing.T) {
 		},
 		preempt: []JobKey{key("q2"), key("ghost")}, // not running: ignored
 	}
-	d := Planner{Policy: a, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: held}, time.Unix(10, 0))
+	d := Scheduler{Policy: a, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: held}, time.Unix(10, 0))
 	var got []string
 	for _, act := range d.Actions {
 		switch act := act.(type) {
@@ -103,7 +103,7 @@ func TestAllocatorPreemptsFirst(t *testing.T) {
 		},
 		preempt: []JobKey{{"default", "a"}, {"default", "b"}},
 	}
-	d := Planner{Policy: a}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: held}, time.Unix(10, 0))
+	d := Scheduler{Policy: a}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: held}, time.Unix(10, 0))
 	var got []string
 	for _, act := range d.Actions {
 		switch act := act.(type) {

@@ -22,9 +22,9 @@
 //	   v
 //	Decision: actions (Release, Grant) + why each waiting job waits
 //
-// With virtual clusters (Planner.Placer: HiveD's cells, GPU quotas) the
+// With virtual clusters (Scheduler.Placer: HiveD's cells, GPU quotas) the
 // placer places every job, and each VC's jobs are ranked, preempted and
-// given room by its own policy (the Planner's, or a PerVC's policy of the
+// given room by its own policy (the Scheduler's, or a PerVC's policy of the
 // VC): run sets and room inside each VC, then placement in priority order
 // (placed.go, pervc.go).
 //

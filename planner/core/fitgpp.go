@@ -22,7 +22,7 @@ import (
 // as soon as room is made. The queue blocks at its head, as FIFO does.
 //
 // Knobs: fitgpp.s (default 4.0), fitgpp.max_preemptions (P, default 1).
-// Under preempt.victims=least-lost-work (the Planner's Victims) ties of
+// Under preempt.victims=least-lost-work (the Scheduler's Victims) ties of
 // Score go to the BE job that loses the least work; P stays a hard limit
 // (victims.go).
 type FitGpp struct {

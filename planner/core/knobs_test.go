@@ -40,7 +40,7 @@ func FuzzNewPolicy(f *testing.F) {
 		te.Class = ClassTrialAndError
 		jobs := []Job{run, te, job("be", 6, 10, Queued), job("small", 1, 20, Queued)}
 		grants := []Grant{grant("run", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3")}
-		d := Planner{Policy: p}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(5000, 0))
+		d := Scheduler{Policy: p}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(5000, 0))
 		used := 0
 		for _, a := range d.Actions {
 			if g, ok := a.(GrantAction); ok {

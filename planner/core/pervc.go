@@ -10,7 +10,7 @@ import (
 // each run a policy of their own (a VC config's `policy`): the jobs of a VC
 // with an entry in VCs are ranked, promoted, preempted and given room by
 // that VC's policy; the others by Default. It runs only with a Placer
-// (Planner.placed carries out each VC's preemptions inside the VC).
+// (Scheduler.placed carries out each VC's preemptions inside the VC).
 //
 // Rank composes the rankings: the jobs of the VCs on Default first, ranked
 // together by it (as when no VC has a policy of its own), then each VC with

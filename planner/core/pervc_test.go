@@ -105,7 +105,7 @@ func TestPerVCPolicies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := newQuotaPlacer(map[string]int{"trial": 8, "research": 8}, jobs[:3])
-			d := Planner{Policy: tc.policy, Placer: q, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(20000, 0))
+			d := Scheduler{Policy: tc.policy, Placer: q, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(20000, 0))
 			var preempted, granted []string
 			seenGrant := false
 			for _, a := range d.Actions {

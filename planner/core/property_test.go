@@ -82,7 +82,7 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 		for _, g := range grants {
 			gs = append(gs, g)
 		}
-		d := Planner{Policy: pol, SingleNode: single}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs}, now)
+		d := Scheduler{Policy: pol, SingleNode: single}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs}, now)
 		gj := make([]int, len(gs))
 		for gi, g := range gs {
 			gj[gi] = slices.IndexFunc(jobs, func(j Job) bool { return j.Key == g.Job })
@@ -97,7 +97,7 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 		if len(gs) > 0 && r%3 == 1 {
 			kept = idx.Free(gs[1:])
 		}
-		if dt := (Planner{Policy: twin, SingleNode: single}).Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs, GrantJobs: gj, Index: idx, Free: kept}, now); decisionString(dt) != decisionString(d) {
+		if dt := (Scheduler{Policy: twin, SingleNode: single}).Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs, GrantJobs: gj, Index: idx, Free: kept}, now); decisionString(dt) != decisionString(d) {
 			t.Fatalf("%s round %d: with GrantJobs %v\n%s\nwithout\n%s", name, r, gj, decisionString(dt), decisionString(d))
 		}
 		byKey := map[JobKey]*Job{}

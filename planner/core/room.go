@@ -31,7 +31,7 @@ type Room struct {
 func (r *Room) LeastLostWork() bool { return r.victims == LeastLostWork }
 
 // Tie reports whether a policy's scores of two victims are equal, within
-// the Planner's VictimTie (victims.go).
+// the Scheduler's VictimTie (victims.go).
 func (r *Room) Tie(a, b float64) bool { return victimTie(a, b, r.tie) }
 
 func newRoom(ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) *Room {
@@ -51,7 +51,7 @@ func (r *Room) make(j *Job, c Capabilities, consolidate bool, preempts *[]Action
 		g := r.grant[v]
 		*preempts = append(*preempts, PreemptAction{Grant: g})
 		r.free.give(g)
-		r.free.hold(g, v, -1)
+		r.free.charge(g, v, -1)
 	}, func() (Grant, bool) { return r.free.PlaceJob(j, consolidate) })
 }
 

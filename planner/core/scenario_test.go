@@ -30,7 +30,7 @@ func decideOnce(t *testing.T, pol Policy, nodes []Node, jobs []Job, grants []Gra
 			where[g.ID] = n.ID
 		}
 	}
-	d := Planner{Policy: pol, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(1000, 0))
+	d := Scheduler{Policy: pol, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(1000, 0))
 	o := outcome{nodes: map[string]int{}}
 	for _, a := range d.Actions {
 		switch a := a.(type) {
@@ -320,7 +320,7 @@ func TestTiresiasPromoteResetsCounters(t *testing.T) {
 	jobs := []Job{with(job("s", 8, 0, Queued), func(j *Job) { started(0, 20)(j); j.Waited = 20 })}
 	var seen []Job
 	spy := rankSpy{Policy: pol, seen: &seen}
-	d := Planner{Policy: spy}.Decide(State{Nodes: []Node{node8("n0")}, Jobs: jobs}, time.Unix(100, 0))
+	d := Scheduler{Policy: spy}.Decide(State{Nodes: []Node{node8("n0")}, Jobs: jobs}, time.Unix(100, 0))
 	if len(d.Actions) != 2 {
 		t.Fatalf("actions %v, want a promotion and a grant", d.Actions)
 	}

@@ -38,7 +38,7 @@ type Config struct {
 	// grant-to-running latency: the planner's round, Nomad's placement,
 	// the driver's start). 0 in the papers' models.
 	StartCost float64
-	// EqualParts places gangs as the live planner does (core.Planner's
+	// EqualParts places gangs as the live planner does (core.Scheduler's
 	// EqualParts: one node, or equal parts on whole nodes), for comparing
 	// the simulator with the live system.
 	EqualParts bool
@@ -64,7 +64,7 @@ type Config struct {
 	// preempted. The policy must not be preemptive.
 	Placer core.Placer
 	// Overflow lets jobs that do not fit their VC run outside it as the
-	// Placer's Overflow places them (core.Planner.Overflow).
+	// Placer's Overflow places them (core.Scheduler.Overflow).
 	Overflow bool
 	// CheckpointEvery, when positive, is the seconds of execution between
 	// a job's periodic checkpoints: a preempted job loses the work since
@@ -193,7 +193,7 @@ func Run(cfg Config) (*Result, error) {
 		vcs = &vcCounter{Placer: cfg.Placer, queued: map[string]int{}}
 		cfg.Placer = vcs
 	}
-	s := &state{cfg: cfg, caps: caps, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy, Victims: cfg.Victims, VictimTie: cfg.VictimTie, EqualParts: cfg.EqualParts},
+	s := &state{cfg: cfg, caps: caps, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Scheduler{Policy: cfg.Policy, Victims: cfg.Victims, VictimTie: cfg.VictimTie, EqualParts: cfg.EqualParts},
 		index: core.NewClusterIndex(nodes), gpuFreeAt: map[string]float64{}}
 	s.free = s.index.Free(nil)
 	if vcs != nil {
@@ -260,7 +260,7 @@ type state struct {
 	caps    core.Capabilities
 	nodes   []core.Node
 	gpuNode map[string]int
-	planner core.Planner
+	planner core.Scheduler
 	index   *core.ClusterIndex
 	// grants and slots are the running jobs' grants and their slots in
 	// cj, kept beside running (in its order) for State.Grants and
@@ -594,7 +594,7 @@ func (s *state) decide() error {
 			s.running = append(s.running, j)
 			s.grants, s.slots = append(s.grants, a.Grant), append(s.slots, j.slot)
 			j.grant = a.Grant
-			s.free.Hold(a.Grant)
+			s.free.TakeGrant(a.Grant)
 			j.c.Phase = core.Granted
 			if every := s.cfg.CheckpointEvery; every > 0 {
 				j.ckpt.start(every, j.c.Seq, !j.c.Started)

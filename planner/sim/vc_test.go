@@ -256,7 +256,7 @@ func TestHivedPlacerPreemptsOpportunistic(t *testing.T) {
 		{Key: opp, VC: "b", GPUs: 8, Priority: -1, Phase: core.Granted},
 		{Key: core.JobKey{Namespace: "sim", ID: "mine"}, VC: "a", GPUs: 4, Phase: core.Queued, Seq: 1},
 	}
-	p := core.Planner{Policy: core.FIFO{}, Placer: &vcCounter{Placer: hived.NewPlacer(c), queued: map[string]int{"a": 1}, waiting: 1}}
+	p := core.Scheduler{Policy: core.FIFO{}, Placer: &vcCounter{Placer: hived.NewPlacer(c), queued: map[string]int{"a": 1}, waiting: 1}}
 	d := p.Decide(core.State{Nodes: cl.Nodes, Jobs: jobs, Grants: []core.Grant{a.Grant()}}, at(0))
 	var got []string
 	for _, act := range d.Actions {

@@ -9,7 +9,7 @@
 // refuses that at start instead of dropping an action.
 //
 //	name + knobs (+ VC config) -> Build -> Stack{Policy, Caps, Traits, Victims, Placement}
-//	Stack.Planner()            -> core.Planner (the simulator and the live loop)
+//	Stack.Scheduler()          -> core.Scheduler (the simulator and the live loop)
 //	Stack.NewPlacer(nodes)     -> hived.Placer | quota.Placer | nil
 //	Stack.NewLivePlacer(nodes) -> hived.Placer (the live planner's)
 //	Stack.Live()               -> nil, or why the live planner cannot run it
@@ -59,7 +59,7 @@ func Placements() []Placement {
 	return []Placement{PlaceHived, PlaceHivedOverflow, PlaceQuota, PlaceQuotaYARN, PlaceQuotaGandiva}
 }
 
-// Overflows reports whether jobs overflow their VCs (core.Planner.Overflow).
+// Overflows reports whether jobs overflow their VCs (core.Scheduler.Overflow).
 func (p Placement) Overflows() bool { return p == PlaceHivedOverflow }
 
 // Stack is a built decision stack.
@@ -275,11 +275,11 @@ func at(pos string) string {
 	return pos + ": "
 }
 
-// Planner is the decision core for the stack, without a placer (see
+// Scheduler is the decision core for the stack, without a placer (see
 // NewPlacer): callers add theirs and their own flags (ExplainWaits,
 // SingleNode).
-func (s *Stack) Planner() core.Planner {
-	return core.Planner{Policy: s.Policy, Victims: s.Victims, VictimTie: s.VictimTie, Overflow: s.Placement.Overflows()}
+func (s *Stack) Scheduler() core.Scheduler {
+	return core.Scheduler{Policy: s.Policy, Victims: s.Victims, VictimTie: s.VictimTie, Overflow: s.Placement.Overflows()}
 }
 
 // NewPlacer builds the stack's placer for a cluster's nodes: nil without

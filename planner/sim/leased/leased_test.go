@@ -48,7 +48,7 @@ func TestLeasedPreemptsOnlyAtLeaseEnds(t *testing.T) {
 		}
 		return false
 	}
-	if d := (core.Planner{Policy: core.SRTF{}}).Decide(st, time.Unix(1, 0)); !preempted(d) {
+	if d := (core.Scheduler{Policy: core.SRTF{}}).Decide(st, time.Unix(1, 0)); !preempted(d) {
 		t.Fatalf("instant srtf: want long preempted at once, got %v", d.Actions)
 	}
 	p, _, err := Wrap(core.SRTF{}, 600)
@@ -64,10 +64,10 @@ func TestLeasedPreemptsOnlyAtLeaseEnds(t *testing.T) {
 	if next := l.NextChange(time.Unix(0, 0), ptrs); !next.Equal(time.Unix(600, 0)) {
 		t.Fatalf("NextChange = %v, want the lease end at 600 s", next)
 	}
-	if d := (core.Planner{Policy: l}).Decide(st, time.Unix(1, 0)); preempted(d) {
+	if d := (core.Scheduler{Policy: l}).Decide(st, time.Unix(1, 0)); preempted(d) {
 		t.Fatalf("leased srtf before the lease end: want nothing preempted, got %v", d.Actions)
 	}
-	if d := (core.Planner{Policy: l}).Decide(st, time.Unix(600, 0)); !preempted(d) {
+	if d := (core.Scheduler{Policy: l}).Decide(st, time.Unix(600, 0)); !preempted(d) {
 		t.Fatalf("leased srtf at the lease end: want long preempted, got %v", d.Actions)
 	}
 }
@@ -84,7 +84,7 @@ func TestLeasedRenewsAWinner(t *testing.T) {
 	p, _, _ := Wrap(core.SRTF{}, 60)
 	l := p.(*Policy)
 	l.Rank(time.Unix(0, 0), []*core.Job{&st.Jobs[0], &st.Jobs[1]})
-	d := (core.Planner{Policy: l}).Decide(st, time.Unix(60, 0))
+	d := (core.Scheduler{Policy: l}).Decide(st, time.Unix(60, 0))
 	for _, x := range d.Actions {
 		if _, ok := x.(core.PreemptAction); ok {
 			t.Fatalf("want a renewed, got %v", d.Actions)
