@@ -34,8 +34,8 @@ func TestNoJobStopsARound(t *testing.T) {
 			h.Store.Bad = []consul.BadKey{{Key: lease.JobKey("default", "runner"), Job: runner, Err: errors.New("does not decode: unexpected end of JSON input")}}
 		}, lease.JobKey("default", "runner")},
 		{"its record does not decode", func(h *harness) {
-			h.Store.Bad = []consul.BadKey{{Key: consul.RecordKey(runner), Job: runner, Err: errors.New(`does not decode: parsing time "yesterday"`)}}
-		}, consul.RecordKey(runner)},
+			h.Store.Bad = []consul.BadKey{{Key: lease.RecordKey(runner), Job: runner, Err: errors.New(`does not decode: parsing time "yesterday"`)}}
+		}, lease.RecordKey(runner)},
 		{"its lease names another job", func(h *harness) {
 			h.Store.Bad = []consul.BadKey{{Key: lease.JobKey("default", "runner"), Job: runner, Err: errors.New("its value names job default/other, its key default/runner")}}
 		}, "names job default/other"},

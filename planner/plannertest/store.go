@@ -145,7 +145,7 @@ func (s *Store) Records(context.Context) (map[core.JobKey]consul.JobRecord, erro
 	for k, r := range s.JobRecords {
 		out[k] = consul.WithIndex(r, s.RecordIndex[k])
 	}
-	return withoutBad(s, consul.RecordPrefix, out), s.unreadable(consul.RecordPrefix)
+	return withoutBad(s, lease.RecordPrefix, out), s.unreadable(lease.RecordPrefix)
 }
 
 func (s *Store) PutRecord(_ context.Context, r consul.JobRecord) (consul.JobRecord, error) {
