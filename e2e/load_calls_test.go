@@ -15,7 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // callTimer is an http.RoundTripper that times each request the planner's
