@@ -100,7 +100,7 @@ func TestAdversaryACLSubmitOnlyUserGetsNoUnleasedGPU(t *testing.T) {
 		{*nvidia.ID, []string{`group "train"`, `task "hello"`, `device "nvidia/gpu"`}},
 		{*gang.ID, []string{`meta "themis.gang"`}},
 	} {
-		st := readKV[consul.JobStatus](t, cc, consul.StatusKey(core.JobKey{Namespace: "team", ID: c.id}))
+		st := readKV[consul.JobStatus](t, cc, lease.StatusKey(core.JobKey{Namespace: "team", ID: c.id}))
 		if st == nil || st.State != "rejected" {
 			t.Errorf("%s: status %+v, want rejected", c.id, st)
 			continue

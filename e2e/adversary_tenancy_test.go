@@ -70,7 +70,7 @@ func TestAdversaryACLTenancyIsBound(t *testing.T) {
 		}
 		return slices.ContainsFunc(as, func(a *nomadapi.AllocationListStub) bool { return a.ClientStatus == "complete" }), nil
 	})
-	st := readKV[consul.JobStatus](t, cc, consul.StatusKey(core.JobKey{Namespace: "team-research", ID: "claims-trial"}))
+	st := readKV[consul.JobStatus](t, cc, lease.StatusKey(core.JobKey{Namespace: "team-research", ID: "claims-trial"}))
 	if st == nil || st.State != "rejected" {
 		t.Errorf("the claim on trial's VC: status %+v, want rejected", st)
 	} else {

@@ -64,11 +64,11 @@ func TestAdversaryJobIDsNomadRoutesElsewhere(t *testing.T) {
 func TestAdversaryUndecodableRecordsStopNoRound(t *testing.T) {
 	const victim, good = "e2e-adv-badrecord", "e2e-adv-after-garbage"
 	garbage := map[string]string{
-		lease.ProgressKey("default", "e2e-adv-garbage"):                 "{not json",
-		lease.CheckpointKey("default", "e2e-adv-garbage"):               "[]",
-		lease.PendingKey("default", "e2e-adv-garbage"):                  `{"namespace": 7}`,
-		lease.ProgressKey("default", "e2e-adv-other"):                   `{"namespace":"default","job_id":"e2e-adv-someone-else","iteration":5}`,
-		consul.RecordKey(core.JobKey{Namespace: "default", ID: victim}): `{"first_submit": "yesterday"}`,
+		lease.ProgressKey("default", "e2e-adv-garbage"):                "{not json",
+		lease.CheckpointKey("default", "e2e-adv-garbage"):              "[]",
+		lease.PendingKey("default", "e2e-adv-garbage"):                 `{"namespace": 7}`,
+		lease.ProgressKey("default", "e2e-adv-other"):                  `{"namespace":"default","job_id":"e2e-adv-someone-else","iteration":5}`,
+		lease.RecordKey(core.JobKey{Namespace: "default", ID: victim}): `{"first_submit": "yesterday"}`,
 	}
 	for k, v := range garbage {
 		if _, err := env.consul.KV().Put(&consulapi.KVPair{Key: k, Value: []byte(v)}, nil); err != nil {
@@ -88,7 +88,7 @@ func TestAdversaryUndecodableRecordsStopNoRound(t *testing.T) {
 		if st == nil {
 			return false, fmt.Errorf("no status")
 		}
-		return st.State == "unreadable" && strings.Contains(st.Reason, consul.RecordKey(core.JobKey{Namespace: "default", ID: victim})),
+		return st.State == "unreadable" && strings.Contains(st.Reason, lease.RecordKey(core.JobKey{Namespace: "default", ID: victim})),
 			fmt.Errorf("status %s: %s", st.State, st.Reason)
 	})
 	if l := jobLease(t, victim); l != nil {

@@ -206,7 +206,7 @@ func TestMultiClientCluster(t *testing.T) {
 		t.Fatalf("the planner sees %d nodes (%v), want node-0, node-1 and node-2", len(snap.Nodes), seen)
 	}
 
-	m.runPlanner(t, ctx, &stack.Stack{Policy: core.FIFO{}})
+	m.runPlanner(t, ctx, stack.Of(core.FIFO{}))
 	ids := []string{"multi-a", "multi-b", "multi-c"}
 	// FIFO grants whole nodes to 8-GPU jobs: all three can only run at once
 	// on three different nodes.

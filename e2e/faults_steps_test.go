@@ -156,7 +156,7 @@ func (m *multiCluster) startFaultPlanner(t *testing.T, ctx context.Context, name
 		nc, st = crashNomad{nc, c}, crashStore{st, c}
 	}
 	p := planner.New(planner.Config{
-		Nomad: nc, Store: st, Stack: &stack.Stack{Policy: mustPolicy(t, "fitgpp")}, Resync: 5 * time.Second,
+		Nomad: nc, Store: st, Stack: stack.Of(mustPolicy(t, "fitgpp")), Resync: 5 * time.Second,
 		MaxKillTimeout: 30 * time.Minute, RestoreGuard: 5 * time.Second, Log: env.log.Named(name),
 	})
 	done := make(chan error, 1)

@@ -226,7 +226,7 @@ func TestFaultsConsulAndClientRestartUnderWatch(t *testing.T) {
 	}
 	t.Logf("%s: Consul server, Nomad server and 2 clients up", at())
 	watching(t, ctx, m.nomad, m.consul)
-	m.runPlanner(t, ctx, &stack.Stack{Policy: core.FIFO{}})
+	m.runPlanner(t, ctx, stack.Of(core.FIFO{}))
 
 	submit := func(id string, gpus int) {
 		t.Helper()

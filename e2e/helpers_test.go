@@ -115,7 +115,7 @@ func readKV[T any](t testing.TB, c *consulapi.Client, key string) *T {
 
 func jobStatus(t testing.TB, id string) *consul.JobStatus {
 	t.Helper()
-	p, _, err := env.consul.KV().Get(consul.StatusKey(core.JobKey{Namespace: "default", ID: id}), nil)
+	p, _, err := env.consul.KV().Get(lease.StatusKey(core.JobKey{Namespace: "default", ID: id}), nil)
 	if err != nil || p == nil {
 		return nil
 	}

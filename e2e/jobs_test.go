@@ -130,7 +130,7 @@ func stepOf(re *regexp.Regexp, out string) int {
 // jobRecord reads the planner's record of a job from Consul.
 func jobRecord(t testing.TB, id string) *consul.JobRecord {
 	t.Helper()
-	return readKV[consul.JobRecord](t, env.consul, consul.RecordKey(core.JobKey{Namespace: "default", ID: id}))
+	return readKV[consul.JobRecord](t, env.consul, lease.RecordKey(core.JobKey{Namespace: "default", ID: id}))
 }
 
 // allocInfo reads one allocation in full.

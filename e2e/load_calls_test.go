@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/themis-nomad/themis/planner/lease"
 	"io"
 	"net/http"
 	"os"
@@ -14,8 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/themis-nomad/themis/planner/consul"
 )
 
 // callTimer is an http.RoundTripper that times each request the planner's
@@ -95,9 +94,9 @@ type kvWrite struct {
 func (c *callTimer) statusWrites(r *http.Request) int {
 	var writes []kvWrite
 	switch {
-	case strings.HasPrefix(r.URL.Path, "/v1/kv/"+consul.StatusPrefix) && r.Method == http.MethodDelete:
+	case strings.HasPrefix(r.URL.Path, "/v1/kv/"+lease.StatusPrefix) && r.Method == http.MethodDelete:
 		return 1
-	case strings.HasPrefix(r.URL.Path, "/v1/kv/"+consul.StatusPrefix) && r.Method == http.MethodPut && r.GetBody != nil:
+	case strings.HasPrefix(r.URL.Path, "/v1/kv/"+lease.StatusPrefix) && r.Method == http.MethodPut && r.GetBody != nil:
 		b, err := r.GetBody()
 		if err != nil {
 			return 1
@@ -114,7 +113,7 @@ func (c *callTimer) statusWrites(r *http.Request) int {
 			return 0
 		}
 		for _, op := range ops {
-			if op.KV != nil && strings.HasPrefix(op.KV.Key, consul.StatusPrefix) {
+			if op.KV != nil && strings.HasPrefix(op.KV.Key, lease.StatusPrefix) {
 				writes = append(writes, *op.KV)
 			}
 		}

@@ -36,7 +36,7 @@ func startPlanner(s plannerSetup) {
 	ctx, cancel := context.WithCancel(env.ctx)
 	st := s.stack
 	if st == nil {
-		st = &stack.Stack{Policy: s.policy}
+		st = stack.Of(s.policy)
 	}
 	nc := nomad.NewClient(env.nomad, "", env.log.Named("nomad"))
 	// raw_exec jobs keep checkpoints under the dev stack's raw_exec root
@@ -94,7 +94,7 @@ func useStack(t testing.TB, st *stack.Stack) {
 // as `themis planner -policy` builds it) for the rest of the test.
 func usePolicy(t testing.TB, name string, settings ...string) {
 	t.Helper()
-	useStack(t, &stack.Stack{Policy: mustPolicy(t, name, settings...)})
+	useStack(t, stack.Of(mustPolicy(t, name, settings...)))
 }
 
 // mustPolicy builds a policy by name and knobs.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 // countingTransport counts a client's requests by method and path.
@@ -98,9 +99,9 @@ func TestStatusTransactions(t *testing.T) {
 			t.Fatalf("%s: %+v, want %+v", name(i), st, puts[i])
 		}
 	}
-	keys, _, err := c.KV().Keys(consul.StatusPrefix, "", nil)
-	if err != nil || len(keys) != n || !strings.Contains(strings.Join(keys, " "), consul.StatusKey(key(7))) {
-		t.Fatalf("keys under %s: %d (err %v), want %d with %s", consul.StatusPrefix, len(keys), err, n, consul.StatusKey(key(7)))
+	keys, _, err := c.KV().Keys(lease.StatusPrefix, "", nil)
+	if err != nil || len(keys) != n || !strings.Contains(strings.Join(keys, " "), lease.StatusKey(key(7))) {
+		t.Fatalf("keys under %s: %d (err %v), want %d with %s", lease.StatusPrefix, len(keys), err, n, lease.StatusKey(key(7)))
 	}
 
 	// 100 changed and 150 deleted, in one go: two transactions.

@@ -189,7 +189,7 @@ func TestFenceRefusesADeposedLeader(t *testing.T) {
 	if err := pending(first, "a"); err != nil {
 		t.Fatalf("the leader's write: %v", err)
 	}
-	kv, _, err := c.KV().Get(consul.LeaderKey, nil)
+	kv, _, err := c.KV().Get(lease.LeaderKey, nil)
 	if err != nil || kv == nil || kv.Session == "" {
 		t.Fatalf("leader key %+v, %v", kv, err)
 	}

@@ -148,7 +148,7 @@ func (p *Planner) learn(r *round, k core.JobKey, l lease.JobLease) {
 		return
 	}
 	run, _ := leaseRun(l, r.snap.Allocs[k], r.now)
-	core.Observe(p.stack().Policy, l.VC, rec.Attained+run.Seconds()*float64(len(l.GPUs)))
+	p.stack().Caps.Observe(l.VC, rec.Attained+run.Seconds()*float64(len(l.GPUs)))
 }
 
 // dropRecord deletes a finished job's record.

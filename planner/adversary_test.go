@@ -11,12 +11,6 @@ import (
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
-// submitted is the job a user's submission left in the fake Nomad, for a
-// test to shape before the planner sees it.
-func (f *fakeNomad) submitted(id string) *api.Job {
-	return f.jobs[core.JobKey{Namespace: "default", ID: id}]
-}
-
 // device is a task's request for n devices of a name.
 func device(name string, n uint64) *api.RequestedDevice {
 	return &api.RequestedDevice{Name: name, Count: &n}
@@ -73,15 +67,15 @@ func TestPinPlacesOnlyWhatWasLeased(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
-			h.fn.submit("hostile", 1, "be", "10s")
-			tc.shape(h.fn.submitted("hostile"))
-			h.fn.submit("good", 1, "be", "10s")
-			h.round("first")
-			h.round("second")
+			h := newHarness(t, 8, stack.Of(core.FIFO{}))
+			h.Nomad.Submit("hostile", 1, "be", "10s")
+			tc.shape(h.Nomad.Submitted("hostile"))
+			h.Nomad.Submit("good", 1, "be", "10s")
+			h.Round("first")
+			h.Round("second")
 			hostile, good := core.JobKey{Namespace: "default", ID: "hostile"}, core.JobKey{Namespace: "default", ID: "good"}
-			st := h.fs.statuses[hostile]
-			if l, ok := h.fs.leases[hostile]; ok {
+			st := h.Store.JobStatuses[hostile]
+			if l, ok := h.Store.JobLeases[hostile]; ok {
 				t.Errorf("the hostile job was granted %v (status %s)", l.GPUs, st.State)
 			}
 			if st.State != "rejected" {
@@ -92,8 +86,8 @@ func TestPinPlacesOnlyWhatWasLeased(t *testing.T) {
 					t.Errorf("the rejection does not name %s: %s", n, st.Reason)
 				}
 			}
-			if _, ok := h.fs.leases[good]; !ok {
-				t.Errorf("the good job was not granted: %+v", h.fs.statuses[good])
+			if _, ok := h.Store.JobLeases[good]; !ok {
+				t.Errorf("the good job was not granted: %+v", h.Store.JobStatuses[good])
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"github.com/themis-nomad/themis/planner/plannertest"
 	"testing"
 	"time"
 
@@ -21,11 +22,11 @@ func BenchmarkRoundQueued1000(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
 			clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-			fn, fs := newFakeCluster(&clock, 16, 8), newFakeStore()
+			fn, fs := plannertest.NewCluster(&clock, 16, 8), plannertest.NewStore()
 			policy := mustStack(b, name, stack.Options{}).Policy
-			p := New(Config{Nomad: fn, Store: fs, Stack: &stack.Stack{Policy: policy}, Now: func() time.Time { return clock }})
+			p := New(Config{Nomad: fn, Store: fs, Stack: stack.Of(policy), Now: func() time.Time { return clock }})
 			for i := range 64 {
-				fn.submit(fmt.Sprintf("run-%03d", i), 2, "be", "30s")
+				fn.Submit(fmt.Sprintf("run-%03d", i), 2, "be", "30s")
 			}
 			// Grant the running jobs (fitgpp grants one per round in FIFO
 			// order at most per node: rounds until nothing changes).
@@ -40,7 +41,7 @@ func BenchmarkRoundQueued1000(b *testing.B) {
 				if i%10 == 0 {
 					class = "te" // some TE jobs, which FitGpp ranks first
 				}
-				fn.submit(fmt.Sprintf("queued-%04d", i), 1+i%8, class, "30s")
+				fn.Submit(fmt.Sprintf("queued-%04d", i), 1+i%8, class, "30s")
 			}
 			if err := p.Reconcile(ctx); err != nil {
 				b.Fatal(err)
@@ -49,7 +50,7 @@ func BenchmarkRoundQueued1000(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			fn.cached = snap
+			fn.Cached = snap
 			running := 0
 			for _, as := range snap.Allocs {
 				for _, a := range as {
@@ -101,12 +102,12 @@ vc "d" {
 func BenchmarkRoundVCs200(b *testing.B) {
 	ctx := context.Background()
 	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	fn, fs := newFakeCluster(&clock, 3, 8), newFakeStore()
+	fn, fs := plannertest.NewCluster(&clock, 3, 8), plannertest.NewStore()
 	st := vcsStack(b, "fifo", "four-teams.hcl", fourTeams)
 	p := New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }})
 	teams := []string{"a", "b", "c", "d"}
 	for i := range 200 {
-		fn.submitIn(fmt.Sprintf("job-%03d", i), 1+i%4, "be", "30s", teams[i%4], 0)
+		fn.SubmitIn(fmt.Sprintf("job-%03d", i), 1+i%4, "be", "30s", teams[i%4], 0)
 	}
 	for range 3 {
 		if err := p.Reconcile(ctx); err != nil {
@@ -118,10 +119,10 @@ func BenchmarkRoundVCs200(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fn.cached = snap
+	fn.Cached = snap
 	timeRounds(b, p, &clock)
 	b.ReportMetric(float64(len(snap.Jobs)), "jobs")
-	b.ReportMetric(float64(len(fs.leases)), "leases")
+	b.ReportMetric(float64(len(fs.JobLeases)), "leases")
 }
 
 // timeRounds times b.N rounds of p, a second of clock apart.

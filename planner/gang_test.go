@@ -18,12 +18,12 @@ import (
 // Nomad runs it as one group of two allocations, one per node.
 func TestGangLeaseAndPin(t *testing.T) {
 	h := newClusterHarness(t, 3, 8, mustStack(t, "fifo", stack.Options{}))
-	h.fn.submit("gang", 16, "be", "10s")
-	h.round("grant")
+	h.Nomad.Submit("gang", 16, "be", "10s")
+	h.Round("grant")
 	k := core.JobKey{Namespace: "default", ID: "gang"}
-	l, ok := h.fs.leases[k]
+	l, ok := h.Store.JobLeases[k]
 	if !ok {
-		t.Fatalf("no lease; status %+v", h.fs.statuses[k])
+		t.Fatalf("no lease; status %+v", h.Store.JobStatuses[k])
 	}
 	if len(l.Parts) != 2 || len(l.GPUs) != 16 {
 		t.Fatalf("lease parts %+v, GPUs %v: want 2 parts of 8", l.Parts, l.GPUs)
@@ -36,37 +36,37 @@ func TestGangLeaseAndPin(t *testing.T) {
 	if l.NodeID != l.Parts[0].NodeID || l.Parts[0].NodeID == l.Parts[1].NodeID {
 		t.Fatalf("lease node %s, parts on %s and %s", l.NodeID, l.Parts[0].NodeID, l.Parts[1].NodeID)
 	}
-	if got := strings.Count(h.fs.statuses[k].Node, ","); got != 1 {
-		t.Errorf("status names nodes %q, want both", h.fs.statuses[k].Node)
+	if got := strings.Count(h.Store.JobStatuses[k].Node, ","); got != 1 {
+		t.Errorf("status names nodes %q, want both", h.Store.JobStatuses[k].Node)
 	}
-	job := h.fn.jobs[k]
+	job := h.Nomad.Jobs[k]
 	if *job.TaskGroups[0].Count != 2 || job.Meta[nomad.GangMeta] != "2" {
 		t.Fatalf("pinned count %d, gang meta %q", *job.TaskGroups[0].Count, job.Meta[nomad.GangMeta])
 	}
-	if n := len(h.fn.running("gang")); n != 2 {
+	if n := len(h.Nomad.Running("gang")); n != 2 {
 		t.Fatalf("%d allocations run, want 2", n)
 	}
 	// The pinned job (count 2) is not rejected, and the next rounds keep it.
-	h.round("steady")
-	h.round("steady")
-	if st := h.fs.statuses[k]; st.State != "granted" {
+	h.Round("steady")
+	h.Round("steady")
+	if st := h.Store.JobStatuses[k]; st.State != "granted" {
 		t.Fatalf("status %+v", st)
 	}
 	// A third job of 8 GPUs fits the remaining node; a second gang waits.
-	h.fn.submit("small", 8, "be", "10s")
-	h.fn.submit("gang2", 16, "be", "10s")
-	h.round("more")
-	if _, ok := h.fs.leases[core.JobKey{Namespace: "default", ID: "small"}]; !ok {
-		t.Fatalf("small not granted: %+v", h.fs.statuses[core.JobKey{Namespace: "default", ID: "small"}])
+	h.Nomad.Submit("small", 8, "be", "10s")
+	h.Nomad.Submit("gang2", 16, "be", "10s")
+	h.Round("more")
+	if _, ok := h.Store.JobLeases[core.JobKey{Namespace: "default", ID: "small"}]; !ok {
+		t.Fatalf("small not granted: %+v", h.Store.JobStatuses[core.JobKey{Namespace: "default", ID: "small"}])
 	}
-	if st := h.fs.statuses[core.JobKey{Namespace: "default", ID: "gang2"}]; st.State != "queued" {
+	if st := h.Store.JobStatuses[core.JobKey{Namespace: "default", ID: "gang2"}]; st.State != "queued" {
 		t.Fatalf("gang2 %+v, want queued", st)
 	}
 	// The gang finishes: its lease is released and gang2 gets two nodes.
-	h.fn.finish("gang")
-	h.round("gang done")
-	h.round("gang2 granted")
-	if l2, ok := h.fs.leases[core.JobKey{Namespace: "default", ID: "gang2"}]; !ok || len(l2.Parts) != 2 {
+	h.Nomad.Finish("gang")
+	h.Round("gang done")
+	h.Round("gang2 granted")
+	if l2, ok := h.Store.JobLeases[core.JobKey{Namespace: "default", ID: "gang2"}]; !ok || len(l2.Parts) != 2 {
 		t.Fatalf("gang2 lease %+v, %v", l2, ok)
 	}
 }
@@ -75,40 +75,40 @@ func TestGangLeaseAndPin(t *testing.T) {
 // taken back whole and re-queued; it runs again on two healthy nodes.
 func TestGangPartLostTakesTheGangBack(t *testing.T) {
 	h := newClusterHarness(t, 3, 8, mustStack(t, "fifo", stack.Options{}))
-	h.fn.submit("gang", 16, "be", "5s")
-	h.round("grant")
+	h.Nomad.Submit("gang", 16, "be", "5s")
+	h.Round("grant")
 	k := core.JobKey{Namespace: "default", ID: "gang"}
-	first := h.fs.leases[k]
+	first := h.Store.JobLeases[k]
 	lostNode := first.Parts[1].NodeID
-	for _, a := range h.fn.allocs[k] {
+	for _, a := range h.Nomad.Allocs[k] {
 		if a.NodeID == lostNode {
 			a.ClientStatus = "lost"
 		}
 	}
-	for i, n := range h.fn.nodes {
+	for i, n := range h.Nomad.Nodes {
 		if n.ID == lostNode {
-			h.fn.nodes[i].Schedulable = false
+			h.Nomad.Nodes[i].Schedulable = false
 		}
 	}
-	h.round("part lost")
-	l := h.fs.leases[k]
+	h.Round("part lost")
+	l := h.Store.JobLeases[k]
 	if l.Revoke == nil || !strings.Contains(l.Revoke.Reason, "gang broken") {
 		t.Fatalf("lease after a lost part: %+v", l)
 	}
 	for i := range 10 {
-		h.round("requeue " + strconv.Itoa(i))
+		h.Round("requeue " + strconv.Itoa(i))
 	}
-	again, ok := h.fs.leases[k]
+	again, ok := h.Store.JobLeases[k]
 	if !ok || again.LeaseID == first.LeaseID || again.Revoke != nil {
-		t.Fatalf("not granted again: %+v (status %+v)", again, h.fs.statuses[k])
+		t.Fatalf("not granted again: %+v (status %+v)", again, h.Store.JobStatuses[k])
 	}
 	if again.OnNode(lostNode) {
 		t.Fatalf("granted again on the dead node: %s", again.NodeNames())
 	}
-	if n := len(h.fn.running("gang")); n != 2 {
+	if n := len(h.Nomad.Running("gang")); n != 2 {
 		t.Fatalf("%d parts run, want 2", n)
 	}
-	if rec := h.fs.records[k]; rec.Preemptions != 1 {
+	if rec := h.Store.JobRecords[k]; rec.Preemptions != 1 {
 		t.Errorf("record counts %d preemptions, want 1 (the broken run)", rec.Preemptions)
 	}
 }
@@ -117,23 +117,23 @@ func TestGangPartLostTakesTheGangBack(t *testing.T) {
 func TestGangIncompletePlacementTimesOut(t *testing.T) {
 	h := newClusterHarness(t, 2, 8, mustStack(t, "fifo", stack.Options{}))
 	h.config.GangPlaceTimeout = 5 * time.Second
-	h.restart()
-	h.fn.submit("gang", 16, "be", "1s")
-	h.round("grant")
+	h.Restart()
+	h.Nomad.Submit("gang", 16, "be", "1s")
+	h.Round("grant")
 	k := core.JobKey{Namespace: "default", ID: "gang"}
 	// Nomad placed only one part.
-	as := h.fn.allocs[k]
+	as := h.Nomad.Allocs[k]
 	as[1].ClientStatus, as[1].Started = "pending", time.Time{}
-	h.fn.allocs[k] = as[:1]
+	h.Nomad.Allocs[k] = as[:1]
 	for i := range 5 {
-		h.round(fmt.Sprint("waiting ", i))
-		if l := h.fs.leases[k]; l.Revoke != nil {
+		h.Round(fmt.Sprint("waiting ", i))
+		if l := h.Store.JobLeases[k]; l.Revoke != nil {
 			t.Fatalf("taken back after %d s, before the timeout", i+1)
 		}
 	}
-	h.round("timeout")
-	h.round("timeout")
-	if l := h.fs.leases[k]; l.Revoke == nil || !strings.Contains(l.Revoke.Reason, "placed 1 of its 2 parts") {
+	h.Round("timeout")
+	h.Round("timeout")
+	if l := h.Store.JobLeases[k]; l.Revoke == nil || !strings.Contains(l.Revoke.Reason, "placed 1 of its 2 parts") {
 		t.Fatalf("lease %+v, want revoked as incomplete", l)
 	}
 }
@@ -143,32 +143,32 @@ func TestGangIncompletePlacementTimesOut(t *testing.T) {
 // allocation lost.
 func TestLostAllocationRequeues(t *testing.T) {
 	h := newClusterHarness(t, 2, 8, mustStack(t, "fifo", stack.Options{}))
-	h.fn.submit("solo", 8, "be", "5s")
-	h.round("grant")
+	h.Nomad.Submit("solo", 8, "be", "5s")
+	h.Round("grant")
 	k := core.JobKey{Namespace: "default", ID: "solo"}
-	first := h.fs.leases[k]
+	first := h.Store.JobLeases[k]
 	// The node stops heartbeating: not schedulable, the allocation still
 	// "running" until Nomad marks it lost. The lease stays.
-	for i, n := range h.fn.nodes {
+	for i, n := range h.Nomad.Nodes {
 		if n.ID == first.NodeID {
-			h.fn.nodes[i].Schedulable = false
+			h.Nomad.Nodes[i].Schedulable = false
 		}
 	}
-	h.round("node down")
-	if l := h.fs.leases[k]; l.LeaseID != first.LeaseID || l.Revoke != nil {
+	h.Round("node down")
+	if l := h.Store.JobLeases[k]; l.LeaseID != first.LeaseID || l.Revoke != nil {
 		t.Fatalf("lease changed before the allocation was lost: %+v", l)
 	}
-	for _, a := range h.fn.allocs[k] {
+	for _, a := range h.Nomad.Allocs[k] {
 		a.ClientStatus = "lost"
 	}
 	for i := range 4 {
-		h.round("lost " + strconv.Itoa(i))
+		h.Round("lost " + strconv.Itoa(i))
 	}
-	l, ok := h.fs.leases[k]
+	l, ok := h.Store.JobLeases[k]
 	if !ok || l.LeaseID == first.LeaseID || l.NodeID == first.NodeID {
-		t.Fatalf("lease %+v (status %+v): want a new lease on the other node", l, h.fs.statuses[k])
+		t.Fatalf("lease %+v (status %+v): want a new lease on the other node", l, h.Store.JobStatuses[k])
 	}
-	if n := len(h.fn.running("solo")); n != 1 {
+	if n := len(h.Nomad.Running("solo")); n != 1 {
 		t.Fatalf("%d allocations run, want 1", n)
 	}
 }
@@ -177,12 +177,12 @@ func TestLostAllocationRequeues(t *testing.T) {
 // SRTF orders by; a job that reports nothing stays unknown (-1).
 func TestProgressGivesRemainingTime(t *testing.T) {
 	h := newClusterHarness(t, 1, 8, mustStack(t, "fifo", stack.Options{}))
-	h.fn.submit("reports", 2, "be", "5s")
-	h.fn.submit("silent", 2, "be", "5s")
-	h.fs.progress = map[core.JobKey]lease.ProgressRecord{
+	h.Nomad.Submit("reports", 2, "be", "5s")
+	h.Nomad.Submit("silent", 2, "be", "5s")
+	h.Store.ProgressRecords = map[core.JobKey]lease.ProgressRecord{
 		{Namespace: "default", ID: "reports"}: {Namespace: "default", JobID: "reports", Iteration: 100, Total: 1100, Rate: 10},
 	}
-	r, state, err := h.p.observe(context.Background())
+	r, state, err := h.P.observe(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,17 +205,17 @@ func TestProgressGivesRemainingTime(t *testing.T) {
 // allocation (it was preempted since) keeps the report's figure.
 func TestProgressAgesWhileTheJobRuns(t *testing.T) {
 	h := newClusterHarness(t, 1, 8, mustStack(t, "fifo", stack.Options{}))
-	h.fn.submit("runs", 2, "be", "5s")
-	h.fn.submit("moved", 2, "be", "5s")
-	h.round("grant")
-	allocOf := func(id string) string { return h.fn.running(id)[0].ID }
-	read := h.clock
-	h.clock = h.clock.Add(4 * time.Second)
-	h.fs.progress = map[core.JobKey]lease.ProgressRecord{
+	h.Nomad.Submit("runs", 2, "be", "5s")
+	h.Nomad.Submit("moved", 2, "be", "5s")
+	h.Round("grant")
+	allocOf := func(id string) string { return h.Nomad.Running(id)[0].ID }
+	read := h.Clock
+	h.Clock = h.Clock.Add(4 * time.Second)
+	h.Store.ProgressRecords = map[core.JobKey]lease.ProgressRecord{
 		{Namespace: "default", ID: "runs"}:  {Namespace: "default", JobID: "runs", AllocID: allocOf("runs"), Iteration: 100, Total: 1100, Rate: 10, At: read},
 		{Namespace: "default", ID: "moved"}: {Namespace: "default", JobID: "moved", AllocID: "an-earlier-alloc", Iteration: 100, Total: 1100, Rate: 10, At: read},
 	}
-	_, state, err := h.p.observe(context.Background())
+	_, state, err := h.P.observe(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,26 +242,26 @@ func TestGangFitGppPreemptsSeveralVictims(t *testing.T) {
 	}{{"two BE jobs", false, "[be-a be-b]"}, {"a TE job on a node", true, "[]"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newClusterHarness(t, 2, 8, mustStack(t, "fitgpp", stack.Options{}))
-			h.fn.submit("be-a", 8, "be", "2s")
+			h.Nomad.Submit("be-a", 8, "be", "2s")
 			if tc.teSmall {
-				h.fn.submit("te-small", 4, "te", "2s")
-				h.fn.submit("be-b", 4, "be", "2s")
+				h.Nomad.Submit("te-small", 4, "te", "2s")
+				h.Nomad.Submit("be-b", 4, "be", "2s")
 			} else {
-				h.fn.submit("be-b", 8, "be", "2s")
+				h.Nomad.Submit("be-b", 8, "be", "2s")
 			}
 			for i := range 3 {
-				h.round(fmt.Sprintf("start %d", i))
+				h.Round(fmt.Sprintf("start %d", i))
 			}
 			for _, id := range []string{"be-a", "be-b"} {
-				if len(h.fn.running(id)) != 1 {
-					t.Fatalf("%s not running: %+v", id, h.fs.statuses[core.JobKey{Namespace: "default", ID: id}])
+				if len(h.Nomad.Running(id)) != 1 {
+					t.Fatalf("%s not running: %+v", id, h.Store.JobStatuses[core.JobKey{Namespace: "default", ID: id}])
 				}
 			}
-			h.fn.submit("te", 16, "te", "2s")
-			h.round("te arrives")
+			h.Nomad.Submit("te", 16, "te", "2s")
+			h.Round("te arrives")
 			var revoked []string
 			for _, id := range []string{"be-a", "be-b", "te-small"} {
-				if l, ok := h.fs.leases[core.JobKey{Namespace: "default", ID: id}]; ok && l.Revoke != nil {
+				if l, ok := h.Store.JobLeases[core.JobKey{Namespace: "default", ID: id}]; ok && l.Revoke != nil {
 					revoked = append(revoked, id)
 				}
 			}
@@ -269,13 +269,13 @@ func TestGangFitGppPreemptsSeveralVictims(t *testing.T) {
 				t.Fatalf("revoked %v, want %s", revoked, tc.want)
 			}
 			for i := range 5 {
-				h.round(fmt.Sprintf("after %d", i))
+				h.Round(fmt.Sprintf("after %d", i))
 			}
-			l, ok := h.fs.leases[core.JobKey{Namespace: "default", ID: "te"}]
+			l, ok := h.Store.JobLeases[core.JobKey{Namespace: "default", ID: "te"}]
 			if granted := ok && len(l.Parts) == 2; granted != (tc.want != "[]") {
 				t.Fatalf("te lease %+v (%v); want granted %v", l, ok, tc.want != "[]")
 			}
-			if tc.want == "[]" && (len(h.fn.running("be-a")) != 1 || len(h.fn.running("be-b")) != 1) {
+			if tc.want == "[]" && (len(h.Nomad.Running("be-a")) != 1 || len(h.Nomad.Running("be-b")) != 1) {
 				t.Fatal("a BE job stopped though nothing was preempted")
 			}
 		})

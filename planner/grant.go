@@ -32,7 +32,7 @@ func (p *Planner) grant(ctx context.Context, r *round, g core.Grant) (consul.Job
 	if len(parts) > 1 {
 		l.Parts = parts
 	}
-	if le, ok := p.stack().Policy.(core.LeaseEnder); ok {
+	if le := p.stack().Caps.LeaseEnder; le != nil {
 		if e, ok := le.LeaseEnd(g.Job); ok {
 			l.Ends = e.UTC()
 		}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"github.com/themis-nomad/themis/planner/plannertest"
 	"maps"
 	"math"
 	"os"
@@ -106,17 +107,17 @@ const fig18Slack = 1.0
 // shapes and racks).
 func newNodesHarness(t *testing.T, nodes []core.Node, st *stack.Stack) *harness {
 	h := newHarness(t, 1, st)
-	h.fn = newFakeCluster(&h.clock, 0, 0)
-	h.fn.nodes = slices.Clone(nodes)
-	h.config.Nomad = h.fn
-	h.restart()
+	h.Nomad = plannertest.NewCluster(&h.Clock, 0, 0)
+	h.Nomad.Nodes = slices.Clone(nodes)
+	h.config.Nomad = h.Nomad
+	h.Restart()
 	return h
 }
 
 // fakeSlowdown is how much slower than on one machine a job of class
 // c runs on its allocations' nodes: one node 1, one rack c.CrossNode, else
 // c.CrossRack (the simulator's sim.state.slowdown).
-func fakeSlowdown(nodes []core.Node, allocs []*fakeAlloc, c models.Class) float64 {
+func fakeSlowdown(nodes []core.Node, allocs []*plannertest.Alloc, c models.Class) float64 {
 	rack := map[string]string{}
 	for _, n := range nodes {
 		rack[n.ID] = n.Rack
@@ -155,27 +156,27 @@ func fig18Run(t *testing.T, sc fig18Scale, seed int64, lie func(iter, total int6
 	st := lieLiveStack(t, sc.lease, lieKnobs()...)
 	rec := &roundTimes{Policy: st.Policy.(*arbiter.Policy)}
 	rec.Seed(seed)
-	st.Policy = rec
+	st.Policy, st.Caps = rec, rec.Capabilities()
 	cl, tr := sc.setup(t)
 	h := newNodesHarness(t, cl.Nodes, st)
 	class := models.Of("vgg16")
 	pr := progressRun{
-		speed: func(r []*fakeAlloc) float64 { return fig18Rate / fakeSlowdown(h.fn.nodes, r, class) },
+		speed: func(r []*plannertest.Alloc) float64 { return fig18Rate / fakeSlowdown(h.Nomad.Nodes, r, class) },
 		liar:  fig18Liar, lie: lie,
 		limit: int(16 * sc.work), // eight apps sharing one machine, with moves
 	}
 	for _, tj := range tr.Jobs {
 		j := &fakeWorkload{id: tj.ID, app: tj.App, tot: int64(math.Round(tj.Duration * fig18Rate))}
 		pr.jobs = append(pr.jobs, j)
-		h.fn.submitApp(j.id, tj.GPUs, j.app)
-		cfg := h.fn.jobs[core.JobKey{Namespace: "default", ID: j.id}].TaskGroups[0].Tasks[0].Config["themis"].([]any)[0].(map[string]any)
+		h.Nomad.SubmitApp(j.id, tj.GPUs, j.app)
+		cfg := h.Nomad.Jobs[core.JobKey{Namespace: "default", ID: j.id}].TaskGroups[0].Tasks[0].Config["themis"].([]any)[0].(map[string]any)
 		cfg["model"] = tj.Model
 	}
 	finish, moves = pr.finishes(pr.run(t, h)), map[string]int{}
 	for _, j := range pr.jobs {
 		// a gang's parts start together: count its starts, not its parts
 		starts := map[time.Time]bool{}
-		for _, a := range h.fn.allocs[core.JobKey{Namespace: "default", ID: j.id}] {
+		for _, a := range h.Nomad.Allocs[core.JobKey{Namespace: "default", ID: j.id}] {
 			starts[a.Created] = true
 		}
 		moves[j.app] += max(0, len(starts)-1)
@@ -304,7 +305,7 @@ func TestLyingAboutProgressLiveFig18Long(t *testing.T) {
 // 3 s the job before it checkpoints, and the round (one second here) that
 // sees the GPUs released and carries out the pending grant; the lease
 // counts from the auction, as in the simulator.
-const fig18Handover = checkpointTime + time.Second
+const fig18Handover = plannertest.CheckpointTime + time.Second
 
 // fig18Agree bounds how far a truthful live app's finish may be from its
 // simulated one (the simulator charging fig18Handover): live the first

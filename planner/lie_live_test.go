@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"github.com/themis-nomad/themis/planner/plannertest"
 	"math"
 	"os"
 	"slices"
@@ -69,6 +70,14 @@ type roundTimes struct {
 	at    []float64
 }
 
+// Capabilities implements core.Policy: the arbiter's, allocating through
+// r.
+func (r *roundTimes) Capabilities() core.Capabilities {
+	c := r.Policy.Capabilities()
+	c.Policy, c.Allocator = r, r
+	return c
+}
+
 func (r *roundTimes) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, held []core.Grant) ([]core.Grant, []core.JobKey) {
 	g, stop := r.Policy.Allocate(now, jobs, free, held)
 	if rep, ok := r.LastRound(); ok && int(rep.Round) > len(r.at) {
@@ -105,16 +114,16 @@ func lieRun(t *testing.T, seed int64, liar string, lie func(iter, total int64) i
 	st := lieLiveStack(t, "20s", lieKnobs()...)
 	rec := &roundTimes{Policy: st.Policy.(*arbiter.Policy)}
 	rec.Seed(seed)
-	st.Policy = rec
+	st.Policy, st.Caps = rec, rec.Capabilities()
 	h := newClusterHarness(t, 2, 8, st)
-	pr := progressRun{speed: func([]*fakeAlloc) float64 { return 10 }, liar: liar, lie: lie, limit: 3000}
+	pr := progressRun{speed: func([]*plannertest.Alloc) float64 { return 10 }, liar: liar, lie: lie, limit: 3000}
 	for _, j := range lieApps {
 		pr.jobs = append(pr.jobs, &fakeWorkload{id: j.id, app: j.app, tot: j.iters})
-		h.fn.submitApp(j.id, j.gpus, j.app)
+		h.Nomad.SubmitApp(j.id, j.gpus, j.app)
 	}
 	finish, preempted = pr.finishes(pr.run(t, h)), map[string]int{}
 	for _, j := range pr.jobs {
-		preempted[j.app] += max(0, len(h.fn.allocs[core.JobKey{Namespace: "default", ID: j.id}])-1)
+		preempted[j.app] += max(0, len(h.Nomad.Allocs[core.JobKey{Namespace: "default", ID: j.id}])-1)
 	}
 	return finish, preempted, rec.at
 }

@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"encoding/json"
+	"github.com/themis-nomad/themis/planner/plannertest"
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
@@ -37,20 +38,20 @@ func FuzzObserveHostileJob(f *testing.F) {
 		if id == "" || (id == "good" && (ns == "" || ns == "default")) {
 			return // Nomad requires an ID; the good job's own key
 		}
-		h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
-		h.fn.submit("good", 1, "be", "10s")
-		h.fn.jobs[core.JobKey{Namespace: ns, ID: id}] = hostileJob(id, ns, driver, metaKey, metaVal, field, value, deviceName, count, inStanza, h.fn.index+1)
-		h.fn.index++
+		h := newHarness(t, 8, stack.Of(core.FIFO{}))
+		h.Nomad.Submit("good", 1, "be", "10s")
+		h.Nomad.Jobs[core.JobKey{Namespace: ns, ID: id}] = hostileJob(id, ns, driver, metaKey, metaVal, field, value, deviceName, count, inStanza, h.Nomad.Index+1)
+		h.Nomad.Index++
 		for range 2 {
-			if err := h.p.Reconcile(context.Background()); err != nil {
+			if err := h.P.Reconcile(context.Background()); err != nil {
 				t.Fatalf("a round failed: %v", err)
 			}
-			checkNoTaskWithoutLease(t, h.fn, h.fs, "fuzz")
-			h.fn.settle()
-			h.clock = h.clock.Add(1e9)
+			plannertest.CheckNoTaskWithoutLease(t, h.Nomad, h.Store, "fuzz")
+			h.Nomad.Settle()
+			h.Clock = h.Clock.Add(1e9)
 		}
-		if _, ok := h.fs.leases[core.JobKey{Namespace: "default", ID: "good"}]; !ok {
-			t.Fatalf("the good job was not granted: %+v", h.fs.statuses[core.JobKey{Namespace: "default", ID: "good"}])
+		if _, ok := h.Store.JobLeases[core.JobKey{Namespace: "default", ID: "good"}]; !ok {
+			t.Fatalf("the good job was not granted: %+v", h.Store.JobStatuses[core.JobKey{Namespace: "default", ID: "good"}])
 		}
 	})
 }

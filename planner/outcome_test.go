@@ -28,30 +28,30 @@ func TestEndedJobsSayHowTheyEnded(t *testing.T) {
 		{name: "stopped by its user", status: "failed", failure: "killed", stop: true, wantState: StateFinished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+			h := newHarness(t, 8, stack.Of(core.FIFO{}))
 			var views []View
 			h.config.OnRound = func(v View) { views = append(views, v) }
-			h.restart()
-			h.fn.submit("a", 2, "be", "10s")
-			h.round("grant")
-			h.round("running")
+			h.Restart()
+			h.Nomad.Submit("a", 2, "be", "10s")
+			h.Round("grant")
+			h.Round("running")
 			k := jobKey("a")
-			if len(h.fn.running("a")) != 1 {
-				t.Fatalf("a is not running: %+v", h.fs.statuses[k])
+			if len(h.Nomad.Running("a")) != 1 {
+				t.Fatalf("a is not running: %+v", h.Store.JobStatuses[k])
 			}
-			for _, a := range h.fn.allocs[k] {
-				a.ClientStatus, a.Finished, a.Failure = tc.status, *h.fn.clock, tc.failure
+			for _, a := range h.Nomad.Allocs[k] {
+				a.ClientStatus, a.Finished, a.Failure = tc.status, *h.Nomad.Clock, tc.failure
 			}
-			h.fn.jobs[k].Status = ptr("dead")
+			h.Nomad.Jobs[k].Status = ptr("dead")
 			if tc.stop {
-				h.fn.jobs[k].Stop = ptr(true)
+				h.Nomad.Jobs[k].Stop = ptr(true)
 			}
-			h.round("ended")
+			h.Round("ended")
 			if tc.gc {
-				delete(h.fn.allocs, k)
-				h.round("collected")
+				delete(h.Nomad.Allocs, k)
+				h.Round("collected")
 			}
-			st := h.fs.statuses[k]
+			st := h.Store.JobStatuses[k]
 			if st.State != tc.wantState || !strings.Contains(st.Reason, tc.wantReason) {
 				t.Fatalf("status %+v, want %s with a reason containing %q", st, tc.wantState, tc.wantReason)
 			}

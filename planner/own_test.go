@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -14,22 +13,6 @@ import (
 	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
 )
-
-// reregister is a user's `nomad job run` of a job it reads back first (as
-// `nomad job inspect` gives it: the planner's meta included), changed by
-// change: a new version of the job, at a new index.
-func (f *fakeNomad) reregister(id string, change func(j *api.Job)) {
-	k := core.JobKey{Namespace: "default", ID: id}
-	j := f.jobs[k]
-	j.Meta = maps.Clone(j.Meta)
-	change(j)
-	f.index++
-	newVersion(j)
-	j.JobModifyIndex = ptr(f.index)
-	if *j.TaskGroups[0].Count > 0 && *j.Status == "dead" {
-		j.Status = ptr("pending") // Nomad's status of a job with work to place
-	}
-}
 
 // The planner trusts only what it wrote (docs/adversary.md, part 3): a job's
 // lease, suspension, count, gang and restart state come from the planner's
@@ -54,33 +37,33 @@ func TestForgedLeaseMetaIsANewSubmission(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+			h := newHarness(t, 8, stack.Of(core.FIFO{}))
 			k := core.JobKey{Namespace: "default", ID: "train"}
-			h.fn.submit("train", 2, "be", "10s")
-			h.round("granted")
-			first := h.fs.leases[k]
-			if first.LeaseID == "" || h.fn.jobs[k].Meta[nomad.LeaseMeta] != first.LeaseID {
-				t.Fatalf("train was not granted and pinned: %+v", h.fs.statuses[k])
+			h.Nomad.Submit("train", 2, "be", "10s")
+			h.Round("granted")
+			first := h.Store.JobLeases[k]
+			if first.LeaseID == "" || h.Nomad.Jobs[k].Meta[nomad.LeaseMeta] != first.LeaseID {
+				t.Fatalf("train was not granted and pinned: %+v", h.Store.JobStatuses[k])
 			}
-			h.fn.reregister("train", tc.change)
-			h.round("the forged version")
-			if l := h.fs.leases[k]; l.LeaseID == first.LeaseID && l.Revoke == nil {
-				t.Fatalf("the forged version is taken as pinned under lease %s (status %+v)", l.LeaseID, h.fs.statuses[k])
+			h.Nomad.Reregister("train", tc.change)
+			h.Round("the forged version")
+			if l := h.Store.JobLeases[k]; l.LeaseID == first.LeaseID && l.Revoke == nil {
+				t.Fatalf("the forged version is taken as pinned under lease %s (status %+v)", l.LeaseID, h.Store.JobStatuses[k])
 			}
 			for i := range 6 {
-				h.round("after the forged version " + itoa(i))
+				h.Round("after the forged version " + itoa(i))
 			}
-			l, ok := h.fs.leases[k]
+			l, ok := h.Store.JobLeases[k]
 			if !ok || l.LeaseID == first.LeaseID || l.Revoke != nil {
-				t.Fatalf("want train granted again under a new lease; lease %+v, status %+v", l, h.fs.statuses[k])
+				t.Fatalf("want train granted again under a new lease; lease %+v, status %+v", l, h.Store.JobStatuses[k])
 			}
-			if h.fn.suspend != 1 {
-				t.Errorf("suspended %d times, want 1 (the old lease taken back through the revoke path)", h.fn.suspend)
+			if h.Nomad.Suspensions != 1 {
+				t.Errorf("suspended %d times, want 1 (the old lease taken back through the revoke path)", h.Nomad.Suspensions)
 			}
-			if r := h.fs.records[k]; r.Preemptions != 0 {
+			if r := h.Store.JobRecords[k]; r.Preemptions != 0 {
 				t.Errorf("record %+v: a resubmission is not a preemption", r)
 			}
-			j := h.fn.jobs[k]
+			j := h.Nomad.Jobs[k]
 			if j.Meta[nomad.LeaseMeta] != l.LeaseID || j.Meta[nomad.RestartCountMeta] != "0" || *j.TaskGroups[0].Count != 1 {
 				t.Errorf("the job is not the planner's pin of lease %s: meta %v, count %d", l.LeaseID, j.Meta, *j.TaskGroups[0].Count)
 			}
@@ -93,23 +76,23 @@ func TestForgedLeaseMetaIsANewSubmission(t *testing.T) {
 // the lease, count 1, still pinned): the planner suspends it all the same,
 // so the running version stops and the lease ends.
 func TestForgedSuspensionDuringARevoke(t *testing.T) {
-	h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+	h := newHarness(t, 8, stack.Of(core.FIFO{}))
 	k := core.JobKey{Namespace: "default", ID: "train"}
-	h.fn.submit("train", 2, "be", "10s")
-	h.round("granted")
-	first := h.fs.leases[k].LeaseID
-	h.fn.reregister("train", func(j *api.Job) {
+	h.Nomad.Submit("train", 2, "be", "10s")
+	h.Round("granted")
+	first := h.Store.JobLeases[k].LeaseID
+	h.Nomad.Reregister("train", func(j *api.Job) {
 		delete(j.Meta, nomad.LeaseMeta)
 		j.Meta[nomad.SuspendedMeta], j.Meta[nomad.CountMeta] = first, "1"
 	})
 	for i := range 6 {
-		h.round("after the forged suspension " + itoa(i))
+		h.Round("after the forged suspension " + itoa(i))
 	}
-	if h.fn.suspend != 1 {
-		t.Fatalf("suspended %d times, want 1: the forged suspension kept the job running (lease %+v)", h.fn.suspend, h.fs.leases[k])
+	if h.Nomad.Suspensions != 1 {
+		t.Fatalf("suspended %d times, want 1: the forged suspension kept the job running (lease %+v)", h.Nomad.Suspensions, h.Store.JobLeases[k])
 	}
-	if l, ok := h.fs.leases[k]; !ok || l.LeaseID == first || l.Revoke != nil {
-		t.Fatalf("want train granted again under a new lease; lease %+v, status %+v", l, h.fs.statuses[k])
+	if l, ok := h.Store.JobLeases[k]; !ok || l.LeaseID == first || l.Revoke != nil {
+		t.Fatalf("want train granted again under a new lease; lease %+v, status %+v", l, h.Store.JobStatuses[k])
 	}
 }
 
@@ -123,27 +106,27 @@ func TestForgedSuspensionOfAWaitingJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, 8, &stack.Stack{Policy: policy})
+	h := newHarness(t, 8, stack.Of(policy))
 	k := core.JobKey{Namespace: "default", ID: "be"}
-	h.fn.submit("be", 8, "be", "10s")
-	h.round("be granted")
-	first := h.fs.leases[k].LeaseID
-	h.clock = h.clock.Add(30 * time.Second)
-	h.fn.submit("te", 2, "te", "10s")
+	h.Nomad.Submit("be", 8, "be", "10s")
+	h.Round("be granted")
+	first := h.Store.JobLeases[k].LeaseID
+	h.Clock = h.Clock.Add(30 * time.Second)
+	h.Nomad.Submit("te", 2, "te", "10s")
 	for i := range 6 {
-		h.round("te preempts be " + itoa(i))
+		h.Round("te preempts be " + itoa(i))
 	}
-	if rec := h.fs.records[k]; rec.LastLease != first || h.fn.jobs[k].Meta[nomad.SuspendedMeta] != first || h.fs.statuses[k].State != "suspended" {
-		t.Fatalf("be was not suspended by the planner: record %+v, meta %v, status %+v", rec, h.fn.jobs[k].Meta, h.fs.statuses[k])
+	if rec := h.Store.JobRecords[k]; rec.LastLease != first || h.Nomad.Jobs[k].Meta[nomad.SuspendedMeta] != first || h.Store.JobStatuses[k].State != "suspended" {
+		t.Fatalf("be was not suspended by the planner: record %+v, meta %v, status %+v", rec, h.Nomad.Jobs[k].Meta, h.Store.JobStatuses[k])
 	}
-	h.fn.reregister("be", func(j *api.Job) { j.TaskGroups[0].Count, j.NodePool = ptr(1), ptr("default") })
-	h.round("the forged suspension")
-	h.round("after it")
-	st := h.fs.statuses[k]
+	h.Nomad.Reregister("be", func(j *api.Job) { j.TaskGroups[0].Count, j.NodePool = ptr(1), ptr("default") })
+	h.Round("the forged suspension")
+	h.Round("after it")
+	st := h.Store.JobStatuses[k]
 	if st.State != "rejected" || !strings.Contains(st.Reason, `meta "themis.suspended"`) {
 		t.Errorf("status %s (%s), want rejected naming meta \"themis.suspended\"", st.State, st.Reason)
 	}
-	if pool := *h.fn.jobs[k].NodePool; pool != nomad.DefaultPendingPool {
+	if pool := *h.Nomad.Jobs[k].NodePool; pool != nomad.DefaultPendingPool {
 		t.Errorf("the forged job stays in node pool %q, where Nomad places it without a lease", pool)
 	}
 }
@@ -225,36 +208,36 @@ func TestOwnVersion(t *testing.T) {
 // recorded; a forged re-registration after that is a new submission. A
 // job such a planner suspended (its record without the version) resumes.
 func TestLegacyRecordsAreAdoptedOnce(t *testing.T) {
-	h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+	h := newHarness(t, 8, stack.Of(core.FIFO{}))
 	k := core.JobKey{Namespace: "default", ID: "train"}
-	h.fn.submit("train", 2, "be", "10s")
-	h.round("granted")
-	l := h.fs.leases[k]
+	h.Nomad.Submit("train", 2, "be", "10s")
+	h.Round("granted")
+	l := h.Store.JobLeases[k]
 	l.Pinned = nil // as an earlier planner wrote it
-	h.fs.leases[k] = l
-	h.round("the legacy lease")
-	if got := h.fs.leases[k]; got.LeaseID != l.LeaseID || got.Revoke != nil || got.Pinned == nil || *got.Pinned != (lease.JobVersion{CreateIndex: *h.fn.jobs[k].CreateIndex, Version: *h.fn.jobs[k].Version}) {
+	h.Store.JobLeases[k] = l
+	h.Round("the legacy lease")
+	if got := h.Store.JobLeases[k]; got.LeaseID != l.LeaseID || got.Revoke != nil || got.Pinned == nil || *got.Pinned != (lease.JobVersion{CreateIndex: *h.Nomad.Jobs[k].CreateIndex, Version: *h.Nomad.Jobs[k].Version}) {
 		t.Fatalf("lease %+v: want the same lease, with the job's version recorded", got)
 	}
-	h.fn.reregister("train", func(j *api.Job) {})
+	h.Nomad.Reregister("train", func(j *api.Job) {})
 	for i := range 6 {
-		h.round("after the re-registration " + itoa(i))
+		h.Round("after the re-registration " + itoa(i))
 	}
-	if got := h.fs.leases[k]; got.LeaseID == l.LeaseID || h.fn.suspend != 1 {
-		t.Fatalf("lease %+v, %d suspensions: the re-registered version is taken as pinned", got, h.fn.suspend)
+	if got := h.Store.JobLeases[k]; got.LeaseID == l.LeaseID || h.Nomad.Suspensions != 1 {
+		t.Fatalf("lease %+v, %d suspensions: the re-registered version is taken as pinned", got, h.Nomad.Suspensions)
 	}
 
 	// A suspension by an earlier planner: count 0, themis.suspended naming
 	// the record's last lease, no version in the record.
-	h.fn.submit("old", 2, "be", "10s")
+	h.Nomad.Submit("old", 2, "be", "10s")
 	old := core.JobKey{Namespace: "default", ID: "old"}
-	j := h.fn.jobs[old]
+	j := h.Nomad.Jobs[old]
 	j.TaskGroups[0].Count, j.Status, j.Meta = ptr(0), ptr("dead"), map[string]string{nomad.SuspendedMeta: "L0", nomad.CountMeta: "1"}
-	h.fs.records[old] = consul.JobRecord{Namespace: "default", JobID: "old", FirstSubmit: h.clock, LastLease: "L0", Preemptions: 1}
-	h.fs.recIndex[old] = 1
-	h.round("the legacy suspension")
-	if len(h.fn.running("old")) != 1 {
-		t.Fatalf("the job an earlier planner suspended did not resume: %+v", h.fs.statuses[old])
+	h.Store.JobRecords[old] = consul.JobRecord{Namespace: "default", JobID: "old", FirstSubmit: h.Clock, LastLease: "L0", Preemptions: 1}
+	h.Store.RecordIndex[old] = 1
+	h.Round("the legacy suspension")
+	if len(h.Nomad.Running("old")) != 1 {
+		t.Fatalf("the job an earlier planner suspended did not resume: %+v", h.Store.JobStatuses[old])
 	}
 }
 
@@ -263,26 +246,26 @@ func TestLegacyRecordsAreAdoptedOnce(t *testing.T) {
 // through the revoke path and the running version stops; it does not run
 // on, rejected, holding its GPUs.
 func TestRejectedResubmissionStops(t *testing.T) {
-	h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+	h := newHarness(t, 8, stack.Of(core.FIFO{}))
 	k := core.JobKey{Namespace: "default", ID: "train"}
-	h.fn.submit("train", 2, "be", "10s")
-	h.round("granted")
-	h.fn.reregister("train", func(j *api.Job) {
+	h.Nomad.Submit("train", 2, "be", "10s")
+	h.Round("granted")
+	h.Nomad.Reregister("train", func(j *api.Job) {
 		tg := j.TaskGroups[0]
 		second := *tg.Tasks[0]
 		second.Name = "again"
 		tg.Tasks = append(tg.Tasks, &second)
 	})
 	for i := range 6 {
-		h.round("after the broken version " + itoa(i))
+		h.Round("after the broken version " + itoa(i))
 	}
-	if h.fn.suspend != 1 || len(h.fn.running("train")) != 0 {
-		t.Fatalf("suspended %d times, %d allocations running: want the old version stopped", h.fn.suspend, len(h.fn.running("train")))
+	if h.Nomad.Suspensions != 1 || len(h.Nomad.Running("train")) != 0 {
+		t.Fatalf("suspended %d times, %d allocations running: want the old version stopped", h.Nomad.Suspensions, len(h.Nomad.Running("train")))
 	}
-	if l, ok := h.fs.leases[k]; ok {
+	if l, ok := h.Store.JobLeases[k]; ok {
 		t.Errorf("lease %+v still held", l)
 	}
-	if st := h.fs.statuses[k]; st.State != "rejected" || !strings.Contains(st.Reason, "2 tasks are themis tasks") {
+	if st := h.Store.JobStatuses[k]; st.State != "rejected" || !strings.Contains(st.Reason, "2 tasks are themis tasks") {
 		t.Errorf("status %+v, want rejected naming the two themis tasks", st)
 	}
 }

@@ -33,8 +33,7 @@ import (
 // a policy whose grants carry lease ends, without virtual clusters (whose
 // cells a grant binds in its own round).
 func (p *Planner) defers() bool {
-	_, ok := p.stack().Policy.(core.LeaseEnder)
-	return ok && p.stack().VCs == nil
+	return p.stack().Caps.LeaseEnder != nil && p.stack().VCs == nil
 }
 
 // observePending is the core's view of a job with a pending grant: granted
@@ -96,7 +95,7 @@ func (p *Planner) pendingStale(r *round, j *nomad.Job, pg lease.Pending) string 
 // released, so a planner that stops now finds it).
 func (p *Planner) pend(ctx context.Context, r *round, g core.Grant, why string) {
 	pg := lease.Pending{Namespace: g.Job.Namespace, JobID: g.Job.ID, Node: g.Node, GPUs: g.GPUs, DecidedAt: r.now.UTC()}
-	if le, ok := p.stack().Policy.(core.LeaseEnder); ok {
+	if le := p.stack().Caps.LeaseEnder; le != nil {
 		if e, ok := le.LeaseEnd(g.Job); ok {
 			pg.Ends = e.UTC()
 		}

@@ -6,9 +6,8 @@ import (
 )
 
 // placementSlowdown is how much slower than on one node a job runs on the
-// nodes of its running allocations, as the simulator models it: 1 on one
-// node, its Skew across nodes of one rack, its CrossRack (0: Skew) across
-// racks. nodes are the nodes Nomad reports, by ID.
+// nodes of its running allocations (core.Job.Slowdown, the simulator's
+// model). nodes are the nodes Nomad reports, by ID.
 func placementSlowdown(j core.Job, allocs []nomad.Alloc, nodes map[string]core.Node) float64 {
 	first := ""
 	sameNode, sameRack := true, true
@@ -28,12 +27,10 @@ func placementSlowdown(j core.Job, allocs []nomad.Alloc, nodes map[string]core.N
 	}
 	switch {
 	case sameNode:
-		return 1
+		return j.Slowdown(core.OneNode)
 	case sameRack:
-		return max(1, j.Skew)
-	case j.CrossRack > 0:
-		return max(1, j.CrossRack)
+		return j.Slowdown(core.OneRack)
 	default:
-		return max(1, j.Skew)
+		return j.Slowdown(core.Racks)
 	}
 }

@@ -17,7 +17,7 @@
 //	         recorded, in one transaction. A job that cannot be read, or
 //	         whose records do not decode, is set aside alone (setaside.go);
 //	         one that may be granted has its planner meta checked
-//	decide   core.Planner.Decide(state, now)
+//	decide   core.Scheduler.Decide(state, now)
 //	act      releases, promotions, preemptions (revoke), grants (lease + pin);
 //	         a grant on GPUs that a stopping job still holds waits for them
 package planner

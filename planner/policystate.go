@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-
-	"github.com/themis-nomad/themis/planner/arbiter"
-	"github.com/themis-nomad/themis/planner/core"
 )
 
 // A stateful policy's memory (core.Stateful: Themis's lease ends, app
@@ -25,8 +22,8 @@ func (p *Planner) importState(ctx context.Context) error {
 	if p.stateOf == st {
 		return nil
 	}
-	sp, ok := st.Policy.(core.Stateful)
-	if !ok {
+	sp := st.Caps.State
+	if sp == nil {
 		p.stateOf = st
 		return nil
 	}
@@ -45,8 +42,8 @@ func (p *Planner) importState(ctx context.Context) error {
 
 // saveState records the policy's state when the decision changed it.
 func (p *Planner) saveState(ctx context.Context) error {
-	sp, ok := p.stack().Policy.(core.Stateful)
-	if !ok {
+	sp := p.stack().Caps.State
+	if sp == nil {
 		return nil
 	}
 	b, err := sp.ExportState()
@@ -64,19 +61,19 @@ func (p *Planner) saveState(ctx context.Context) error {
 }
 
 // carriedOut tells a policy that records its last decision (Themis, for a
-// planner killed mid-round: planner/arbiter/resume.go) that the round
+// planner killed mid-round) that the round
 // carried it out, and reports whether that changed its state.
 func (p *Planner) carriedOut() bool {
-	c, ok := p.stack().Policy.(interface{ CarriedOut() bool })
-	return ok && c.CarriedOut()
+	c := p.stack().Caps.Resumer
+	return c != nil && c.CarriedOut()
 }
 
 // renewLeases writes into each lease in force the end its policy now gives
 // it (a Themis winner that keeps its GPUs: the lease is renewed in place),
 // so the lease key shows it.
 func (p *Planner) renewLeases(ctx context.Context, r *round) {
-	le, ok := p.stack().Policy.(core.LeaseEnder)
-	if !ok {
+	le := p.stack().Caps.LeaseEnder
+	if le == nil {
 		return
 	}
 	for k, l := range r.leases {
@@ -99,10 +96,8 @@ func (p *Planner) renewLeases(ctx context.Context, r *round) {
 // recordAuction logs and records the last auction round's result per app
 // when a new round ran (Themis), for operators.
 func (p *Planner) recordAuction(ctx context.Context) error {
-	ar, ok := p.stack().Policy.(interface {
-		LastRound() (arbiter.RoundReport, bool)
-	})
-	if !ok {
+	ar := p.stack().Caps.Reporter
+	if ar == nil {
 		return nil
 	}
 	rep, ok := ar.LastRound()

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"github.com/themis-nomad/themis/planner/plannertest"
 	"testing"
 	"time"
 
@@ -29,13 +30,13 @@ func TestProgressTrustedOnlyWhereBound(t *testing.T) {
 		{"bound without", trusting, "team-b", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fn := newFakeNomad(&clock, 8)
-			fn.submitAs(c.ns, "j", 1, "be", "default", 0)
+			fn := plannertest.NewNomad(&clock, 8)
+			fn.SubmitAs(c.ns, "j", 1, "be", "default", 0)
 			snap, err := fn.Snapshot(t.Context())
 			if err != nil || len(snap.Jobs) != 1 {
 				t.Fatal(err, snap)
 			}
-			p := New(Config{Nomad: fn, Store: newFakeStore(), Stack: c.st, Now: func() time.Time { return clock }})
+			p := New(Config{Nomad: fn, Store: plannertest.NewStore(), Stack: c.st, Now: func() time.Time { return clock }})
 			cj := p.account(snap.Jobs[0], core.Queued, consul.JobRecord{}, nil, nil, lease.CheckpointRecord{}, clock)
 			if cj.UntrustedProgress != c.untrusted {
 				t.Errorf("UntrustedProgress = %v, want %v", cj.UntrustedProgress, c.untrusted)

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"github.com/themis-nomad/themis/planner/plannertest"
 	"math"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ type fakeWorkload struct {
 // rounds.
 type progressRun struct {
 	jobs  []*fakeWorkload
-	speed func(allocs []*fakeAlloc) float64
+	speed func(allocs []*plannertest.Alloc) float64
 	liar  string
 	lie   func(iter, total int64) int64
 	limit int
@@ -40,8 +41,8 @@ type progressRun struct {
 // clock at the start.
 func (pr progressRun) run(t *testing.T, h *harness) time.Time {
 	t.Helper()
-	start := h.clock
-	h.fs.progress = map[core.JobKey]lease.ProgressRecord{}
+	start := h.Clock
+	h.Store.ProgressRecords = map[core.JobKey]lease.ProgressRecord{}
 	for step := 0; ; step++ {
 		if step > pr.limit {
 			t.Fatalf("not finished after %d rounds", step)
@@ -53,10 +54,10 @@ func (pr progressRun) run(t *testing.T, h *harness) time.Time {
 			}
 			left++
 			k := core.JobKey{Namespace: "default", ID: j.id}
-			r := h.fn.running(j.id)
+			r := h.Nomad.Running(j.id)
 			runs := len(r) > 0
 			for _, a := range r {
-				runs = runs && a.stopAt.IsZero() && a.ClientStatus == "running"
+				runs = runs && a.StopAt.IsZero() && a.ClientStatus == "running"
 			}
 			if !runs {
 				continue
@@ -64,9 +65,9 @@ func (pr progressRun) run(t *testing.T, h *harness) time.Time {
 			speed := pr.speed(r)
 			j.done = min(float64(j.tot), j.done+speed) // one second
 			if j.done >= float64(j.tot) {
-				h.fn.finish(j.id)
-				j.end = h.clock
-				delete(h.fs.progress, k)
+				h.Nomad.Finish(j.id)
+				j.end = h.Clock
+				delete(h.Store.ProgressRecords, k)
 				continue
 			}
 			iter := int64(j.done)
@@ -75,15 +76,15 @@ func (pr progressRun) run(t *testing.T, h *harness) time.Time {
 				tot = pr.lie(iter, j.tot)
 			}
 			if tot < 0 {
-				delete(h.fs.progress, k)
+				delete(h.Store.ProgressRecords, k)
 				continue
 			}
-			h.fs.progress[k] = lease.ProgressRecord{Namespace: "default", JobID: j.id, AllocID: r[0].ID, Iteration: iter, Total: tot, Rate: speed, At: h.clock}
+			h.Store.ProgressRecords[k] = lease.ProgressRecord{Namespace: "default", JobID: j.id, AllocID: r[0].ID, Iteration: iter, Total: tot, Rate: speed, At: h.Clock}
 		}
 		if left == 0 {
 			return start
 		}
-		h.round(fmt.Sprintf("round %d", step))
+		h.Round(fmt.Sprintf("round %d", step))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/themis-nomad/themis/planner/plannertest"
 	"maps"
 	"math/rand"
 	"slices"
@@ -21,8 +22,8 @@ var restartTrials = flag.Int("planner.trials", 0, "random sequences per stack in
 // twin is one fake cluster with its planner.
 type twin struct {
 	clock time.Time
-	fn    *fakeNomad
-	fs    *fakeStore
+	Nomad *plannertest.Nomad
+	Store *plannertest.Store
 	p     *Planner
 	// build makes the twin's stack: a stateful policy (themis) is one
 	// per planner, built anew at every restart, as a new process would.
@@ -31,7 +32,7 @@ type twin struct {
 
 func newTwin(build func() *stack.Stack, start time.Time) *twin {
 	w := &twin{clock: start, build: build}
-	w.fn, w.fs = newFakeCluster(&w.clock, 2, 8), newFakeStore()
+	w.Nomad, w.Store = plannertest.NewCluster(&w.clock, 2, 8), plannertest.NewStore()
 	w.restart()
 	return w
 }
@@ -39,7 +40,7 @@ func newTwin(build func() *stack.Stack, start time.Time) *twin {
 // restart replaces the planner with a new one: everything it kept in
 // memory is gone, as after a crash.
 func (w *twin) restart() {
-	w.p = New(Config{Nomad: w.fn, Store: w.fs, Stack: w.build(), Now: func() time.Time { return w.clock }, MaxKillTimeout: time.Hour, RestoreGuard: 5 * time.Second})
+	w.p = New(Config{Nomad: w.Nomad, Store: w.Store, Stack: w.build(), Now: func() time.Time { return w.clock }, MaxKillTimeout: time.Hour, RestoreGuard: 5 * time.Second})
 }
 
 // state is what must agree between the twins: who holds which GPUs, which
@@ -47,25 +48,25 @@ func (w *twin) restart() {
 // allocations run, the job records and statuses.
 func (w *twin) state() string {
 	var b strings.Builder
-	for _, k := range slices.SortedFunc(maps.Keys(w.fs.leases), compareKeys) {
-		l := w.fs.leases[k]
+	for _, k := range slices.SortedFunc(maps.Keys(w.Store.JobLeases), compareKeys) {
+		l := w.Store.JobLeases[k]
 		fmt.Fprintf(&b, "lease %s %v cells=%v revoking=%v ends=%d\n", k, l.GPUs, l.Cells, l.Revoke != nil, l.Ends.Unix())
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(w.fs.pending), compareKeys) {
-		pg := w.fs.pending[k]
+	for _, k := range slices.SortedFunc(maps.Keys(w.Store.PendingGrants), compareKeys) {
+		pg := w.Store.PendingGrants[k]
 		fmt.Fprintf(&b, "pending %s %v ends=%d\n", k, pg.GPUs, pg.Ends.Unix())
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(w.fn.allocs), compareKeys) {
-		for _, a := range w.fn.allocs[k] {
+	for _, k := range slices.SortedFunc(maps.Keys(w.Nomad.Allocs), compareKeys) {
+		for _, a := range w.Nomad.Allocs[k] {
 			fmt.Fprintf(&b, "alloc %s %s %s\n", k, a.NodeID, a.ClientStatus)
 		}
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(w.fs.records), compareKeys) {
-		r := w.fs.records[k]
+	for _, k := range slices.SortedFunc(maps.Keys(w.Store.JobRecords), compareKeys) {
+		r := w.Store.JobRecords[k]
 		fmt.Fprintf(&b, "record %s executed=%g attained=%g preemptions=%d\n", k, r.Executed, r.Attained, r.Preemptions)
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(w.fs.statuses), compareKeys) {
-		st := w.fs.statuses[k]
+	for _, k := range slices.SortedFunc(maps.Keys(w.Store.JobStatuses), compareKeys) {
+		st := w.Store.JobStatuses[k]
 		fmt.Fprintf(&b, "status %s %s %s\n", k, st.State, st.Reason)
 	}
 	return b.String()
@@ -173,24 +174,24 @@ func restartTrial(t *testing.T, build func() *stack.Stack, seed int64) (revoked,
 				vc, p = vcs[rng.Intn(2)], []int{0, 0, -1}[rng.Intn(3)]
 			}
 			for _, w := range []*twin{a, b} {
-				w.fn.submitIn(id, gpus, class, grace, vc, p)
+				w.Nomad.SubmitIn(id, gpus, class, grace, vc, p)
 			}
 			prio[id] = p
 			log = append(log, fmt.Sprintf("submit %s gpus=%d class=%s grace=%s vc=%s prio=%d", id, gpus, class, grace, vc, p))
 		case r == 6:
 			// A node dies under a job: its allocation is lost in both.
-			if running := a.fn.runningIDs(); len(running) > 0 {
+			if running := a.Nomad.RunningIDs(); len(running) > 0 {
 				id := running[rng.Intn(len(running))]
 				for _, w := range []*twin{a, b} {
-					w.fn.running(id)[0].ClientStatus = "lost"
+					w.Nomad.Running(id)[0].ClientStatus = "lost"
 				}
 				log = append(log, "lose "+id)
 			}
 		case r < 6:
-			if running := a.fn.runningIDs(); len(running) > 0 {
+			if running := a.Nomad.RunningIDs(); len(running) > 0 {
 				id := running[rng.Intn(len(running))]
-				a.fn.finish(id)
-				b.fn.finish(id)
+				a.Nomad.Finish(id)
+				b.Nomad.Finish(id)
 				log = append(log, "finish "+id)
 			}
 		}
@@ -203,14 +204,14 @@ func restartTrial(t *testing.T, build func() *stack.Stack, seed int64) (revoked,
 			if err := w.p.Reconcile(ctx); err != nil {
 				t.Fatalf("seed %d round %d: %v\nevents: %s", seed, round, err, strings.Join(log, "; "))
 			}
-			checkNoTaskWithoutLease(t, w.fn, w.fs, fmt.Sprintf("seed %d round %d", seed, round))
+			plannertest.CheckNoTaskWithoutLease(t, w.Nomad, w.Store, fmt.Sprintf("seed %d round %d", seed, round))
 			w.clock = w.clock.Add(step)
-			w.fn.settle()
+			w.Nomad.Settle()
 		}
-		for _, l := range a.fs.leases {
+		for _, l := range a.Store.JobLeases {
 			revoked = revoked || l.Revoke != nil && prio[l.JobID] >= 0
 		}
-		pended = pended || len(a.fs.pending) > 0
+		pended = pended || len(a.Store.PendingGrants) > 0
 		if sa, sb := a.state(), b.state(); sa != sb {
 			t.Fatalf("seed %d round %d: the restarted planner's cluster differs from the other's\nevents: %s\nrestarted:\n%s\nnever stopped:\n%s",
 				seed, round, strings.Join(log, "; "), sa, sb)

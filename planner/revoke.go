@@ -40,10 +40,8 @@ func (p *Planner) preempt(ctx context.Context, r *round, g core.Grant, d core.De
 	// A guaranteed job is preempted by its own VC's policy (only that
 	// ranks and makes room among its VC's guaranteed jobs).
 	pol := p.stack().Policy
-	if pv, ok := pol.(*core.PerVC); ok {
-		if j := r.jobs[g.Job]; j != nil && j.Err == nil && j.Intent.Priority >= 0 {
-			pol = pv.Of(l.VC)
-		}
+	if j := r.jobs[g.Job]; j != nil && j.Err == nil && j.Intent.Priority >= 0 {
+		pol = p.stack().Caps.Of(l.VC).Policy
 	}
 	rv := lease.Revoke{Reason: fmt.Sprintf("preempted by %s%s", pol.Name(), beneficiaries(g, d))}
 	return p.revoke(ctx, r, r.jobs[g.Job], l, rv)
@@ -67,7 +65,7 @@ func (p *Planner) revoke(ctx context.Context, r *round, j *nomad.Job, l lease.Jo
 	}
 	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
 	r.leases[k] = marked
-	p.hold(r, marked)
+	p.markHeld(r, marked)
 	p.log.Info("revoking", "job", k, "gpus", l.GPUs, "lease", l.LeaseID, "reason", marked.Revoke.Reason,
 		"deadline", marked.Revoke.Deadline)
 	p.advanceRevoke(ctx, r, j, marked)
@@ -99,7 +97,7 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 		marked, err := p.suspends(ctx, r, j, l)
 		if err != nil {
 			r.fail(err)
-			p.hold(r, l)
+			p.markHeld(r, l)
 			r.status[k] = revokingStatus(r, l)
 			return
 		}
@@ -116,7 +114,7 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 		}
 	}
 	if p.stillRunning(r, k, l) {
-		p.hold(r, l)
+		p.markHeld(r, l)
 		r.status[k] = revokingStatus(r, l)
 		return
 	}
@@ -124,7 +122,7 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 	if j == nil || r.finished(j) {
 		if err := p.release(ctx, r, l, nil, "job stopped while being revoked"); err != nil {
 			r.fail(err)
-			p.hold(r, l)
+			p.markHeld(r, l)
 			return
 		}
 		r.fail(p.dropRecord(ctx, r, k))
@@ -133,7 +131,7 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 	rec, err := p.record(ctx, r, j)
 	if err != nil {
 		r.fail(err)
-		p.hold(r, l)
+		p.markHeld(r, l)
 		return
 	}
 	if rec.LastLease != l.LeaseID {
@@ -145,7 +143,7 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 	rec.Suspended = l.Revoke.Suspends
 	if err := p.release(ctx, r, l, &rec, "revoked: the job's allocation stopped"); err != nil {
 		r.fail(err)
-		p.hold(r, l)
+		p.markHeld(r, l)
 		return
 	}
 	r.records[k] = rec
@@ -188,8 +186,8 @@ func (p *Planner) stillRunning(r *round, k core.JobKey, l lease.JobLease) bool {
 	return false
 }
 
-// hold marks a lease's GPUs as not yet free.
-func (p *Planner) hold(r *round, l lease.JobLease) {
+// markHeld marks a lease's GPUs as not yet free (r.held).
+func (p *Planner) markHeld(r *round, l lease.JobLease) {
 	for _, id := range l.GPUs {
 		r.held[id] = l
 	}

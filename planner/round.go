@@ -84,7 +84,7 @@ func (p *Planner) Reconcile(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	cp := p.stack().Planner()
+	cp := p.stack().Scheduler()
 	cp.ExplainWaits, cp.EqualParts = true, true
 	placer, err := p.placer(r)
 	if err != nil {
@@ -95,7 +95,7 @@ func (p *Planner) Reconcile(ctx context.Context) (err error) {
 	}
 	d := cp.Decide(state, r.now)
 	p.recheck = time.Time{}
-	if rc, ok := p.stack().Policy.(core.RecheckAfter); ok {
+	if rc := p.stack().Caps.Rechecker; rc != nil {
 		p.recheck = rc.NextChange(r.now, afterDecision(state.Jobs, d))
 	}
 	if err := p.saveState(ctx); err != nil {
@@ -323,7 +323,7 @@ func (p *Planner) act(ctx context.Context, r *round, d core.Decision) {
 		case core.ReleaseAction:
 			l := r.leases[a.Grant.Job]
 			if p.stillRunning(r, a.Grant.Job, l) {
-				p.hold(r, l)
+				p.markHeld(r, l)
 				continue
 			}
 			p.learn(r, a.Grant.Job, l)

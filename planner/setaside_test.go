@@ -28,85 +28,85 @@ func TestNoJobStopsARound(t *testing.T) {
 		aside string
 	}{
 		{"Nomad cannot read the job", func(h *harness) {
-			h.fn.unreadable = map[core.JobKey]error{runner: errors.New("json: cannot unmarshal array into Go value of type api.Job")}
+			h.Nomad.Unreadable = map[core.JobKey]error{runner: errors.New("json: cannot unmarshal array into Go value of type api.Job")}
 		}, "cannot unmarshal array"},
 		{"its lease does not decode", func(h *harness) {
-			h.fs.bad = []consul.BadKey{{Key: lease.JobKey("default", "runner"), Job: runner, Err: errors.New("does not decode: unexpected end of JSON input")}}
+			h.Store.Bad = []consul.BadKey{{Key: lease.JobKey("default", "runner"), Job: runner, Err: errors.New("does not decode: unexpected end of JSON input")}}
 		}, lease.JobKey("default", "runner")},
 		{"its record does not decode", func(h *harness) {
-			h.fs.bad = []consul.BadKey{{Key: consul.RecordKey(runner), Job: runner, Err: errors.New(`does not decode: parsing time "yesterday"`)}}
-		}, consul.RecordKey(runner)},
+			h.Store.Bad = []consul.BadKey{{Key: lease.RecordKey(runner), Job: runner, Err: errors.New(`does not decode: parsing time "yesterday"`)}}
+		}, lease.RecordKey(runner)},
 		{"its lease names another job", func(h *harness) {
-			h.fs.bad = []consul.BadKey{{Key: lease.JobKey("default", "runner"), Job: runner, Err: errors.New("its value names job default/other, its key default/runner")}}
+			h.Store.Bad = []consul.BadKey{{Key: lease.JobKey("default", "runner"), Job: runner, Err: errors.New("its value names job default/other, its key default/runner")}}
 		}, "names job default/other"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
-			h.fn.submit("runner", 4, "be", "10s")
-			h.round("runner granted")
-			held := h.fs.leases[runner]
+			h := newHarness(t, 8, stack.Of(core.FIFO{}))
+			h.Nomad.Submit("runner", 4, "be", "10s")
+			h.Round("runner granted")
+			held := h.Store.JobLeases[runner]
 			if len(held.GPUs) != 4 {
-				t.Fatalf("runner not granted: %+v", h.fs.statuses[runner])
+				t.Fatalf("runner not granted: %+v", h.Store.JobStatuses[runner])
 			}
 			tc.spoil(h)
-			h.fn.submit("all", 8, "be", "10s") // needs the runner's GPUs
-			h.fn.submit("small", 4, "be", "10s")
-			h.fn.finish("runner") // the finish must not be acted on while set aside
+			h.Nomad.Submit("all", 8, "be", "10s") // needs the runner's GPUs
+			h.Nomad.Submit("small", 4, "be", "10s")
+			h.Nomad.Finish("runner") // the finish must not be acted on while set aside
 			for i := range 3 {
-				h.round("set aside " + itoa(i))
+				h.Round("set aside " + itoa(i))
 			}
-			st := h.fs.statuses[runner]
+			st := h.Store.JobStatuses[runner]
 			if st.State != StateUnreadable || !strings.Contains(st.Reason, tc.aside) {
 				t.Fatalf("runner's status %s (%s), want unreadable naming %q", st.State, st.Reason, tc.aside)
 			}
-			if l, ok := h.fs.leases[runner]; !ok || l.LeaseID != held.LeaseID {
+			if l, ok := h.Store.JobLeases[runner]; !ok || l.LeaseID != held.LeaseID {
 				t.Fatalf("the set-aside runner's lease was released or replaced: %+v", l)
 			}
-			if _, ok := h.fs.records[runner]; !ok {
+			if _, ok := h.Store.JobRecords[runner]; !ok {
 				t.Fatal("the set-aside runner's record was deleted")
 			}
-			if _, ok := h.fs.leases[key("small")]; !ok {
-				t.Fatalf("the job that fits beside it was not granted: %+v", h.fs.statuses[key("small")])
+			if _, ok := h.Store.JobLeases[key("small")]; !ok {
+				t.Fatalf("the job that fits beside it was not granted: %+v", h.Store.JobStatuses[key("small")])
 			}
-			if l, ok := h.fs.leases[key("all")]; ok {
+			if l, ok := h.Store.JobLeases[key("all")]; ok {
 				t.Fatalf("GPUs the set-aside runner holds were granted: %v", l.GPUs)
 			}
-			if why := h.fs.statuses[key("all")].Reason; !strings.Contains(why, "held by jobs set aside as unreadable (default/runner)") {
+			if why := h.Store.JobStatuses[key("all")].Reason; !strings.Contains(why, "held by jobs set aside as unreadable (default/runner)") {
 				t.Errorf("the job waiting for its GPUs says %q, not that a set-aside job holds them", why)
 			}
 			// Readable again: its finish is acted on, and the GPUs go on.
-			h.fn.unreadable, h.fs.bad = nil, nil
+			h.Nomad.Unreadable, h.Store.Bad = nil, nil
 			h.finishSmall()
 			for i := range 3 {
-				h.round("readable again " + itoa(i))
+				h.Round("readable again " + itoa(i))
 			}
-			if _, ok := h.fs.leases[runner]; ok {
+			if _, ok := h.Store.JobLeases[runner]; ok {
 				t.Fatal("the runner, finished and readable again, still holds its lease")
 			}
-			if _, ok := h.fs.leases[key("all")]; !ok {
-				t.Fatalf("the 8-GPU job was not granted once the GPUs were free: %+v", h.fs.statuses[key("all")])
+			if _, ok := h.Store.JobLeases[key("all")]; !ok {
+				t.Fatalf("the 8-GPU job was not granted once the GPUs were free: %+v", h.Store.JobStatuses[key("all")])
 			}
 		})
 	}
 }
 
 // finishSmall ends the "small" job of TestNoJobStopsARound.
-func (h *harness) finishSmall() { h.fn.finish("small") }
+func (h *harness) finishSmall() { h.Nomad.Finish("small") }
 
 // A record a task driver writes (checkpoint, progress) that cannot be used
 // is ignored: the job is decided as if the driver had written none, and
 // nothing is set aside.
 func TestDriverRecordThatCannotBeUsedIsIgnored(t *testing.T) {
-	h := newHarness(t, 8, &stack.Stack{Policy: core.FIFO{}})
+	h := newHarness(t, 8, stack.Of(core.FIFO{}))
 	k := core.JobKey{Namespace: "default", ID: "j"}
-	h.fs.bad = []consul.BadKey{
+	h.Store.Bad = []consul.BadKey{
 		{Key: lease.ProgressKey("default", "j"), Job: k, Err: errors.New("does not decode")},
 		{Key: lease.CheckpointKey("default", "j"), Job: k, Err: errors.New("its value names job default/x")},
 	}
-	h.fn.submit("j", 2, "be", "10s")
-	h.round("first")
-	if st := h.fs.statuses[k]; st.State != "granted" {
+	h.Nomad.Submit("j", 2, "be", "10s")
+	h.Round("first")
+	if st := h.Store.JobStatuses[k]; st.State != "granted" {
 		t.Fatalf("status %s (%s), want granted", st.State, st.Reason)
 	}
 }

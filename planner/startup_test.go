@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"github.com/themis-nomad/themis/planner/plannertest"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 
 // slowStart is a Nomad whose node pool call hangs until the caller gives
 // up, as a Nomad that is still starting does.
-type slowStart struct{ *fakeNomad }
+type slowStart struct{ *plannertest.Nomad }
 
 func (s slowStart) EnsurePendingPool(ctx context.Context) error {
 	<-ctx.Done()
@@ -25,11 +26,11 @@ func (s slowStart) EnsurePendingPool(ctx context.Context) error {
 func TestStoppedDuringStartUpEndsQuietly(t *testing.T) {
 	clock := time.Unix(0, 0)
 	for name, nc := range map[string]Cluster{
-		"node pool":   slowStart{newFakeNomad(&clock, 8)},
-		"first round": newFakeNomad(&clock, 8),
+		"node pool":   slowStart{plannertest.NewNomad(&clock, 8)},
+		"first round": plannertest.NewNomad(&clock, 8),
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := New(Config{Nomad: nc, Store: newFakeStore(), Stack: &stack.Stack{Policy: core.FIFO{}}})
+			p := New(Config{Nomad: nc, Store: plannertest.NewStore(), Stack: stack.Of(core.FIFO{})})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- p.Run(ctx) }()

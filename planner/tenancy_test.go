@@ -7,17 +7,6 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 )
 
-// submitAs registers a themis job of namespace ns claiming a virtual
-// cluster, priority and class in its stanza.
-func (f *fakeNomad) submitAs(ns, id string, gpus int, class, vc string, priority int) {
-	f.submitIn(id, gpus, class, "10s", vc, priority)
-	k := core.JobKey{Namespace: "default", ID: id}
-	j := f.jobs[k]
-	delete(f.jobs, k)
-	j.Namespace = ptr(ns)
-	f.jobs[core.JobKey{Namespace: ns, ID: id}] = j
-}
-
 const boundTeams = `
 vc "trial" {
   policy = "fitgpp"
@@ -49,11 +38,11 @@ vc "research" {
 func TestTenantsBoundToTheirVCs(t *testing.T) {
 	h := newClusterHarness(t, 2, 8, vcsStack(t, "fifo", "bound.hcl", boundTeams))
 	key := func(ns, id string) core.JobKey { return core.JobKey{Namespace: ns, ID: id} }
-	h.fn.submitAs("team-trial", "trial-be", 8, "be", "trial", 0)
-	h.round("trial's job")
-	held := h.fs.leases[key("team-trial", "trial-be")].LeaseID
+	h.Nomad.SubmitAs("team-trial", "trial-be", 8, "be", "trial", 0)
+	h.Round("trial's job")
+	held := h.Store.JobLeases[key("team-trial", "trial-be")].LeaseID
 	if held == "" {
-		t.Fatalf("team trial's job was not granted: %+v", h.fs.statuses[key("team-trial", "trial-be")])
+		t.Fatalf("team trial's job was not granted: %+v", h.Store.JobStatuses[key("team-trial", "trial-be")])
 	}
 	claims := []struct {
 		id, class, vc string
@@ -67,17 +56,17 @@ func TestTenantsBoundToTheirVCs(t *testing.T) {
 		{"unknown-vc", "be", "nowhere", -1, []string{`themis.vc: virtual cluster "nowhere" is not configured`}},
 	}
 	for _, c := range claims {
-		h.fn.submitAs("team-research", c.id, 2, c.class, c.vc, c.priority)
+		h.Nomad.SubmitAs("team-research", c.id, 2, c.class, c.vc, c.priority)
 	}
-	h.fn.submitAs("team-research", "research-good", 2, "be", "research", 100)
+	h.Nomad.SubmitAs("team-research", "research-good", 2, "be", "research", 100)
 	for i := range 3 {
-		h.round("the claims " + itoa(i))
+		h.Round("the claims " + itoa(i))
 	}
 	for _, c := range claims {
 		k := key("team-research", c.id)
-		st := h.fs.statuses[k]
-		if _, ok := h.fs.leases[k]; ok || st.State != "rejected" {
-			t.Errorf("%s: status %s (%s), lease %v: want rejected, nothing leased", c.id, st.State, st.Reason, h.fs.leases[k].GPUs)
+		st := h.Store.JobStatuses[k]
+		if _, ok := h.Store.JobLeases[k]; ok || st.State != "rejected" {
+			t.Errorf("%s: status %s (%s), lease %v: want rejected, nothing leased", c.id, st.State, st.Reason, h.Store.JobLeases[k].GPUs)
 		}
 		for _, n := range c.names {
 			if !strings.Contains(st.Reason, n) {
@@ -85,11 +74,11 @@ func TestTenantsBoundToTheirVCs(t *testing.T) {
 			}
 		}
 	}
-	if l := h.fs.leases[key("team-trial", "trial-be")]; l.LeaseID != held || l.Revoke != nil {
+	if l := h.Store.JobLeases[key("team-trial", "trial-be")]; l.LeaseID != held || l.Revoke != nil {
 		t.Errorf("team trial's job lost its lease %s: %+v", held, l)
 	}
-	if _, ok := h.fs.leases[key("team-research", "research-good")]; !ok {
-		t.Errorf("team research's own job was not granted: %+v", h.fs.statuses[key("team-research", "research-good")])
+	if _, ok := h.Store.JobLeases[key("team-research", "research-good")]; !ok {
+		t.Errorf("team research's own job was not granted: %+v", h.Store.JobStatuses[key("team-research", "research-good")])
 	}
 }
 
@@ -108,19 +97,19 @@ namespace "team-a" {
 	vcsStack(t, "themis", "tenants.hcl", `namespace "team-a" {}`) // Themis, which VCs refuse, takes bindings
 
 	h := newHarness(t, 8, st)
-	h.fn.submitAs("team-a", "ok", 1, "be", "default", 10)
-	h.fn.submitAs("team-a", "high", 1, "be", "default", 11)
-	h.fn.submitAs("team-b", "outsider", 1, "be", "default", 0)
-	h.round("first")
-	h.round("second")
-	if _, ok := h.fs.leases[core.JobKey{Namespace: "team-a", ID: "ok"}]; !ok {
+	h.Nomad.SubmitAs("team-a", "ok", 1, "be", "default", 10)
+	h.Nomad.SubmitAs("team-a", "high", 1, "be", "default", 11)
+	h.Nomad.SubmitAs("team-b", "outsider", 1, "be", "default", 0)
+	h.Round("first")
+	h.Round("second")
+	if _, ok := h.Store.JobLeases[core.JobKey{Namespace: "team-a", ID: "ok"}]; !ok {
 		t.Error("team-a's job within its ceiling was not granted")
 	}
 	for _, c := range []struct{ ns, id, want string }{
 		{"team-a", "high", `themis.priority: 11 is above the highest priority namespace "team-a" may use in this cluster`},
 		{"team-b", "outsider", `namespace: namespace "team-b" may not use this cluster`},
 	} {
-		if st := h.fs.statuses[core.JobKey{Namespace: c.ns, ID: c.id}]; st.State != "rejected" || !strings.Contains(st.Reason, c.want) {
+		if st := h.Store.JobStatuses[core.JobKey{Namespace: c.ns, ID: c.id}]; st.State != "rejected" || !strings.Contains(st.Reason, c.want) {
 			t.Errorf("%s/%s: %s (%s), want rejected: %s", c.ns, c.id, st.State, st.Reason, c.want)
 		}
 	}
@@ -132,20 +121,20 @@ namespace "team-a" {
 // them (nomad.Job.Reset).
 func TestReloadedBindingAdmitsARejectedJob(t *testing.T) {
 	h := newHarness(t, 8, vcsStack(t, "fifo", "tenants.hcl", `namespace "team-a" {}`))
-	h.fn.submitAs("team-b", "j", 1, "be", "default", 0)
-	snap, err := h.fn.Snapshot(t.Context())
+	h.Nomad.SubmitAs("team-b", "j", 1, "be", "default", 0)
+	snap, err := h.Nomad.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.fn.cached = snap
-	h.round("team-b not bound")
+	h.Nomad.Cached = snap
+	h.Round("team-b not bound")
 	k := core.JobKey{Namespace: "team-b", ID: "j"}
-	if st := h.fs.statuses[k]; st.State != "rejected" {
+	if st := h.Store.JobStatuses[k]; st.State != "rejected" {
 		t.Fatalf("status %+v, want rejected", st)
 	}
-	h.p.SetStack(vcsStack(t, "fifo", "tenants.hcl", "namespace \"team-a\" {}\nnamespace \"team-b\" {}\n"))
-	h.round("team-b bound")
-	if _, ok := h.fs.leases[k]; !ok {
-		t.Fatalf("not granted after the reload: %+v", h.fs.statuses[k])
+	h.P.SetStack(vcsStack(t, "fifo", "tenants.hcl", "namespace \"team-a\" {}\nnamespace \"team-b\" {}\n"))
+	h.Round("team-b bound")
+	if _, ok := h.Store.JobLeases[k]; !ok {
+		t.Fatalf("not granted after the reload: %+v", h.Store.JobStatuses[k])
 	}
 }

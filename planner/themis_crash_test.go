@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/themis-nomad/themis/planner/plannertest"
 	"maps"
 	"slices"
 	"strings"
@@ -33,42 +34,42 @@ func TestThemisKilledMidRoundSameAnswer(t *testing.T) {
 			for i := range twins {
 				h := newClusterHarness(t, 2, 8, themisStack(t, "20s"))
 				for _, j := range lieApps {
-					h.fn.submitApp(j.id, j.gpus, j.app)
+					h.Nomad.SubmitApp(j.id, j.gpus, j.app)
 				}
 				for range 20 {
-					h.round("before the lease end")
+					h.Round("before the lease end")
 				}
 				twins[i] = h
 			}
 			whole, killed := twins[0], twins[1]
-			fresh := func(h *harness, b *budget) {
-				h.fn.crash, h.fs.crash = b, b
+			fresh := func(h *harness, b *plannertest.Budget) {
+				h.Nomad.Crash, h.Store.Crash = b, b
 				cfg := h.config
 				cfg.Stack = themisStack(t, "20s")
-				h.p = New(cfg)
+				h.P = New(cfg)
 			}
 			fresh(whole, nil)
-			if err := whole.p.Reconcile(ctx); err != nil {
+			if err := whole.P.Reconcile(ctx); err != nil {
 				t.Fatal(err)
 			}
-			fresh(killed, &budget{left: crashAfter})
-			if err := killed.p.Reconcile(ctx); err != nil && !errors.Is(err, errCrash) {
+			fresh(killed, &plannertest.Budget{Left: crashAfter})
+			if err := killed.P.Reconcile(ctx); err != nil && !errors.Is(err, plannertest.ErrCrash) {
 				t.Fatal(err)
 			}
-			checkNoTaskWithoutLease(t, killed.fn, killed.fs, "killed")
+			plannertest.CheckNoTaskWithoutLease(t, killed.Nomad, killed.Store, "killed")
 			fresh(killed, nil)
-			if err := killed.p.Reconcile(ctx); err != nil {
+			if err := killed.P.Reconcile(ctx); err != nil {
 				t.Fatal(err)
 			}
 			for _, h := range twins {
-				checkNoTaskWithoutLease(t, h.fn, h.fs, "after the lease end")
+				plannertest.CheckNoTaskWithoutLease(t, h.Nomad, h.Store, "after the lease end")
 				checkGPUsLeasedOnce(t, h)
 			}
 			if a, b := answer(whole), answer(killed); a != b {
 				t.Fatalf("the next leader's answer differs from the uninterrupted round's\nuninterrupted:\n%s\nkilled after %d writes, then the next leader:\n%s", a, crashAfter, b)
 			}
 			// The uninterrupted round: a takes b's node, b's jobs stop.
-			if _, ok := whole.fs.pending[core.JobKey{Namespace: "default", ID: "a-0"}]; !ok {
+			if _, ok := whole.Store.PendingGrants[core.JobKey{Namespace: "default", ID: "a-0"}]; !ok {
 				t.Fatalf("the round did not grant a: %s", answer(whole))
 			}
 		})
@@ -80,15 +81,15 @@ func TestThemisKilledMidRoundSameAnswer(t *testing.T) {
 // winners.
 func answer(h *harness) string {
 	var b strings.Builder
-	for _, k := range slices.SortedFunc(maps.Keys(h.fs.leases), compareKeys) {
-		l := h.fs.leases[k]
+	for _, k := range slices.SortedFunc(maps.Keys(h.Store.JobLeases), compareKeys) {
+		l := h.Store.JobLeases[k]
 		fmt.Fprintf(&b, "lease %s %v ends=%s revoking=%v\n", k, l.GPUs, l.Ends.Format(time.TimeOnly), l.Revoke != nil)
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(h.fs.pending), compareKeys) {
-		pg := h.fs.pending[k]
+	for _, k := range slices.SortedFunc(maps.Keys(h.Store.PendingGrants), compareKeys) {
+		pg := h.Store.PendingGrants[k]
 		fmt.Fprintf(&b, "pending %s %v ends=%s\n", k, pg.GPUs, pg.Ends.Format(time.TimeOnly))
 	}
-	if rep, ok := h.p.stack().Policy.(*arbiter.Policy).LastRound(); ok {
+	if rep, ok := h.P.stack().Policy.(*arbiter.Policy).LastRound(); ok {
 		fmt.Fprintf(&b, "auction round %d:", rep.Round)
 		for _, a := range rep.Apps {
 			fmt.Fprintf(&b, " %s won %d", a.App, a.Won)
@@ -101,13 +102,5 @@ func answer(h *harness) string {
 // checkGPUsLeasedOnce fails when two leases hold one GPU.
 func checkGPUsLeasedOnce(t *testing.T, h *harness) {
 	t.Helper()
-	held := map[string]string{}
-	for k, l := range h.fs.leases {
-		for _, g := range l.GPUs {
-			if other, dup := held[g]; dup {
-				t.Fatalf("GPU %s leased to %s and %s", g, other, k)
-			}
-			held[g] = k.String()
-		}
-	}
+	plannertest.CheckGPUsLeasedOnce(t, h.Store)
 }

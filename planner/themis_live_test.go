@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/themis-nomad/themis/planner/plannertest"
 	"strconv"
 	"testing"
 	"time"
@@ -14,14 +15,6 @@ import (
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
-// submitApp registers a themis job of an app (the stanza's app field).
-func (f *fakeNomad) submitApp(id string, gpus int, app string) {
-	f.submit(id, gpus, "be", "5s")
-	j := f.jobs[core.JobKey{Namespace: "default", ID: id}]
-	cfg := j.TaskGroups[0].Tasks[0].Config["themis"].([]any)[0].(map[string]any)
-	cfg["app"] = app
-}
-
 // themisStack builds the themis stack with a lease and any other knob
 // settings, failing the test on error.
 func themisStack(t *testing.T, lease string, set ...string) *stack.Stack {
@@ -30,11 +23,11 @@ func themisStack(t *testing.T, lease string, set ...string) *stack.Stack {
 }
 
 // submitSweepAndBig submits a 4-job sweep of 2 GPUs and an 8-GPU app.
-func (f *fakeNomad) submitSweepAndBig() {
+func submitSweepAndBig(f *plannertest.Nomad) {
 	for i := range 4 {
-		f.submitApp("sweep-"+strconv.Itoa(i), 2, "sweep")
+		f.SubmitApp("sweep-"+strconv.Itoa(i), 2, "sweep")
 	}
-	f.submitApp("big", 8, "big")
+	f.SubmitApp("big", 8, "big")
 }
 
 // Themis live, round by round: three apps (one a 4-job sweep) on two
@@ -50,59 +43,59 @@ func TestThemisLiveRounds(t *testing.T) {
 		t.Fatalf("themis refused live: %v", err)
 	}
 	h := newClusterHarness(t, 2, 8, st)
-	h.fn.submitSweepAndBig()
-	h.fn.submitApp("mid", 4, "mid")
-	start := h.clock
-	h.round("first auction")
-	if len(h.fs.leases) == 0 {
-		t.Fatalf("nothing granted: %+v", h.fs.statuses)
+	submitSweepAndBig(h.Nomad)
+	h.Nomad.SubmitApp("mid", 4, "mid")
+	start := h.Clock
+	h.Round("first auction")
+	if len(h.Store.JobLeases) == 0 {
+		t.Fatalf("nothing granted: %+v", h.Store.JobStatuses)
 	}
 	first := map[core.JobKey]string{}
-	for k, l := range h.fs.leases {
+	for k, l := range h.Store.JobLeases {
 		if l.Ends.IsZero() || !l.Ends.After(start) || l.Ends.After(start.Add(60*time.Second)) {
 			t.Fatalf("%s: lease ends %v, want within the 60 s lease after %v", k, l.Ends, start)
 		}
 		first[k] = l.LeaseID
 	}
-	if h.p.recheck.IsZero() || h.p.recheck.After(start.Add(60*time.Second)) {
-		t.Fatalf("next round at %v, want the first lease end", h.p.recheck)
+	if h.P.recheck.IsZero() || h.P.recheck.After(start.Add(60*time.Second)) {
+		t.Fatalf("next round at %v, want the first lease end", h.P.recheck)
 	}
-	if len(h.fs.policy["themis"]) == 0 {
+	if len(h.Store.PolicyStates["themis"]) == 0 {
 		t.Fatal("the policy's state was not recorded")
 	}
 	// The planner restarts; rounds go on to past every first lease end.
-	h.restart()
+	h.Restart()
 	allocs := map[core.JobKey]int{}
 	for k := range first {
-		allocs[k] = len(h.fn.allocs[k])
+		allocs[k] = len(h.Nomad.Allocs[k])
 	}
-	for h.clock.Before(start.Add(80 * time.Second)) {
-		h.round("lease ends")
-		h.clock = h.clock.Add(4 * time.Second)
+	for h.Clock.Before(start.Add(80 * time.Second)) {
+		h.Round("lease ends")
+		h.Clock = h.Clock.Add(4 * time.Second)
 	}
 	renewed, revoked, renewedLater := 0, 0, 0
 	for k, id := range first {
-		l, ok := h.fs.leases[k]
+		l, ok := h.Store.JobLeases[k]
 		switch {
 		case ok && l.LeaseID == id && l.Revoke == nil:
 			renewed++
 			// The key shows the policy's end: renewed, or (the auction's
 			// reservation gathering GPUs for a gang) still over, its GPUs
 			// held until the reservation completes, as in the simulator.
-			if e, _ := h.p.stack().Policy.(core.LeaseEnder).LeaseEnd(k); !e.Equal(l.Ends) {
+			if e, _ := h.P.stack().Policy.(core.LeaseEnder).LeaseEnd(k); !e.Equal(l.Ends) {
 				t.Errorf("%s: lease key ends %v, the policy says %v", k, l.Ends, e)
 			}
 			if l.Ends.After(start.Add(60 * time.Second)) {
 				renewedLater++
 			}
-			if n := len(h.fn.allocs[k]); n != allocs[k] {
+			if n := len(h.Nomad.Allocs[k]); n != allocs[k] {
 				t.Errorf("%s kept its lease but was restarted (%d allocations, had %d)", k, n, allocs[k])
 			}
 		default:
 			revoked++
-			j := h.fn.jobs[k]
-			if h.fs.records[k].Preemptions == 0 && j.Meta[nomad.SuspendedMeta] == "" && len(h.fn.running(k.ID)) > 0 && h.fs.leases[k].Revoke == nil {
-				t.Errorf("%s lost lease %s but runs on unrevoked: %+v", k, id, h.fs.statuses[k])
+			j := h.Nomad.Jobs[k]
+			if h.Store.JobRecords[k].Preemptions == 0 && j.Meta[nomad.SuspendedMeta] == "" && len(h.Nomad.Running(k.ID)) > 0 && h.Store.JobLeases[k].Revoke == nil {
+				t.Errorf("%s lost lease %s but runs on unrevoked: %+v", k, id, h.Store.JobStatuses[k])
 			}
 		}
 	}
@@ -119,16 +112,16 @@ func TestThemisLiveRounds(t *testing.T) {
 // lost the round are released.
 func TestThemisLiveWaiterRunsAtLeaseEnd(t *testing.T) {
 	h := newClusterHarness(t, 2, 8, themisStack(t, "60s"))
-	h.fn.submitSweepAndBig()
-	h.fn.submitApp("mid", 4, "mid")
-	start := h.clock
-	for h.clock.Before(start.Add(90 * time.Second)) {
-		h.round("rounds")
-		h.clock = h.clock.Add(4 * time.Second)
+	submitSweepAndBig(h.Nomad)
+	h.Nomad.SubmitApp("mid", 4, "mid")
+	start := h.Clock
+	for h.Clock.Before(start.Add(90 * time.Second)) {
+		h.Round("rounds")
+		h.Clock = h.Clock.Add(4 * time.Second)
 	}
 	mid := core.JobKey{Namespace: "default", ID: "mid"}
-	if l, ok := h.fs.leases[mid]; !ok || l.Revoke != nil || len(h.fn.running("mid")) != 1 {
-		t.Fatalf("mid does not run after the first leases ended: %+v", h.fs.statuses[mid])
+	if l, ok := h.Store.JobLeases[mid]; !ok || l.Revoke != nil || len(h.Nomad.Running("mid")) != 1 {
+		t.Fatalf("mid does not run after the first leases ended: %+v", h.Store.JobStatuses[mid])
 	}
 }
 
@@ -137,21 +130,21 @@ func TestThemisLiveRecordsTheAuction(t *testing.T) {
 	h := newClusterHarness(t, 2, 8, themisStack(t, "60s"))
 	var v View
 	h.config.OnRound = func(nv View) { v = nv }
-	h.restart()
-	h.fn.submitApp("a", 8, "a")
-	h.fn.submitApp("b", 8, "b")
-	h.fn.submitApp("c", 4, "c")
-	h.round("auction")
+	h.Restart()
+	h.Nomad.SubmitApp("a", 8, "a")
+	h.Nomad.SubmitApp("b", 8, "b")
+	h.Nomad.SubmitApp("c", 4, "c")
+	h.Round("auction")
 	// The published view (the API's /v1/apps) carries the same round.
 	if v.Auction == nil {
 		t.Fatal("the view has no auction round")
 	}
-	if b, _ := json.Marshal(*v.Auction); string(b) != string(h.fs.auction) {
-		t.Errorf("view's auction %s, recorded %s", b, h.fs.auction)
+	if b, _ := json.Marshal(*v.Auction); string(b) != string(h.Store.Auction) {
+		t.Errorf("view's auction %s, recorded %s", b, h.Store.Auction)
 	}
 	var rep arbiter.RoundReport
-	if err := json.Unmarshal(h.fs.auction, &rep); err != nil {
-		t.Fatalf("recorded auction %q: %v", h.fs.auction, err)
+	if err := json.Unmarshal(h.Store.Auction, &rep); err != nil {
+		t.Fatalf("recorded auction %q: %v", h.Store.Auction, err)
 	}
 	won := 0
 	for _, a := range rep.Apps {
@@ -175,30 +168,30 @@ func TestThemisSurvivesACrashAtEveryWrite(t *testing.T) {
 			ctx := context.Background()
 			build := func() *stack.Stack { return themisStack(t, "30s") }
 			h := newClusterHarness(t, 2, 8, build())
-			newPlanner := func(b *budget) *Planner {
-				h.fn.crash, h.fs.crash = b, b
+			newPlanner := func(b *plannertest.Budget) *Planner {
+				h.Nomad.Crash, h.Store.Crash = b, b
 				cfg := h.config
 				cfg.Stack = build()
 				return New(cfg)
 			}
-			h.p = newPlanner(nil)
-			h.fn.submitSweepAndBig()
-			h.round("first auction")
-			h.fn.submitApp("late", 8, "late")
-			h.clock = h.clock.Add(30 * time.Second) // the first leases end
-			h.p = newPlanner(&budget{left: crashAfter})
-			if err := h.p.Reconcile(ctx); err != nil && !errors.Is(err, errCrash) {
+			h.P = newPlanner(nil)
+			submitSweepAndBig(h.Nomad)
+			h.Round("first auction")
+			h.Nomad.SubmitApp("late", 8, "late")
+			h.Clock = h.Clock.Add(30 * time.Second) // the first leases end
+			h.P = newPlanner(&plannertest.Budget{Left: crashAfter})
+			if err := h.P.Reconcile(ctx); err != nil && !errors.Is(err, plannertest.ErrCrash) {
 				t.Fatal(err)
 			}
-			checkNoTaskWithoutLease(t, h.fn, h.fs, "after the crash")
-			h.fn.settle()
-			h.p = newPlanner(nil)
+			plannertest.CheckNoTaskWithoutLease(t, h.Nomad, h.Store, "after the crash")
+			h.Nomad.Settle()
+			h.P = newPlanner(nil)
 			for range 60 {
-				h.round("next planner")
-				h.clock = h.clock.Add(time.Second)
+				h.Round("next planner")
+				h.Clock = h.Clock.Add(time.Second)
 			}
 			held := map[string]core.JobKey{}
-			for k, l := range h.fs.leases {
+			for k, l := range h.Store.JobLeases {
 				for _, g := range l.GPUs {
 					if other, dup := held[g]; dup {
 						t.Fatalf("GPU %s leased to %s and %s", g, other, k)
@@ -207,8 +200,8 @@ func TestThemisSurvivesACrashAtEveryWrite(t *testing.T) {
 				}
 			}
 			late := core.JobKey{Namespace: "default", ID: "late"}
-			if _, ok := h.fs.leases[late]; !ok && h.fs.records[late].Executed == 0 {
-				t.Fatalf("late never ran after the crash: %+v", h.fs.statuses[late])
+			if _, ok := h.Store.JobLeases[late]; !ok && h.Store.JobRecords[late].Executed == 0 {
+				t.Fatalf("late never ran after the crash: %+v", h.Store.JobStatuses[late])
 			}
 		})
 	}

@@ -27,13 +27,9 @@ func (p *Planner) placer(r *round) (core.Placer, error) {
 	if p.stack().Placement == stack.PlaceFree {
 		return nil, nil
 	}
-	pl, err := p.stack().NewPlacer(r.snap.Nodes)
+	h, err := p.stack().NewLivePlacer(r.snap.Nodes)
 	if err != nil {
 		return nil, fmt.Errorf("virtual clusters: %w", err)
-	}
-	h, ok := pl.(*hived.Placer)
-	if !ok {
-		return nil, fmt.Errorf("virtual clusters: placement %s does not run live", p.stack().Placement)
 	}
 	h.SetEqualParts(true)
 	ls := make([]lease.JobLease, 0, len(r.leases))

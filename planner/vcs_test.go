@@ -31,34 +31,34 @@ vc "speech" {
 func TestVirtualClustersReclaimAndReplay(t *testing.T) {
 	st := vcsStack(t, "fifo", "two-teams.hcl", twoTeams)
 	h := newHarness(t, 8, st)
-	fn, fs, round := h.fn, h.fs, h.round
+	fn, fs, round := h.Nomad, h.Store, h.Round
 	key := func(id string) core.JobKey { return core.JobKey{Namespace: "default", ID: id} }
 
-	fn.submitIn("opp", 8, "be", "10s", "speech", -1)
+	fn.SubmitIn("opp", 8, "be", "10s", "speech", -1)
 	round("opportunistic job")
-	fn.submitIn("vision", 4, "be", "10s", "vision", 0)
+	fn.SubmitIn("vision", 4, "be", "10s", "vision", 0)
 	for i := range 6 {
 		round("vision reclaims " + itoa(i))
 	}
-	if len(fn.running("vision")) != 1 || len(fn.running("opp")) != 0 {
-		t.Fatalf("vision runs %d, opp runs %d: want vision alone", len(fn.running("vision")), len(fn.running("opp")))
+	if len(fn.Running("vision")) != 1 || len(fn.Running("opp")) != 0 {
+		t.Fatalf("vision runs %d, opp runs %d: want vision alone", len(fn.Running("vision")), len(fn.Running("opp")))
 	}
-	if n := len(fn.allocs[key("opp")]); n != 1 {
+	if n := len(fn.Allocs[key("opp")]); n != 1 {
 		t.Errorf("the opportunistic job was placed %d times, want once (granted again while vision waited: thrash)", n)
 	}
-	vl := fs.leases[key("vision")]
+	vl := fs.JobLeases[key("vision")]
 	if len(vl.Cells) != 4 || !strings.HasPrefix(vl.Cells[0], "vision/") {
 		t.Fatalf("vision's lease records cells %v", vl.Cells)
 	}
 
 	// A new planner (a restart) replays vision's lease; speech's job then
 	// gets the other socket.
-	h.restart()
-	fn.submitIn("speech", 4, "be", "10s", "speech", 0)
+	h.Restart()
+	fn.SubmitIn("speech", 4, "be", "10s", "speech", 0)
 	round("after a restart")
-	sl, ok := fs.leases[key("speech")]
+	sl, ok := fs.JobLeases[key("speech")]
 	if !ok {
-		t.Fatalf("speech was not granted; status %+v", fs.statuses[key("speech")])
+		t.Fatalf("speech was not granted; status %+v", fs.JobStatuses[key("speech")])
 	}
 	for _, g := range sl.GPUs {
 		if slices.Contains(vl.GPUs, g) {

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"github.com/themis-nomad/themis/planner/plannertest"
 	"testing"
 	"time"
 
@@ -45,14 +46,16 @@ func TestLeastLostWorkPicksTheFreshestCheckpointLive(t *testing.T) {
 	}{{core.VictimsByPolicy, "be-a"}, {core.LeastLostWork, "be-b"}} {
 		ctx := context.Background()
 		clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-		fn, fs := newFakeNomad(&clock, 8), newFakeStore()
+		fn, fs := plannertest.NewNomad(&clock, 8), plannertest.NewStore()
 		policy, err := core.NewFitGpp(core.Knobs{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := New(Config{Nomad: fn, Store: fs, Stack: &stack.Stack{Policy: policy, Victims: tc.victims}, Now: func() time.Time { return clock }})
-		fn.submit("be-a", 4, "be", "30s")
-		fn.submit("be-b", 4, "be", "30s")
+		st := stack.Of(policy)
+		st.Victims = tc.victims
+		p := New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }})
+		fn.Submit("be-a", 4, "be", "30s")
+		fn.Submit("be-b", 4, "be", "30s")
 		for range 2 {
 			if err := p.Reconcile(ctx); err != nil {
 				t.Fatal(err)
@@ -63,14 +66,14 @@ func TestLeastLostWorkPicksTheFreshestCheckpointLive(t *testing.T) {
 		// be-a checkpointed 9 minutes ago, be-b a minute ago.
 		for id, ago := range map[string]time.Duration{"be-a": 9 * time.Minute, "be-b": time.Minute} {
 			k := core.JobKey{Namespace: "default", ID: id}
-			fs.ckpts[k] = lease.CheckpointRecord{Namespace: "default", JobID: id, Name: "step-1", Time: clock.Add(-ago)}
+			fs.CheckpointRecords[k] = lease.CheckpointRecord{Namespace: "default", JobID: id, Name: "step-1", Time: clock.Add(-ago)}
 		}
-		fn.submit("te", 2, "te", "10s")
+		fn.Submit("te", 2, "te", "10s")
 		if err := p.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}
 		var revoked []string
-		for k, l := range fs.leases {
+		for k, l := range fs.JobLeases {
 			if l.Revoke != nil {
 				revoked = append(revoked, k.ID)
 			}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
@@ -53,9 +52,9 @@ type View struct {
 	// promotions, in order, as they were written.
 	Events []Event
 	// Auction is the last auction round the stack's policy ran, per app
-	// (Themis: arbiter.RoundReport; nil for other policies and before the
-	// first auction of this planner's stack).
-	Auction *arbiter.RoundReport
+	// (the policy's core.Reporter, Themis; nil for other policies and
+	// before the first auction of this planner's stack).
+	Auction *core.RoundReport
 }
 
 // JobView is one themis job as the round saw it.
@@ -278,9 +277,7 @@ func (p *Planner) fillView(v *View, r *round, d core.Decision) {
 		}
 	}
 
-	if ar, ok := st.Policy.(interface {
-		LastRound() (arbiter.RoundReport, bool)
-	}); ok {
+	if ar := st.Caps.Reporter; ar != nil {
 		if rep, ok := ar.LastRound(); ok {
 			rep.Apps = slices.Clone(rep.Apps)
 			v.Auction = &rep

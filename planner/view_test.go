@@ -17,11 +17,11 @@ func TestViewAfterEachRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, 8, &stack.Stack{Policy: policy})
+	h := newHarness(t, 8, stack.Of(policy))
 	var views []View
 	h.config.OnRound = func(v View) { views = append(views, v) }
 	h.config.MaxKillTimeout = 0
-	h.restart()
+	h.Restart()
 	last := func() View { return views[len(views)-1] }
 	kinds := func(v View) (out []string) {
 		for _, e := range v.Events {
@@ -30,9 +30,9 @@ func TestViewAfterEachRound(t *testing.T) {
 		return out
 	}
 
-	h.fn.submit("be", 8, "be", "10s")
-	h.fn.submit("be2", 4, "be", "10s")
-	h.round("be starts")
+	h.Nomad.Submit("be", 8, "be", "10s")
+	h.Nomad.Submit("be2", 4, "be", "10s")
+	h.Round("be starts")
 	v := last()
 	if !v.Decided || v.Err != nil || v.Policy != "fitgpp" {
 		t.Fatalf("view: decided %v err %v policy %q", v.Decided, v.Err, v.Policy)
@@ -51,8 +51,8 @@ func TestViewAfterEachRound(t *testing.T) {
 		t.Errorf("nodes %d, jobs %+v", len(v.Nodes), v.Jobs)
 	}
 
-	h.fn.submit("te", 4, "te", "10s")
-	h.round("te preempts be")
+	h.Nomad.Submit("te", 4, "te", "10s")
+	h.Round("te preempts be")
 	v = last()
 	if got := kinds(v); !slices.Equal(got, []string{"preempt be"}) {
 		t.Errorf("events %v, want [preempt be]", got)
@@ -68,7 +68,7 @@ func TestViewAfterEachRound(t *testing.T) {
 	}
 
 	for i := range 5 {
-		h.round("be stops " + itoa(i))
+		h.Round("be stops " + itoa(i))
 	}
 	var all []string
 	for _, v := range views[2:] {
@@ -93,10 +93,10 @@ func TestViewVirtualClusters(t *testing.T) {
 	h := newHarness(t, 8, st)
 	var v View
 	h.config.OnRound = func(nv View) { v = nv }
-	h.restart()
-	h.fn.submitIn("vision", 4, "be", "10s", "vision", 0)
-	h.fn.submitIn("vision2", 4, "be", "10s", "vision", 0)
-	h.round("vision runs")
+	h.Restart()
+	h.Nomad.SubmitIn("vision", 4, "be", "10s", "vision", 0)
+	h.Nomad.SubmitIn("vision2", 4, "be", "10s", "vision", 0)
+	h.Round("vision runs")
 	if len(v.VCs) != 2 || v.VCs[0].Name != "vision" || v.VCs[0].Used != 4 || len(v.VCs[0].Cells) == 0 {
 		t.Fatalf("VCs %+v", v.VCs)
 	}
@@ -123,9 +123,9 @@ func TestViewGang(t *testing.T) {
 	h := newClusterHarness(t, 3, 8, mustStack(t, "fifo", stack.Options{}))
 	var v View
 	h.config.OnRound = func(nv View) { v = nv }
-	h.restart()
-	h.fn.submit("gang", 16, "be", "10s")
-	h.round("grant")
+	h.Restart()
+	h.Nomad.Submit("gang", 16, "be", "10s")
+	h.Round("grant")
 	if len(v.Leases) != 1 || len(v.Leases[0].Parts) != 2 || len(v.Leases[0].GPUs) != 16 {
 		t.Fatalf("leases %+v", v.Leases)
 	}

@@ -78,6 +78,7 @@ func goldenCases(t *testing.T) []goldenCase {
 // answer and every NextChange (the lease ends) to a record.
 type recorder struct {
 	core.Policy
+	caps    core.Capabilities
 	alloc   core.Allocator
 	recheck core.RecheckAfter
 	w       io.Writer
@@ -105,8 +106,14 @@ func (r *recorder) NextChange(now time.Time, jobs []*core.Job) time.Time {
 	return next
 }
 
-func (r *recorder) Seed(s int64) { r.Policy.(interface{ Seed(int64) }).Seed(s) }
-func (r *recorder) Err() error   { return r.Policy.(interface{ Err() error }).Err() }
+func (r *recorder) Seed(s int64) { r.caps.Seeder.Seed(s) }
+func (r *recorder) Err() error   { return r.caps.Failer.Err() }
+
+// Capabilities implements core.Policy: the recorder's own, so that the
+// simulator allocates, rechecks, seeds and asks for errors through it.
+func (r *recorder) Capabilities() core.Capabilities {
+	return core.Capabilities{Policy: r, Allocator: r, Rechecker: r, Seeder: r, Failer: r}
+}
 
 // fnum writes a float exactly (the shortest text that reads back to the
 // same bits).
@@ -142,7 +149,7 @@ func runGolden(t *testing.T, gc goldenCase, w io.Writer) (maxRho float64, rounds
 		t.Fatal(err)
 	}
 	count := &countingWriter{w: w}
-	rec := &recorder{Policy: st.Policy, alloc: st.Policy.(core.Allocator), recheck: st.Policy.(core.RecheckAfter), w: count}
+	rec := &recorder{Policy: st.Policy, caps: st.Caps, alloc: st.Caps.Allocator, recheck: st.Caps.Rechecker, w: count}
 	r, err := sim.Run(sim.Config{Trace: tr, Cluster: cl, Policy: rec, Seed: 1, CheckpointCost: ckpt, RestoreCost: restore,
 		Victims: st.Victims, VictimTie: st.VictimTie})
 	if err != nil {

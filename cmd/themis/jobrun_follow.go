@@ -17,6 +17,7 @@ import (
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/httpapi"
+	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
 )
 
@@ -252,7 +253,7 @@ func (s followSources) watchConsul(ctx context.Context, send func(followEvent), 
 		send(followEvent{err: err})
 		return
 	}
-	key := consul.StatusKey(core.JobKey{Namespace: s.namespace, ID: s.id})
+	key := lease.StatusKey(core.JobKey{Namespace: s.namespace, ID: s.id})
 	var index uint64
 	warned := false
 	for ctx.Err() == nil {

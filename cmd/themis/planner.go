@@ -21,6 +21,7 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/httpapi"
+	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
 )
@@ -175,7 +176,7 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 		return err
 	}
 	for ctx.Err() == nil {
-		log.Info("waiting for planner leadership", "lock", consul.LeaderKey, "id", o.id)
+		log.Info("waiting for planner leadership", "lock", lease.LeaderKey, "id", o.id)
 		lctx, release, err := store.LeadAs(ctx, consul.LeaderInfo{ID: o.id, API: apiURL}, log.Named("leader"))
 		if err != nil {
 			if ctx.Err() != nil {

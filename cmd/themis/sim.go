@@ -147,7 +147,7 @@ func simFlags(o *simOptions) *flag.FlagSet {
 	fs.StringVar(&o.workload, "workload", "", "generated workload instead of a trace: fitgpp, themis-w1, themis-w2 (from --trace, default ../shared/traces/philly.csv), themis-fig18")
 	fs.Var(&o.sweep, "sweep", "run each policy once per value of a knob: KNOB=V1,V2,... (repeatable: every combination)")
 	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters, their cells and optionally each one's policy and knobs (HCL), for a run in virtual clusters")
-	fs.StringVar(&o.vcMode, "vc-mode", sim.VCModeHived, "with --vc-config: hived (cells), hived-overflow (cells, overflow as opportunistic), quota (GPU counts, best fit) quota-yarn (GPU counts, first fit) or quota-gandiva (GPU counts, size affinity)")
+	fs.StringVar(&o.vcMode, "vc-mode", string(stack.PlaceHived), "with --vc-config: hived (cells), hived-overflow (cells, overflow as opportunistic), quota (GPU counts, best fit) quota-yarn (GPU counts, first fit) or quota-gandiva (GPU counts, size affinity)")
 	fs.StringVar(&o.cluster, "cluster", "n8g8", "cluster preset or topology file")
 	fs.StringVar(&o.policy, "policy", "fifo", "policy, or a comma-separated list for a comparison")
 	fs.StringVar(&o.reference, "reference", "", "reference policy of a comparison (default: the first)")
@@ -370,7 +370,7 @@ func (c *simCommand) run(o simOptions) error {
 		var r *sim.Result
 		if vcs != nil {
 			rn := rn
-			r, err = sim.RunVCs(sim.VCRun{Config: cfg, VCs: vcs, Mode: o.vcMode, NewPolicy: func() (core.Policy, error) {
+			r, err = sim.RunVCs(sim.VCRun{Config: cfg, VCs: vcs, Mode: stack.Placement(o.vcMode), NewPolicy: func() (core.Policy, error) {
 				k, err := knobs.With(rn.extra...)
 				if err != nil {
 					return nil, err

@@ -203,16 +203,16 @@ func replay(s *liveSnapshot, policy string, sets []string, vcs *hived.Config, se
 	if err != nil {
 		return nil, err
 	}
-	mode := ""
+	mode := stack.PlaceFree
 	if vcs != nil {
-		mode = sim.VCModeHived
+		mode = stack.PlaceHived
 	}
 	build := func() (*stack.Stack, error) {
 		k, err := knobs.With()
 		if err != nil {
 			return nil, err
 		}
-		return stack.Build(policy, stack.Options{Knobs: k, VCs: vcs, Placement: stack.Placement(mode)})
+		return stack.Build(policy, stack.Options{Knobs: k, VCs: vcs, Placement: mode})
 	}
 	st, err := build()
 	if err != nil {

@@ -109,7 +109,7 @@ func (c *statusCommand) Run(args []string) int {
 		}
 		var rep arbiter.RoundReport
 		if err := json.Unmarshal(b, &rep); err != nil {
-			c.ui.Error(fmt.Sprintf("themis status: %s: %v", consul.AuctionKey, err))
+			c.ui.Error(fmt.Sprintf("themis status: %s: %v", lease.AuctionKey, err))
 			return 1
 		}
 		printAuction(os.Stdout, rep)

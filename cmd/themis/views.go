@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/themis-nomad/themis/planner/lease"
 	"io"
 	"net/url"
 	"slices"
@@ -221,7 +222,7 @@ func appsFromConsul(ctx context.Context, store *consul.Store, app string) (httpa
 	}
 	var rep arbiter.RoundReport
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return out, fmt.Errorf("%s: %w", consul.AuctionKey, err)
+		return out, fmt.Errorf("%s: %w", lease.AuctionKey, err)
 	}
 	out.Round, out.At, out.OfferGPUs = rep.Round, rep.At.UTC().Format(time.RFC3339), rep.Offer
 	for _, a := range rep.Apps {

@@ -96,7 +96,16 @@ func (*Policy) Blocking() bool             { return false }
 func (*Policy) Consolidate(*core.Job) bool { return false }
 func (p *Policy) Seed(s int64)             { p.seed = uint64(s) }
 func (p *Policy) Err() error               { return p.lastErr }
-func secs(t time.Time) float64             { return float64(t.UnixNano()) / 1e9 }
+
+// Capabilities implements core.Policy: the arbiter allocates GPUs itself
+// on leases, which end at times it names; it keeps state for restarts,
+// resumes a decision a crash interrupted, reports each auction round, and
+// draws its auctions' random numbers from a seed.
+func (p *Policy) Capabilities() core.Capabilities {
+	return core.Capabilities{Policy: p, Allocator: p, Rechecker: p, State: p, LeaseEnder: p,
+		Resumer: p, Reporter: p, Seeder: p, Failer: p}
+}
+func secs(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 func appOf(j *core.Job) string {
 	if j.App != "" {
 		return j.App

@@ -27,7 +27,7 @@ type step struct {
 
 func decide(t *testing.T, p *Policy, nodes []core.Node, jobs []core.Job, held []core.Grant, now float64) step {
 	t.Helper()
-	d := core.Planner{Policy: p}.Decide(core.State{Nodes: nodes, Jobs: jobs, Grants: held}, at(now))
+	d := core.Scheduler{Policy: p}.Decide(core.State{Nodes: nodes, Jobs: jobs, Grants: held}, at(now))
 	var s step
 	for _, a := range d.Actions {
 		switch a := a.(type) {

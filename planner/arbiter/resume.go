@@ -38,7 +38,7 @@ type grantState struct {
 }
 
 // remember keeps the decision Allocate returns (for ExportState; the
-// slices are not copied: core.Planner does not change them).
+// slices are not copied: core.Scheduler does not change them).
 func (p *Policy) remember(now time.Time, grants []core.Grant, stops []core.JobKey) {
 	p.lastAt, p.lastGrants, p.lastStops = now, grants, stops
 }

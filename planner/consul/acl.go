@@ -17,7 +17,7 @@ const PlannerPolicy = "planner.consul.hcl"
 // WritePrefixes are the KV prefixes the planner writes (and reads): the
 // key_prefix rules of examples/acl/planner.consul.hcl.
 var WritePrefixes = []string{
-	lease.Root + "leases/", RecordPrefix, StatusPrefix, lease.Root + "policy/", lease.Root + "auction/",
+	lease.Root + "leases/", lease.RecordPrefix, lease.StatusPrefix, lease.PolicyPrefix, lease.Root + "auction/",
 	lease.Root + "checkpoints/", lease.Root + "progress/", lease.Root + "gangs/",
 }
 

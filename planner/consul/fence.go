@@ -5,11 +5,13 @@ import (
 	"sync"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 // The fence. While a planner leads, every write it makes to Consul is a
 // transaction that also checks that the leader lock is still held by its
-// session (a check-session operation on LeaderKey, appended last). A
+// session (a check-session operation on lease.LeaderKey, appended last). A
 // planner whose session Consul has invalidated (its liveness check went
 // critical, say, while it was paused or cut off) cannot commit any lease,
 // record or status write, even before it notices that it lost the lock:
@@ -45,7 +47,7 @@ func (f *fence) get() (session string, deposed bool) {
 
 // ErrNotLeader is the error of a write that the fence refused: the leader
 // lock is not (or no longer) held by this planner's session.
-var ErrNotLeader = errors.New("not the leader: the leader lock " + LeaderKey + " is not held by this planner's session (another planner leads now)")
+var ErrNotLeader = errors.New("not the leader: the leader lock " + lease.LeaderKey + " is not held by this planner's session (another planner leads now)")
 
 // fenced returns ops with the fence's check appended, and whether it was;
 // ErrNotLeader where the Store was deposed.
@@ -59,5 +61,5 @@ func (s *Store) fenced(ops api.TxnOps) (api.TxnOps, bool, error) {
 	}
 	out := make(api.TxnOps, 0, len(ops)+1)
 	out = append(out, ops...)
-	return append(out, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: LeaderKey, Session: session}}), true, nil
+	return append(out, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: lease.LeaderKey, Session: session}}), true, nil
 }

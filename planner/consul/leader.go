@@ -14,12 +14,6 @@ import (
 	"github.com/themis-nomad/themis/planner/lease"
 )
 
-// LeaderKey is the Consul lock that one planner holds at a time; the others
-// wait as standbys. The lock is tied to a Consul session, so if the leader
-// dies its session goes and a standby takes over. Leases are not tied to
-// the session: running jobs keep their GPUs through a failover.
-const LeaderKey = lease.Root + "planner/leader"
-
 // How a dead leader is noticed. Each planner, leader or standby, registers
 // a service instance (PlannerService) with a TTL check on its Consul agent
 // and passes the check every heartbeatEvery; its session is bound to that
@@ -75,7 +69,7 @@ func (s *Store) LeadAs(ctx context.Context, me LeaderInfo, log hclog.Logger) (co
 		return nil, nil, err
 	}
 	opts := &api.LockOptions{
-		Key:            LeaderKey,
+		Key:            lease.LeaderKey,
 		Value:          value,
 		SessionName:    "themis-planner " + me.ID,
 		SessionTTL:     fallbackSessionTTL,
@@ -87,14 +81,14 @@ func (s *Store) LeadAs(ctx context.Context, me LeaderInfo, log hclog.Logger) (co
 	lock, err := s.api.LockOpts(opts)
 	if err != nil {
 		live.stop()
-		return nil, nil, fmt.Errorf("leader lock %s: %w", LeaderKey, err)
+		return nil, nil, fmt.Errorf("leader lock %s: %w", lease.LeaderKey, err)
 	}
 	lost, err := lock.Lock(ctx.Done())
 	if err != nil {
 		live.stop()
-		return nil, nil, aclhint.Wrap(fmt.Errorf("acquire leader lock %s: %w", LeaderKey, err), "Consul",
-			"the leader lock (a session, then "+LeaderKey+")",
-			`session_prefix "" { policy = "write" } and key "`+LeaderKey+`" { policy = "write" }`, PlannerPolicy)
+		return nil, nil, aclhint.Wrap(fmt.Errorf("acquire leader lock %s: %w", lease.LeaderKey, err), "Consul",
+			"the leader lock (a session, then "+lease.LeaderKey+")",
+			`session_prefix "" { policy = "write" } and key "`+lease.LeaderKey+`" { policy = "write" }`, PlannerPolicy)
 	}
 	if lost == nil {
 		live.stop()
@@ -102,7 +96,7 @@ func (s *Store) LeadAs(ctx context.Context, me LeaderInfo, log hclog.Logger) (co
 	}
 	if live != nil {
 		s.fence.lead(live.session)
-	} else if kv, _, err := s.api.KV().Get(LeaderKey, (&api.QueryOptions{}).WithContext(ctx)); err == nil && kv != nil {
+	} else if kv, _, err := s.api.KV().Get(lease.LeaderKey, (&api.QueryOptions{}).WithContext(ctx)); err == nil && kv != nil {
 		s.fence.lead(kv.Session) // the session api.Lock made
 	}
 	lctx, cancel := context.WithCancel(ctx)
@@ -208,9 +202,9 @@ func (l *livenessCheck) stop() {
 // Leader reads who holds the leader lock; ok is false when nobody does. A
 // value that is not LeaderInfo's JSON (an older planner's) is its identity.
 func (s *Store) Leader(ctx context.Context) (l LeaderInfo, ok bool, err error) {
-	kv, _, err := s.api.KV().Get(LeaderKey, (&api.QueryOptions{}).WithContext(ctx))
+	kv, _, err := s.api.KV().Get(lease.LeaderKey, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return LeaderInfo{}, false, fmt.Errorf("read leader lock %s: %w", LeaderKey, err)
+		return LeaderInfo{}, false, fmt.Errorf("read leader lock %s: %w", lease.LeaderKey, err)
 	}
 	if kv == nil || kv.Session == "" {
 		return LeaderInfo{}, false, nil

@@ -98,7 +98,7 @@ func decodeEach[T any](pairs api.KVPairs, prefix string, owner func(T) core.JobK
 }
 
 // KeyJob is the job of a key <prefix><namespace>/<job>, each part path
-// escaped (lease.JobKey, RecordKey, StatusKey and the rest).
+// escaped (lease.JobKey, lease.RecordKey, lease.StatusKey and the rest).
 func KeyJob(prefix, key string) (core.JobKey, error) {
 	rest, ok := strings.CutPrefix(key, prefix)
 	ns, id, cut := strings.Cut(rest, "/")

@@ -61,14 +61,14 @@ func TestListSetsAsideWhatItCannotUse(t *testing.T) {
 //
 //	go test ./planner/consul -run '^$' -fuzz FuzzDecodeEach -fuzztime 30s
 func FuzzDecodeEach(f *testing.F) {
-	f.Add(RecordPrefix+"default/a", []byte(`{"namespace":"default","job_id":"a","first_submit":"2026-11-24T10:00:00Z"}`))
-	f.Add(RecordPrefix+"default/a%2Fb", []byte(`{"namespace":"default","job_id":"a/b"}`))
-	f.Add(RecordPrefix+"default/a", []byte(`{"namespace":"default","job_id":"b"}`))
-	f.Add(RecordPrefix+"%zz/a", []byte(`{}`))
-	f.Add(RecordPrefix, []byte(`null`))
+	f.Add(lease.RecordPrefix+"default/a", []byte(`{"namespace":"default","job_id":"a","first_submit":"2026-11-24T10:00:00Z"}`))
+	f.Add(lease.RecordPrefix+"default/a%2Fb", []byte(`{"namespace":"default","job_id":"a/b"}`))
+	f.Add(lease.RecordPrefix+"default/a", []byte(`{"namespace":"default","job_id":"b"}`))
+	f.Add(lease.RecordPrefix+"%zz/a", []byte(`{}`))
+	f.Add(lease.RecordPrefix, []byte(`null`))
 	f.Fuzz(func(t *testing.T, key string, value []byte) {
-		bad := decodeEach(api.KVPairs{{Key: key, Value: value}}, RecordPrefix, JobRecord.Key, func(r JobRecord, _ uint64) {
-			k, err := KeyJob(RecordPrefix, key)
+		bad := decodeEach(api.KVPairs{{Key: key, Value: value}}, lease.RecordPrefix, JobRecord.Key, func(r JobRecord, _ uint64) {
+			k, err := KeyJob(lease.RecordPrefix, key)
 			if err != nil || r.Key() != k {
 				t.Fatalf("used record %+v under key %q (%v)", r, key, err)
 			}

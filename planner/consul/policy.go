@@ -4,22 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 
 	"github.com/hashicorp/consul/api"
 
 	"github.com/themis-nomad/themis/planner/lease"
 )
 
-// PolicyKey is where a stateful policy's state lives (core.Stateful):
-// themis/policy/<policy name>, opaque to all but the policy.
-func PolicyKey(name string) string { return lease.Root + "policy/" + url.PathEscape(name) }
-
 // PolicyState reads a policy's recorded state; nil when there is none.
 func (s *Store) PolicyState(ctx context.Context, name string) ([]byte, error) {
-	p, _, err := s.api.KV().Get(PolicyKey(name), (&api.QueryOptions{}).WithContext(ctx))
+	p, _, err := s.api.KV().Get(lease.PolicyKey(name), (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", PolicyKey(name), err)
+		return nil, fmt.Errorf("read %s: %w", lease.PolicyKey(name), err)
 	}
 	if p == nil {
 		return nil, nil
@@ -29,7 +24,7 @@ func (s *Store) PolicyState(ctx context.Context, name string) ([]byte, error) {
 
 // PutPolicyState records a policy's state.
 func (s *Store) PutPolicyState(ctx context.Context, name string, state []byte) error {
-	return s.put(ctx, PolicyKey(name), state)
+	return s.put(ctx, lease.PolicyKey(name), state)
 }
 
 // SetLeaseEnd writes a new end time into a job's lease key (a lease the
@@ -59,18 +54,14 @@ func (s *Store) SetLeaseEnd(ctx context.Context, l lease.JobLease) error {
 	return s.txn(ctx, "renew", l, api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: v, Index: p.ModifyIndex}}})
 }
 
-// AuctionKey holds the last auction round's result per app (Themis), for
-// operators: the Consul UI and `themis status -apps`.
-const AuctionKey = lease.Root + "auction/last"
-
 // PutAuction records the last auction round's result.
 func (s *Store) PutAuction(ctx context.Context, report []byte) error {
-	return s.put(ctx, AuctionKey, report)
+	return s.put(ctx, lease.AuctionKey, report)
 }
 
 // Auction reads the last auction round's result; nil when none ran.
 func (s *Store) Auction(ctx context.Context) ([]byte, error) {
-	p, _, err := s.api.KV().Get(AuctionKey, (&api.QueryOptions{}).WithContext(ctx))
+	p, _, err := s.api.KV().Get(lease.AuctionKey, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil || p == nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -12,17 +11,6 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 )
-
-// RecordPrefix is where the planner keeps what it must remember about a job
-// across preemptions and planner restarts (invariant 5): Nomad forgets a
-// job's history every time it is re-registered, and allocations are
-// garbage-collected.
-const RecordPrefix = lease.Root + "jobs/"
-
-// RecordKey is the key of one job's record.
-func RecordKey(k core.JobKey) string {
-	return RecordPrefix + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.ID)
-}
 
 // JobRecord is a job's scheduling history: what the decision core's service
 // accounting needs (attained service, preemptions, first submit) and could
@@ -72,7 +60,7 @@ func (r JobRecord) Key() core.JobKey { return core.JobKey{Namespace: r.Namespace
 // out and named in an *UnreadableError, returned with the rest).
 func (s *Store) Records(ctx context.Context) (map[core.JobKey]JobRecord, error) {
 	out := map[core.JobKey]JobRecord{}
-	err := list(ctx, s, RecordPrefix, JobRecord.Key, func(r JobRecord, index uint64) {
+	err := list(ctx, s, lease.RecordPrefix, JobRecord.Key, func(r JobRecord, index uint64) {
 		r.index = index
 		out[r.Key()] = r
 	})
@@ -98,7 +86,7 @@ func (s *Store) PutRecord(ctx context.Context, r JobRecord) (JobRecord, error) {
 // finished or left Nomad).
 func (s *Store) DeleteRecord(ctx context.Context, k core.JobKey) error {
 	ops := api.TxnOps{
-		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: RecordKey(k)}},
+		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: lease.RecordKey(k)}},
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: lease.CheckpointKey(k.Namespace, k.ID)}},
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: lease.ProgressKey(k.Namespace, k.ID)}},
 	}
@@ -111,7 +99,7 @@ func recordOp(r JobRecord) (*api.TxnOp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: RecordKey(r.Key()), Value: v, Index: r.index}}, nil
+	return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: lease.RecordKey(r.Key()), Value: v, Index: r.index}}, nil
 }
 
 // txnOps runs a transaction and turns a rollback into an error that names the
@@ -135,7 +123,7 @@ func (s *Store) txnOps(ctx context.Context, what string, ops api.TxnOps) (*api.T
 		}
 		return nil, aclErr(fmt.Errorf("%s: %s", what, rollback(resp, all)), what, opKey(all, failedOp(resp)), "write")
 	}
-	if n := len(resp.Results); fenced && n > 0 && resp.Results[n-1].KV != nil && resp.Results[n-1].KV.Key == LeaderKey {
+	if n := len(resp.Results); fenced && n > 0 && resp.Results[n-1].KV != nil && resp.Results[n-1].KV.Key == lease.LeaderKey {
 		// The fence's check returns the lock's entry: the callers' results
 		// are those of their own operations.
 		resp.Results = resp.Results[:n-1]

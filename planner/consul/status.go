@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -36,14 +35,6 @@ type JobStatus struct {
 	Driver string `json:"driver,omitempty"`
 }
 
-// StatusPrefix is where job status records live.
-const StatusPrefix = lease.Root + "status/"
-
-// StatusKey is the key of one job's status record.
-func StatusKey(k core.JobKey) string {
-	return StatusPrefix + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.ID)
-}
-
 // MaxTxnOps is the most operations Consul accepts in one transaction
 // (maxTxnOps in Consul's agent/txn_endpoint.go: 128 in v1.22.0, the agent
 // e2e/agents/build.sh pins; 64 in older ones, hashicorp/consul#2921). A
@@ -68,10 +59,10 @@ func (s *Store) WriteStatuses(ctx context.Context, puts []JobStatus, dels []core
 		if err != nil {
 			return 0, err
 		}
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVSet, Key: StatusKey(core.JobKey{Namespace: st.Namespace, ID: st.JobID}), Value: v}})
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVSet, Key: lease.StatusKey(core.JobKey{Namespace: st.Namespace, ID: st.JobID}), Value: v}})
 	}
 	for _, k := range dels {
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: StatusKey(k)}})
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: lease.StatusKey(k)}})
 	}
 	done := 0
 	for _, chunk := range txnChunks(ops) {
@@ -108,7 +99,7 @@ func txnChunks(ops api.TxnOps) []api.TxnOps {
 // in an *UnreadableError, returned with the rest.
 func (s *Store) Statuses(ctx context.Context) ([]JobStatus, error) {
 	var out []JobStatus
-	err := list(ctx, s, StatusPrefix, func(st JobStatus) core.JobKey { return core.JobKey{Namespace: st.Namespace, ID: st.JobID} },
+	err := list(ctx, s, lease.StatusPrefix, func(st JobStatus) core.JobKey { return core.JobKey{Namespace: st.Namespace, ID: st.JobID} },
 		func(st JobStatus, _ uint64) { out = append(out, st) })
 	return out, err
 }

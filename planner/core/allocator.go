@@ -18,7 +18,7 @@ import (
 // grant must name a queued job, or one preempted in the same answer, at
 // most once, and GPUs that are free, which it takes with FreeGPUs.Take (so
 // no GPU goes to two jobs). A grant that fails a check is dropped (a Wait
-// says why when Planner.ExplainWaits is set). The Decision lists the
+// says why when Scheduler.ExplainWaits is set). The Decision lists the
 // preemptions first, then the grants, in the allocator's order. A policy
 // with a Placer is never asked to allocate: the Placer path takes
 // precedence.
@@ -27,7 +27,7 @@ type Allocator interface {
 }
 
 // allocate runs an Allocator policy and applies the checks above.
-func (p Planner) allocate(d *Decision, a Allocator, now time.Time, active []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
+func (p Scheduler) allocate(d *Decision, a Allocator, now time.Time, active []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
 	held := make([]Grant, 0, len(grants))
 	for _, j := range active {
 		if j.Phase == Granted {
@@ -48,7 +48,7 @@ func (p Planner) allocate(d *Decision, a Allocator, now time.Time, active []*Job
 		g := grants[grantOf.of(k)]
 		d.Actions = append(d.Actions, PreemptAction{Grant: g})
 		free.give(g)
-		free.hold(g, byKey[k], -1)
+		free.charge(g, byKey[k], -1)
 		phase[k] = Queued
 	}
 	for _, g := range want {
@@ -65,7 +65,7 @@ func (p Planner) allocate(d *Decision, a Allocator, now time.Time, active []*Job
 		case !free.Take(g):
 			p.waitKey(d, g.Job, "allocator granted GPUs that are not free")
 		default:
-			free.hold(g, j, 1)
+			free.charge(g, j, 1)
 			phase[g.Job] = Granted
 			d.Actions = append(d.Actions, GrantAction{Grant: g})
 		}
@@ -79,7 +79,7 @@ func (p Planner) allocate(d *Decision, a Allocator, now time.Time, active []*Job
 	}
 }
 
-func (p Planner) waitKey(d *Decision, k JobKey, reason string) {
+func (p Scheduler) waitKey(d *Decision, k JobKey, reason string) {
 	if p.ExplainWaits {
 		d.Waits = append(d.Waits, Wait{Job: k, Reason: reason})
 	}

@@ -22,6 +22,7 @@ func (*fixedAllocator) Rank(_ time.Time, jobs []*Job) { SortFIFO(jobs) }
 func (*fixedAllocator) Preemptive() bool              { return true }
 func (*fixedAllocator) Blocking() bool                { return false }
 func (*fixedAllocator) Consolidate(*Job) bool         { return false }
+func (a *fixedAllocator) Capabilities() Capabilities  { return Capabilities{Policy: a, Allocator: a} }
 func (a *fixedAllocator) Allocate(_ time.Time, jobs []*Job, free *FreeGPUs, held []Grant) ([]Grant, []JobKey) {
 	a.seenJobs = nil
 	for _, j := range jobs {
@@ -54,7 +55,7 @@ func TestAllocatorHook(t *testing.T) {
 		},
 		preempt: []JobKey{key("q2"), key("ghost")}, // not running: ignored
 	}
-	d := Planner{Policy: a, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: held}, time.Unix(10, 0))
+	d := Scheduler{Policy: a, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: held}, time.Unix(10, 0))
 	var got []string
 	for _, act := range d.Actions {
 		switch act := act.(type) {
@@ -102,7 +103,7 @@ func TestAllocatorPreemptsFirst(t *testing.T) {
 		},
 		preempt: []JobKey{{"default", "a"}, {"default", "b"}},
 	}
-	d := Planner{Policy: a}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: held}, time.Unix(10, 0))
+	d := Scheduler{Policy: a}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: held}, time.Unix(10, 0))
 	var got []string
 	for _, act := range d.Actions {
 		switch act := act.(type) {

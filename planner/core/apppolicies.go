@@ -81,10 +81,11 @@ func NewAppSRSF() *AppRanked {
 		job: func(j *Job) float64 { return remaining(j) * float64(j.GPUs) }}
 }
 
-func (p *AppRanked) Name() string          { return p.name }
-func (p *AppRanked) Preemptive() bool      { return true }
-func (p *AppRanked) Blocking() bool        { return false }
-func (p *AppRanked) Consolidate(*Job) bool { return true }
+func (p *AppRanked) Name() string               { return p.name }
+func (p *AppRanked) Preemptive() bool           { return true }
+func (p *AppRanked) Blocking() bool             { return false }
+func (p *AppRanked) Consolidate(*Job) bool      { return true }
+func (p *AppRanked) Capabilities() Capabilities { return RankOnly(p) }
 
 // appOf is the job's app; a job without one is its own.
 func appOf(j *Job) string {

@@ -84,7 +84,7 @@ func TestAppRankedOrder(t *testing.T) {
 			want: []string{"x", "u"},
 		},
 	} {
-		p, err := NewPolicy(tc.policy, Knobs{})
+		p, err := newPolicy(tc.policy, Knobs{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ func BenchmarkDecideFIFO(b *testing.B) {
 		jobs = append(jobs, job(fmt.Sprintf("q%d", i), 1<<rng.Intn(4), 100+i, Queued))
 	}
 	s := State{Nodes: nodes, Jobs: jobs, Grants: grants}
-	p := Planner{Policy: FIFO{}}
+	p := Scheduler{Policy: FIFO{}}
 	now := time.Unix(1000, 0)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -83,12 +83,12 @@ func BenchmarkDecideTiresias(b *testing.B) {
 		j.Attained = j.Executed * float64(j.GPUs)
 		jobs = append(jobs, j)
 	}
-	pol, err := NewPolicy("tiresias-las", Knobs{})
+	pol, err := newPolicy("tiresias-las", Knobs{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	s := State{Nodes: nodes, Jobs: jobs, Grants: grants, Index: NewClusterIndex(nodes)}
-	p := Planner{Policy: pol}
+	p := Scheduler{Policy: pol}
 	now := base.Add(4000 * time.Minute)
 	if d := p.Decide(s, now); len(d.Actions) != 1 {
 		b.Fatalf("the round does %d actions (%v), want one grant", len(d.Actions), d.Actions)

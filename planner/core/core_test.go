@@ -184,7 +184,7 @@ func TestDecideFIFO(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Planner{Policy: FIFO{}, ExplainWaits: true, SingleNode: true}.Decide(State{Nodes: nodes, Jobs: tc.jobs, Grants: tc.grants}, time.Unix(100, 0))
+			d := Scheduler{Policy: FIFO{}, ExplainWaits: true, SingleNode: true}.Decide(State{Nodes: nodes, Jobs: tc.jobs, Grants: tc.grants}, time.Unix(100, 0))
 			var granted, released []string
 			sawGrant := false
 			for _, a := range d.Actions {

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// Planner is the decision core for one policy. It holds no state between
+// Scheduler is the decision core for one policy. It holds no state between
 // rounds: everything it needs is in the State it is given.
-type Planner struct {
+type Scheduler struct {
 	Policy Policy
 	// ExplainWaits fills Decision.Waits with a reason per waiting job (the
 	// live planner shows them; the simulator does not need them).
@@ -38,9 +38,12 @@ type Planner struct {
 	// jobs, preempted when a guaranteed job needs their GPUs): after every
 	// job was placed in its VC, the blocked ones try overflow in rank order.
 	Overflow bool
+
+	// caps is Policy's capabilities, resolved once a Decide.
+	caps Capabilities
 }
 
-// Placer places jobs for a Planner (see Planner.Placer). It may keep state
+// Placer places jobs for a Scheduler (see Scheduler.Placer). It may keep state
 // between rounds (HiveD's cell bindings): whoever applies the decision
 // tells it of the jobs that finish or are preempted.
 type Placer interface {
@@ -58,7 +61,7 @@ type Placer interface {
 	WaitingVCs() int
 	// Overflow places a job that Place could not place in its virtual
 	// cluster outside it, on GPUs nobody is guaranteed now, as a job the
-	// Placer may later preempt for a guaranteed one (Planner.Overflow); it
+	// Placer may later preempt for a guaranteed one (Scheduler.Overflow); it
 	// preempts nothing. ok is false when the job must wait.
 	Overflow(j *Job, free *FreeGPUs) (g Grant, ok bool, why string)
 	// Guaranteed is the number of GPUs virtual cluster vc is guaranteed
@@ -68,6 +71,11 @@ type Placer interface {
 	// (a VC policy's ranking, or room made for a job). Whoever applies
 	// the decision may release it again; that does nothing.
 	Release(job JobKey)
+	// SetVictimCost gives the cost of preempting a running job (the work
+	// it would lose) to a placer that chooses victims among several
+	// (HiveD's opportunistic jobs, preempt.victims=least-lost-work); nil
+	// restores its default order. Placers that choose none ignore it.
+	SetVictimCost(cost func(JobKey) float64)
 }
 
 // Decide returns this round's actions, in the order they must be applied:
@@ -81,8 +89,9 @@ type Placer interface {
 // A preempted job's GPUs are granted in the same round; an actuator that
 // cannot stop jobs at once (the live planner) applies the grant once they
 // are released, and Consul's check-and-set keeps it from leasing a GPU twice.
-func (p Planner) Decide(s State, now time.Time) Decision {
+func (p Scheduler) Decide(s State, now time.Time) Decision {
 	var d Decision
+	p.caps = p.Policy.Capabilities()
 	claimed := make([]bool, len(s.Grants))
 	gx := &grantIndex{grants: s.Grants, claimed: claimed}
 	defer gx.free()
@@ -128,7 +137,7 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 			}
 		}
 	}
-	if pr, ok := p.Policy.(Promoter); ok {
+	if pr := p.caps.Promoter; pr != nil {
 		if keys := pr.Promote(now, active); len(keys) > 0 {
 			promoted := make(map[JobKey]bool, len(keys))
 			for _, k := range keys {
@@ -146,9 +155,9 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	}
 	p.Policy.Rank(now, active)
 	if p.Victims == LeastLostWork && p.Policy.Preemptive() {
-		if pv, ok := p.Policy.(*PerVC); ok {
-			pv.keepMostLost(active)
-		} else if lv, ok := p.Policy.(Leveler); ok {
+		if p.caps.vcs != nil {
+			p.caps.vcs.keepMostLost(active)
+		} else if lv := p.caps.Leveler; lv != nil {
 			keepMostLost(active, lv.Level)
 		}
 	}
@@ -166,11 +175,11 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 	if free.cpu != nil {
 		for _, j := range active {
 			if j.Phase == Granted {
-				free.hold(s.Grants[gx.of(j.Key)], j, 1)
+				free.charge(s.Grants[gx.of(j.Key)], j, 1)
 			}
 		}
 	}
-	if a, ok := p.Policy.(Allocator); ok && p.Placer == nil {
+	if a := p.caps.Allocator; a != nil && p.Placer == nil {
 		p.allocate(&d, a, now, active, s.Grants, gx, free)
 	} else if p.Placer != nil {
 		p.placed(&d, active, s.Grants, gx, free)
@@ -187,8 +196,8 @@ func (p Planner) Decide(s State, now time.Time) Decision {
 // slice's pointers would otherwise be most of its garbage.
 var activePool = sync.Pool{New: func() any { return new([]*Job) }}
 
-func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
-	pre, _ := p.Policy.(Preemptor)
+func (p Scheduler) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
+	pre := p.caps.RoomMaker
 	var room *Room // built when a job first needs room made
 	var preempts []Action
 	var head *Job
@@ -217,7 +226,7 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grant
 					room = newRoom(ranked, grants, grantOf, free)
 					room.victims, room.tie = p.Victims, p.VictimTie
 				}
-				if g, ok := room.make(j, pre, p.Policy.Consolidate(j), &preempts); ok {
+				if g, ok := room.make(j, p.caps, p.Policy.Consolidate(j), &preempts); ok {
 					d.Actions = append(d.Actions, GrantAction{Grant: g})
 					continue
 				}
@@ -237,7 +246,7 @@ func (p Planner) nonPreemptive(d *Decision, ranked []*Job, grants []Grant, grant
 		}
 	}
 	if len(preempts) > 0 {
-		p.retryRoom(d, ranked, pre, room, &preempts, free)
+		p.retryRoom(d, ranked, room, &preempts, free)
 	}
 	preemptFirst(d, preempts)
 }
@@ -258,7 +267,7 @@ func preemptFirst(d *Decision, preempts []Action) {
 	d.Actions = append(d.Actions[:grantsAt], append(preempts, d.Actions[grantsAt:]...)...)
 }
 
-func (p Planner) preemptive(d *Decision, ranked []*Job, counted runCount, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
+func (p Scheduler) preemptive(d *Decision, ranked []*Job, counted runCount, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
 	// The running jobs still restoring keep their GPUs (counted, with the
 	// running jobs, as Decide found them).
 	budget := free.Capacity() - counted.restoring
@@ -304,7 +313,7 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, counted runCount, grants
 			g := grants[grantOf.of(j.Key)]
 			d.Actions = append(d.Actions, PreemptAction{Grant: g})
 			free.give(g)
-			free.hold(g, j, -1)
+			free.charge(g, j, -1)
 		}
 	}
 	for i, j := range ranked {
@@ -337,12 +346,12 @@ func (p Planner) preemptive(d *Decision, ranked []*Job, counted runCount, grants
 
 var runPool = sync.Pool{New: func() any { return new([]bool) }}
 
-// overflow is the second pass of placed with Planner.Overflow: once every
+// overflow is the second pass of placed with Scheduler.Overflow: once every
 // job that fits its virtual cluster has been placed (so none of them can
 // evict, this round, a job that overflows), the jobs that did not start try
 // the Placer's Overflow in rank order, a VC's queue blocking at its first
 // job that cannot overflow either (for blocking policies).
-func (p Planner) overflow(d *Decision, blocked []*Job, free *FreeGPUs) {
+func (p Scheduler) overflow(d *Decision, blocked []*Job, free *FreeGPUs) {
 	stop := map[string]bool{}
 	started := map[JobKey]bool{}
 	for _, j := range blocked {
@@ -371,7 +380,8 @@ func (p Planner) overflow(d *Decision, blocked []*Job, free *FreeGPUs) {
 // another try once this round's preemptions changed what is free (a later
 // job's victim may make room for an earlier one too), until nothing more
 // starts.
-func (p Planner) retryRoom(d *Decision, ranked []*Job, pre Preemptor, room *Room, preempts *[]Action, free *FreeGPUs) {
+func (p Scheduler) retryRoom(d *Decision, ranked []*Job, room *Room, preempts *[]Action, free *FreeGPUs) {
+	pre := p.caps.RoomMaker
 	granted := map[JobKey]bool{}
 	for _, a := range d.Actions {
 		if g, ok := a.(GrantAction); ok {
@@ -386,7 +396,7 @@ func (p Planner) retryRoom(d *Decision, ranked []*Job, pre Preemptor, room *Room
 			}
 			g, ok := free.PlaceJob(j, p.Policy.Consolidate(j))
 			if !ok {
-				g, ok = room.make(j, pre, p.Policy.Consolidate(j), preempts)
+				g, ok = room.make(j, p.caps, p.Policy.Consolidate(j), preempts)
 			}
 			if ok {
 				d.Actions = append(d.Actions, GrantAction{Grant: g})
@@ -400,7 +410,7 @@ func (p Planner) retryRoom(d *Decision, ranked []*Job, pre Preemptor, room *Room
 	}
 }
 
-func (p Planner) wait(d *Decision, j *Job, reason func() string) {
+func (p Scheduler) wait(d *Decision, j *Job, reason func() string) {
 	if p.ExplainWaits {
 		d.Waits = append(d.Waits, Wait{Job: j.Key, Reason: reason()})
 	}

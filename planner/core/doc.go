@@ -3,31 +3,26 @@
 // clock and is deterministic, so the live planner (Nomad + Consul adapters) and
 // the trace-driven simulator run exactly the same code.
 //
-// The pipeline, one concept per file:
+// Scheduler.Decide, one concept per file:
 //
-//	State (nodes, GPUs with topology paths, jobs, current grants)   model.go
-//	   |
+//	State (nodes, GPUs with topology paths, jobs, current grants)        model.go
+//	   |  releases: grants of finished or unknown jobs                   decide.go
+//	   |  the policy's capabilities, resolved once (Policy.Capabilities) capabilities.go
+//	   |  promotions (a Promoter), then the policy's ranking             policies.go, tiresias.go, fitgpp.go, apppolicies.go
+//	   |  free GPUs = healthy GPUs on schedulable nodes - granted GPUs   free.go
+//	   v  one of four strategies, chosen by the capabilities:
+//	      - an Allocator decides itself (Themis), checked                allocator.go
+//	      - with a Placer (virtual clusters): per-VC run sets and room,  placed.go, pervc.go
+//	        placement in priority order, overflow
+//	      - preemptive: the ranked jobs that fit run, the rest preempted decide.go
+//	      - non-preemptive: queue walk, head-of-line blocking, room made decide.go, room.go
+//	        by a RoomMaker (FitGpp)
+//	   |  placement: which node and which GPUs, topology-aware           placement.go, parts.go
 //	   v
-//	releases: finished jobs give their GPUs back                     decide.go
-//	   |
-//	   v
-//	free GPUs = healthy GPUs on schedulable nodes - granted GPUs      free.go
-//	   |
-//	   v
-//	policy: which queued jobs, in which order (FIFO, ...)            fifo.go
-//	   |
-//	   v
-//	placement: which node and which GPUs, topology-aware             placement.go
-//	   |
-//	   v
-//	Decision: actions (Release, Grant) + why each waiting job waits
-//
-// With virtual clusters (Planner.Placer: HiveD's cells, GPU quotas) the
-// placer places every job, and each VC's jobs are ranked, preempted and
-// given room by its own policy (the Planner's, or a PerVC's policy of the
-// VC): run sets and room inside each VC, then placement in priority order
-// (placed.go, pervc.go).
+//	Decision: actions (Release, Promote, Preempt, Grant) + why each waiting job waits
 //
 // Actions are ordered: all releases come before any grant, so an actuator that
-// applies them in order never grants a GPU that is still leased.
+// applies them in order never grants a GPU that is still leased. The policies'
+// names are listed once, in planner/stack's registry; the simulator-only
+// disciplines live in planner/sim/peer and planner/sim/leased.
 package core

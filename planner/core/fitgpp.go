@@ -22,7 +22,7 @@ import (
 // as soon as room is made. The queue blocks at its head, as FIFO does.
 //
 // Knobs: fitgpp.s (default 4.0), fitgpp.max_preemptions (P, default 1).
-// Under preempt.victims=least-lost-work (the Planner's Victims) ties of
+// Under preempt.victims=least-lost-work (the Scheduler's Victims) ties of
 // Score go to the BE job that loses the least work; P stays a hard limit
 // (victims.go).
 type FitGpp struct {
@@ -52,6 +52,11 @@ func (*FitGpp) Preemptive() bool            { return false }
 func (*FitGpp) Blocking() bool              { return true }
 func (*FitGpp) Consolidate(*Job) bool       { return true }
 func (*FitGpp) MakesRoom(j *Job) bool       { return j.Class == ClassTrialAndError }
+
+// Capabilities implements Policy: FitGpp makes room, one victim or a set.
+func (f *FitGpp) Capabilities() Capabilities {
+	return Capabilities{Policy: f, RoomMaker: f, GangRoom: f}
+}
 
 // Victim implements Preemptor (Equation 2).
 func (f *FitGpp) Victim(j *Job, running []*Job, room *Room) *Job {
@@ -110,12 +115,13 @@ func norm(v []float64) float64 {
 // FIFO order, or under LeastLostWork to the least lost work.
 type LRTP struct{}
 
-func (LRTP) Name() string                { return "lrtp" }
-func (LRTP) Rank(_ time.Time, js []*Job) { rankTEFirst(js) }
-func (LRTP) Preemptive() bool            { return false }
-func (LRTP) Blocking() bool              { return true }
-func (LRTP) Consolidate(*Job) bool       { return true }
-func (LRTP) MakesRoom(j *Job) bool       { return j.Class == ClassTrialAndError }
+func (LRTP) Name() string                 { return "lrtp" }
+func (LRTP) Rank(_ time.Time, js []*Job)  { rankTEFirst(js) }
+func (LRTP) Preemptive() bool             { return false }
+func (LRTP) Blocking() bool               { return true }
+func (LRTP) Consolidate(*Job) bool        { return true }
+func (LRTP) MakesRoom(j *Job) bool        { return j.Class == ClassTrialAndError }
+func (p LRTP) Capabilities() Capabilities { return Capabilities{Policy: p, RoomMaker: p} }
 
 // Victim implements Preemptor.
 func (LRTP) Victim(_ *Job, running []*Job, room *Room) *Job {
@@ -155,6 +161,11 @@ func (*RandomPreempt) Preemptive() bool            { return false }
 func (*RandomPreempt) Blocking() bool              { return true }
 func (*RandomPreempt) Consolidate(*Job) bool       { return true }
 func (*RandomPreempt) MakesRoom(j *Job) bool       { return j.Class == ClassTrialAndError }
+
+// Capabilities implements Policy: rand makes room, drawing its victims.
+func (r *RandomPreempt) Capabilities() Capabilities {
+	return Capabilities{Policy: r, RoomMaker: r, Seeder: r}
+}
 
 // Victim implements Preemptor.
 func (r *RandomPreempt) Victim(_ *Job, running []*Job, _ *Room) *Job {

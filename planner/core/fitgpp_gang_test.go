@@ -87,7 +87,7 @@ func TestFitGppVictimSetForGangs(t *testing.T) {
 				te.GPUs = c.gpus
 			}
 			jobs = append(jobs, te)
-			d := Planner{Policy: policy(t, "fitgpp"), ExplainWaits: true, EqualParts: !c.simul}.Decide(State{Nodes: c.nodes, Jobs: jobs, Grants: grants}, time.Unix(100, 0))
+			d := Scheduler{Policy: policy(t, "fitgpp"), ExplainWaits: true, EqualParts: !c.simul}.Decide(State{Nodes: c.nodes, Jobs: jobs, Grants: grants}, time.Unix(100, 0))
 			checkRoomFor(t, d, c.preempted)
 		})
 	}

@@ -270,7 +270,7 @@ func TestFitGppProperties(t *testing.T) {
 					st.Grants = append(st.Grants, g)
 				}
 			}
-			d := Planner{Policy: pol}.Decide(st, time.Unix(int64(round), 0))
+			d := Scheduler{Policy: pol}.Decide(st, time.Unix(int64(round), 0))
 			preempted := map[JobKey]bool{}
 			for _, a := range d.Actions {
 				switch a := a.(type) {

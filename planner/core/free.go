@@ -162,10 +162,10 @@ func capacityOf(c float64) float64 {
 // demands reports whether j's CPU or memory is accounted on this cluster.
 func (f *FreeGPUs) demands(j *Job) bool { return f.cpu != nil && (j.CPU > 0 || j.Memory > 0) }
 
-// hold takes (sign 1) or returns (sign -1) the CPU and memory of a job
+// charge takes (sign 1) or returns (sign -1) the CPU and memory of a job
 // granted g, on each of its nodes (every part of an equal-parts gang runs
 // the same task). Only single-node and equal-parts grants carry them.
-func (f *FreeGPUs) hold(g Grant, j *Job, sign float64) {
+func (f *FreeGPUs) charge(g Grant, j *Job, sign float64) {
 	if !f.demands(j) {
 		return
 	}
@@ -299,9 +299,9 @@ func (f *FreeGPUs) Take(g Grant) bool {
 // Free is the GPUs of the index's nodes that no grant in grants holds.
 func (x *ClusterIndex) Free(grants []Grant) *FreeGPUs { return newFreeGPUs(x, grants, nil) }
 
-// Hold takes a grant's GPUs from the free set (the GPUs of a grant this
+// TakeGrant takes a grant's GPUs from the free set (the GPUs of a grant this
 // set's index placed; others by ID), those of them that are free.
-func (f *FreeGPUs) Hold(g Grant) { f.takeGrant(&g) }
+func (f *FreeGPUs) TakeGrant(g Grant) { f.takeGrant(&g) }
 
 // Give returns a grant's GPUs to the free set (a finished or preempted
 // job's), those of them on the index's nodes.

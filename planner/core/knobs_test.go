@@ -13,7 +13,7 @@ import (
 func FuzzNewPolicy(f *testing.F) {
 	keys := []string{"tiresias.queues", "tiresias.promote_knob", "tiresias.promote_every", "tiresias.pack_limit",
 		"tiresias.gittins_dist", "fitgpp.s", "fitgpp.max_preemptions"}
-	names := Names()
+	names := testNames
 	f.Add(uint8(6), uint8(0), "3200s,10h")
 	f.Add(uint8(6), uint8(1), "inf")
 	f.Add(uint8(8), uint8(5), "inf")
@@ -26,7 +26,7 @@ func FuzzNewPolicy(f *testing.F) {
 		if err != nil {
 			return
 		}
-		p, err := NewPolicy(name, k)
+		p, err := newPolicy(name, k)
 		if err != nil {
 			if !strings.Contains(err.Error(), key) {
 				t.Fatalf("%s with %s=%q: error names no knob: %v", name, key, value, err)
@@ -40,7 +40,7 @@ func FuzzNewPolicy(f *testing.F) {
 		te.Class = ClassTrialAndError
 		jobs := []Job{run, te, job("be", 6, 10, Queued), job("small", 1, 20, Queued)}
 		grants := []Grant{grant("run", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3")}
-		d := Planner{Policy: p}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(5000, 0))
+		d := Scheduler{Policy: p}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(5000, 0))
 		used := 0
 		for _, a := range d.Actions {
 			if g, ok := a.(GrantAction); ok {

@@ -204,7 +204,7 @@ type State struct {
 	GrantJobs []int
 	// Free, when set, is the GPUs that no grant of Grants holds, on Index
 	// (Index.Free), kept up to date by a caller that applies every
-	// decision (the simulator: FreeGPUs.Hold and Give), its CPU and memory
+	// decision (the simulator: FreeGPUs.TakeGrant and Give), its CPU and memory
 	// untouched. Decide then starts from a copy of it rather than taking
 	// every grant's GPUs out of the whole cluster, when every grant is
 	// still held (none is released) and its count of free GPUs agrees.

@@ -25,7 +25,7 @@ func TestOptimusRank(t *testing.T) {
 			t.Fatalf("rank %d = %s, want %v", i, j.Key.ID, want)
 		}
 	}
-	if p, err := NewPolicy("optimus", Knobs{}); err != nil || p.Name() != "optimus" || !p.Preemptive() {
-		t.Errorf("NewPolicy(optimus) = %v, %v", p, err)
+	if p, err := newPolicy("optimus", Knobs{}); err != nil || p.Name() != "optimus" || !p.Preemptive() {
+		t.Errorf("newPolicy(optimus) = %v, %v", p, err)
 	}
 }

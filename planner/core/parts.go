@@ -118,7 +118,7 @@ func (f *FreeGPUs) placeParts(j *Job, n, per int) (Grant, bool) {
 		g.GPUs = append(g.GPUs, gpuIDs...)
 	}
 	f.remember(&g)
-	f.hold(g, j, 1)
+	f.charge(g, j, 1)
 	return g, true
 }
 

@@ -115,7 +115,7 @@ func TestEqualPartsPlacement(t *testing.T) {
 func TestEqualPartsDecide(t *testing.T) {
 	nodes := []Node{nodeN("n0", "rack0", 8), nodeN("n1", "rack0", 8), nodeN("n2", "rack1", 8)}
 	jobs := []Job{job("gang16", 16, 1, Queued), job("odd17", 17, 2, Queued), job("small", 8, 3, Queued)}
-	d := Planner{Policy: policy(t, "fifo-skip"), ExplainWaits: true, EqualParts: true}.Decide(State{Nodes: nodes, Jobs: jobs}, time.Unix(100, 0))
+	d := Scheduler{Policy: policy(t, "fifo-skip"), ExplainWaits: true, EqualParts: true}.Decide(State{Nodes: nodes, Jobs: jobs}, time.Unix(100, 0))
 	granted := map[string]int{}
 	for _, a := range d.Actions {
 		if g, ok := a.(GrantAction); ok {
@@ -147,7 +147,7 @@ func TestEqualPartsDecide(t *testing.T) {
 		grant("old0", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7"),
 		grant("old1", "id-n1", "n1-0", "n1-1", "n1-2", "n1-3", "n1-4", "n1-5", "n1-6", "n1-7"),
 	}
-	d = Planner{Policy: policy(t, "tiresias-las"), ExplainWaits: true, EqualParts: true}.Decide(State{Nodes: nodes, Jobs: running, Grants: grants}, time.Unix(100, 0))
+	d = Scheduler{Policy: policy(t, "tiresias-las"), ExplainWaits: true, EqualParts: true}.Decide(State{Nodes: nodes, Jobs: running, Grants: grants}, time.Unix(100, 0))
 	var preempted, got []string
 	for _, a := range d.Actions {
 		switch a := a.(type) {
@@ -206,7 +206,7 @@ func TestEqualPartsFitGppMakesRoomForGangs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := Planner{Policy: policy(t, "fitgpp"), ExplainWaits: true, EqualParts: c.equal}.Decide(State{Nodes: nodes, Jobs: c.jobs, Grants: c.grants}, time.Unix(100, 0))
+			d := Scheduler{Policy: policy(t, "fitgpp"), ExplainWaits: true, EqualParts: c.equal}.Decide(State{Nodes: nodes, Jobs: c.jobs, Grants: c.grants}, time.Unix(100, 0))
 			checkRoomFor(t, d, c.preempted)
 		})
 	}

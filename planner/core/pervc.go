@@ -10,7 +10,7 @@ import (
 // each run a policy of their own (a VC config's `policy`): the jobs of a VC
 // with an entry in VCs are ranked, promoted, preempted and given room by
 // that VC's policy; the others by Default. It runs only with a Placer
-// (Planner.placed carries out each VC's preemptions inside the VC).
+// (Scheduler.placed carries out each VC's preemptions inside the VC).
 //
 // Rank composes the rankings: the jobs of the VCs on Default first, ranked
 // together by it (as when no VC has a policy of its own), then each VC with
@@ -26,6 +26,9 @@ type PerVC struct {
 	// each (policies may keep state: Tiresias's learned sizes).
 	VCs map[string]Policy
 
+	// def and own are Default's and VCs' capabilities, resolved once.
+	def   Capabilities
+	own   map[string]Capabilities
 	order []string // VCs' names, sorted
 }
 
@@ -34,21 +37,42 @@ func NewPerVC(def Policy, vcs map[string]Policy) Policy {
 	if len(vcs) == 0 {
 		return def
 	}
-	p := &PerVC{Default: def, VCs: vcs}
-	for name := range vcs {
+	p := &PerVC{Default: def, VCs: vcs, def: def.Capabilities(), own: make(map[string]Capabilities, len(vcs))}
+	for name, q := range vcs {
 		p.order = append(p.order, name)
+		p.own[name] = q.Capabilities()
 	}
 	slices.Sort(p.order)
 	return p
 }
 
-// Of is the policy of virtual cluster vc.
-func (p *PerVC) Of(vc string) Policy {
-	if q, ok := p.VCs[vc]; ok {
-		return q
+// Capabilities implements Policy: the composition promotes, rechecks and
+// makes room when some VC's policy does (each VC's own through
+// Capabilities.Of), and seeds every VC's policy that draws random numbers.
+func (p *PerVC) Capabilities() Capabilities {
+	c := Capabilities{Policy: p, Seeder: p, vcs: p}
+	if c.Any(func(q Capabilities) bool { return q.Promoter != nil }) {
+		c.Promoter = p
 	}
-	return p.Default
+	if c.Any(func(q Capabilities) bool { return q.Rechecker != nil }) {
+		c.Rechecker = p
+	}
+	if c.Any(func(q Capabilities) bool { return q.RoomMaker != nil }) {
+		c.RoomMaker = p
+	}
+	return c
 }
+
+// caps is the capabilities of virtual cluster vc's policy.
+func (p *PerVC) caps(vc string) Capabilities {
+	if c, ok := p.own[vc]; ok {
+		return c
+	}
+	return p.def
+}
+
+// Of is the policy of virtual cluster vc.
+func (p *PerVC) Of(vc string) Policy { return p.caps(vc).Policy }
 
 // Name is the default policy's, with each VC's own, in a form that names a
 // run's directory: "fifo+a=fitgpp+b=tiresias-las".
@@ -111,13 +135,13 @@ func (p *PerVC) Consolidate(j *Job) bool { return p.Of(j.VC).Consolidate(j) }
 // MakesRoom implements Preemptor: whether j's VC's policy makes room for
 // it.
 func (p *PerVC) MakesRoom(j *Job) bool {
-	pre, ok := p.Of(j.VC).(Preemptor)
-	return ok && pre.MakesRoom(j)
+	pre := p.caps(j.VC).RoomMaker
+	return pre != nil && pre.MakesRoom(j)
 }
 
 // Victim implements Preemptor with j's VC's policy.
 func (p *PerVC) Victim(j *Job, running []*Job, room *Room) *Job {
-	if pre, ok := p.Of(j.VC).(Preemptor); ok {
+	if pre := p.caps(j.VC).RoomMaker; pre != nil {
 		return pre.Victim(j, running, room)
 	}
 	return nil
@@ -127,11 +151,11 @@ func (p *PerVC) Victim(j *Job, running []*Job, room *Room) *Job {
 func (p *PerVC) Promote(now time.Time, jobs []*Job) []JobKey {
 	def, own := p.groups(jobs)
 	var out []JobKey
-	if pr, ok := p.Default.(Promoter); ok {
+	if pr := p.def.Promoter; pr != nil {
 		out = append(out, pr.Promote(now, def)...)
 	}
 	for _, vc := range p.order {
-		if pr, ok := p.VCs[vc].(Promoter); ok {
+		if pr := p.own[vc].Promoter; pr != nil {
 			out = append(out, pr.Promote(now, own[vc])...)
 		}
 	}
@@ -142,62 +166,42 @@ func (p *PerVC) Promote(now time.Time, jobs []*Job) []JobKey {
 func (p *PerVC) NextChange(now time.Time, jobs []*Job) time.Time {
 	def, own := p.groups(jobs)
 	var next time.Time
-	earliest := func(q Policy, js []*Job) {
-		if rc, ok := q.(RecheckAfter); ok {
+	earliest := func(q Capabilities, js []*Job) {
+		if rc := q.Rechecker; rc != nil {
 			if t := rc.NextChange(now, js); !t.IsZero() && (next.IsZero() || t.Before(next)) {
 				next = t
 			}
 		}
 	}
-	earliest(p.Default, def)
+	earliest(p.def, def)
 	for _, vc := range p.order {
-		earliest(p.VCs[vc], own[vc])
+		earliest(p.own[vc], own[vc])
 	}
 	return next
 }
 
 // Seed seeds every policy that draws random numbers (rand).
 func (p *PerVC) Seed(seed int64) {
-	for _, q := range append([]Policy{p.Default}, p.policies()...) {
-		if s, ok := q.(interface{ Seed(int64) }); ok {
-			s.Seed(seed)
+	p.Capabilities().each(func(q Capabilities) {
+		if q.Seeder != nil {
+			q.Seeder.Seed(seed)
 		}
-	}
-}
-
-func (p *PerVC) policies() []Policy {
-	out := make([]Policy, 0, len(p.order))
-	for _, vc := range p.order {
-		out = append(out, p.VCs[vc])
-	}
-	return out
+	})
 }
 
 // keepMostLost applies preempt.victims=least-lost-work to each VC's part of
 // a ranking whose policy is a preemptive Leveler.
 func (p *PerVC) keepMostLost(ranked []*Job) {
 	for i := 0; i < len(ranked); {
-		q := p.Of(ranked[i].VC)
+		q := p.caps(ranked[i].VC)
 		k := i + 1
-		for k < len(ranked) && p.Of(ranked[k].VC) == q {
+		for k < len(ranked) && p.Of(ranked[k].VC) == q.Policy {
 			k++
 		}
-		if lv, ok := q.(Leveler); ok && q.Preemptive() {
-			keepMostLost(ranked[i:k], lv.Level)
+		if q.Leveler != nil && q.Policy.Preemptive() {
+			keepMostLost(ranked[i:k], q.Leveler.Level)
 		}
 		i = k
-	}
-}
-
-// Observe tells the policy that ranks virtual cluster vc's jobs that one of
-// them finished after gpuSeconds of service, if that policy learns job
-// sizes (Learner); p may be a PerVC or a single policy.
-func Observe(p Policy, vc string, gpuSeconds float64) {
-	if pv, ok := p.(*PerVC); ok {
-		p = pv.Of(vc)
-	}
-	if l, ok := p.(Learner); ok {
-		l.Observe(gpuSeconds)
 	}
 }
 
@@ -205,4 +209,5 @@ var (
 	_ Promoter     = (*PerVC)(nil)
 	_ RecheckAfter = (*PerVC)(nil)
 	_ Preemptor    = (*PerVC)(nil)
+	_ Seeder       = (*PerVC)(nil)
 )

@@ -42,7 +42,8 @@ func (q *quotaPlacer) WaitingVCs() int             { return 0 }
 func (q *quotaPlacer) Overflow(*Job, *FreeGPUs) (Grant, bool, string) {
 	return Grant{}, false, "no overflow"
 }
-func (q *quotaPlacer) Guaranteed(vc string) int { return q.quota[vc] }
+func (q *quotaPlacer) Guaranteed(vc string) int           { return q.quota[vc] }
+func (q *quotaPlacer) SetVictimCost(func(JobKey) float64) {}
 func (q *quotaPlacer) Release(k JobKey) {
 	if n, ok := q.held[k]; ok {
 		q.used[q.vcOf[k]] -= n
@@ -79,7 +80,7 @@ func TestPerVCPolicies(t *testing.T) {
 		grant("old", "id-n1", "n1-0", "n1-1", "n1-2", "n1-3", "n1-4", "n1-5", "n1-6", "n1-7"),
 	}
 	policy := func(name string) Policy {
-		p, err := NewPolicy(name, Knobs{})
+		p, err := newPolicy(name, Knobs{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +105,7 @@ func TestPerVCPolicies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := newQuotaPlacer(map[string]int{"trial": 8, "research": 8}, jobs[:3])
-			d := Planner{Policy: tc.policy, Placer: q, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(20000, 0))
+			d := Scheduler{Policy: tc.policy, Placer: q, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(20000, 0))
 			var preempted, granted []string
 			seenGrant := false
 			for _, a := range d.Actions {
@@ -150,7 +151,7 @@ func TestPerVCRank(t *testing.T) {
 		mk("a2", "a", 5, 0), mk("d2", "d2", 6, 0), mk("d3", "d1", 0, 0),
 	}
 	jobs[4].Attained, jobs[1].Attained = 10, 50 // las: a2 before a1
-	las, _ := NewPolicy("las", Knobs{})
+	las, _ := newPolicy("las", Knobs{})
 	p := NewPerVC(FIFO{}, map[string]Policy{"a": las, "z": FIFO{}})
 	p.Rank(time.Unix(100, 0), jobs)
 	if got, want := jobIDs(jobs), []string{"d3", "d1", "d2", "a2", "a1", "z1", "z2"}; !slices.Equal(got, want) {

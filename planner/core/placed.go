@@ -6,7 +6,7 @@ import (
 )
 
 // placed is the scheduler with a Placer (virtual clusters). Each VC's jobs
-// are ranked by its policy (Planner.Policy, or a PerVC's policy of the VC),
+// are ranked by its policy (Scheduler.Policy, or a PerVC's policy of the VC),
 // and the placer places them, higher priorities first (guaranteed jobs
 // before opportunistic ones), each priority in rank order:
 //
@@ -24,13 +24,13 @@ import (
 //     a time, until it fits (or, live, a set for a gang over several
 //     nodes: FitGpp's VictimSet). The placer itself may evict jobs to place one
 //     (HiveD: opportunistic jobs anywhere, lower priorities of the VC).
-//  3. Overflow (Planner.Overflow): the jobs that did not start try the
+//  3. Overflow (Scheduler.Overflow): the jobs that did not start try the
 //     placer's Overflow in order.
 //
 // Opportunistic jobs (priority < 0) are neither counted in a run set nor
 // chosen as a policy's victims: only a guaranteed job's placement evicts
 // them, whatever the policy of either VC.
-func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
+func (p Scheduler) placed(d *Decision, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) {
 	heads := map[string]*Job{}
 	var preempts []Action
 	preempted := map[JobKey]bool{}
@@ -56,7 +56,7 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf *gra
 		preempts = append(preempts, PreemptAction{Grant: g})
 		p.Placer.Release(v.Key)
 		free.give(g)
-		free.hold(g, v, -1)
+		free.charge(g, v, -1)
 	}
 	// behind names the head that blocks j: operators see who they wait
 	// for (`themis status`). A new head changes every queued job's reason
@@ -114,8 +114,8 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf *gra
 			}
 			continue
 		}
-		pre := p.roomMaker(j)
-		if heads[j.VC] != nil && pre == nil {
+		pre, room := p.roomMaker(j)
+		if heads[j.VC] != nil && !room {
 			p.wait(d, j, func() string { return behind(j) })
 			if p.Overflow {
 				blocked = append(blocked, j)
@@ -127,7 +127,7 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf *gra
 			continue
 		}
 		g, ok, why := p.Placer.Place(j, free, evict)
-		if !ok && pre != nil {
+		if !ok && room {
 			r := rooms[j.VC]
 			if r == nil {
 				r = p.vcRoom(j.VC, ranked, grants, grantOf, free)
@@ -157,42 +157,25 @@ func (p Planner) placed(d *Decision, ranked []*Job, grants []Grant, grantOf *gra
 }
 
 // policyOf is the policy that ranks j's virtual cluster.
-func (p Planner) policyOf(j *Job) Policy {
-	if pv, ok := p.Policy.(*PerVC); ok {
-		return pv.Of(j.VC)
-	}
-	return p.Policy
-}
+func (p Scheduler) policyOf(j *Job) Policy { return p.caps.Of(j.VC).Policy }
 
-// roomMaker is the Preemptor that makes room for guaranteed job j in its
-// VC, or nil.
-func (p Planner) roomMaker(j *Job) Preemptor {
+// roomMaker is the capabilities of the policy that makes room for
+// guaranteed job j in its VC; room is false when none does.
+func (p Scheduler) roomMaker(j *Job) (c Capabilities, room bool) {
 	if j.Priority < 0 {
-		return nil
+		return Capabilities{}, false
 	}
-	if pre, ok := p.policyOf(j).(Preemptor); ok && pre.MakesRoom(j) {
-		return pre
-	}
-	return nil
+	c = p.caps.Of(j.VC)
+	return c, c.RoomMaker != nil && c.RoomMaker.MakesRoom(j)
 }
 
 // anyMakesRoom reports whether some VC's policy may make room for its jobs.
-func (p Planner) anyMakesRoom() bool {
-	pv, ok := p.Policy.(*PerVC)
-	if !ok {
-		_, room := p.Policy.(Preemptor)
-		return room
-	}
-	for _, q := range append([]Policy{pv.Default}, pv.policies()...) {
-		if _, ok := q.(Preemptor); ok {
-			return true
-		}
-	}
-	return false
+func (p Scheduler) anyMakesRoom() bool {
+	return p.caps.Any(func(c Capabilities) bool { return c.RoomMaker != nil })
 }
 
 // vcRoom is what a VC's Preemptor sees: the VC's running guaranteed jobs.
-func (p Planner) vcRoom(vc string, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) *Room {
+func (p Scheduler) vcRoom(vc string, ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) *Room {
 	var running []*Job
 	for _, j := range ranked {
 		if j.Phase == Granted && j.VC == vc && j.Priority >= 0 {
@@ -208,7 +191,7 @@ func (p Planner) vcRoom(vc string, ranked []*Job, grants []Grant, grantOf *grant
 // the guaranteed jobs that fit its guaranteed GPUs in rank order run; the
 // running ones outside are preempted, and the queued ones outside are
 // returned (they wait).
-func (p Planner) runSets(ranked []*Job, preempt func(*Job)) map[JobKey]bool {
+func (p Scheduler) runSets(ranked []*Job, preempt func(*Job)) map[JobKey]bool {
 	byVC := map[string][]*Job{}
 	var order []string
 	for _, j := range ranked {

@@ -32,7 +32,7 @@ func (f *FreeGPUs) PlaceJob(j *Job, consolidate bool) (g Grant, ok bool) {
 		gpuIDs := ids(chosen)
 		f.take(gpuIDs)
 		g := Grant{Job: job, Node: f.x.nodes[i].node.ID, GPUs: gpuIDs}
-		f.hold(g, j, 1)
+		f.charge(g, j, 1)
 		f.remember(&g)
 		return g, true
 	}

@@ -2,7 +2,6 @@ package core
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"time"
 )
@@ -20,6 +19,7 @@ func (FIFO) Rank(_ time.Time, jobs []*Job) { SortFIFO(jobs) }
 func (FIFO) Preemptive() bool              { return false }
 func (FIFO) Blocking() bool                { return true }
 func (FIFO) Consolidate(*Job) bool         { return true }
+func (p FIFO) Capabilities() Capabilities  { return RankOnly(p) }
 
 // FIFOSkip is FIFO with best-effort backfilling: a later job may start when
 // the head of the queue does not fit.
@@ -30,6 +30,7 @@ func (FIFOSkip) Rank(_ time.Time, jobs []*Job) { SortFIFO(jobs) }
 func (FIFOSkip) Preemptive() bool              { return false }
 func (FIFOSkip) Blocking() bool                { return false }
 func (FIFOSkip) Consolidate(*Job) bool         { return true }
+func (p FIFOSkip) Capabilities() Capabilities  { return RankOnly(p) }
 
 // SRTF is shortest remaining time first, with perfect knowledge of job
 // durations (an oracle baseline), preemptive.
@@ -39,9 +40,10 @@ func (SRTF) Name() string { return "srtf" }
 func (SRTF) Rank(_ time.Time, jobs []*Job) {
 	sortBy(jobs, func(j *Job) float64 { return remaining(j) })
 }
-func (SRTF) Preemptive() bool      { return true }
-func (SRTF) Blocking() bool        { return false }
-func (SRTF) Consolidate(*Job) bool { return true }
+func (SRTF) Preemptive() bool             { return true }
+func (SRTF) Blocking() bool               { return false }
+func (SRTF) Consolidate(*Job) bool        { return true }
+func (p SRTF) Capabilities() Capabilities { return RankOnly(p) }
 
 // SRSF is shortest remaining service first: remaining time x GPUs, with
 // perfect knowledge, preemptive (Tiresias's 2D oracle baseline).
@@ -51,9 +53,10 @@ func (SRSF) Name() string { return "srsf" }
 func (SRSF) Rank(_ time.Time, jobs []*Job) {
 	sortBy(jobs, func(j *Job) float64 { return remaining(j) * float64(j.GPUs) })
 }
-func (SRSF) Preemptive() bool      { return true }
-func (SRSF) Blocking() bool        { return false }
-func (SRSF) Consolidate(*Job) bool { return true }
+func (SRSF) Preemptive() bool             { return true }
+func (SRSF) Blocking() bool               { return false }
+func (SRSF) Consolidate(*Job) bool        { return true }
+func (p SRSF) Capabilities() Capabilities { return RankOnly(p) }
 
 // LAS is least attained service first in two dimensions (GPUs x time), with
 // a continuous priority: preemptive, re-ranked at every decision (the Themis
@@ -64,9 +67,10 @@ func (LAS) Name() string { return "las" }
 func (LAS) Rank(_ time.Time, jobs []*Job) {
 	sortBy(jobs, func(j *Job) float64 { return j.Attained })
 }
-func (LAS) Preemptive() bool      { return true }
-func (LAS) Blocking() bool        { return false }
-func (LAS) Consolidate(*Job) bool { return true }
+func (LAS) Preemptive() bool             { return true }
+func (LAS) Blocking() bool               { return false }
+func (LAS) Consolidate(*Job) bool        { return true }
+func (p LAS) Capabilities() Capabilities { return RankOnly(p) }
 
 // Gandiva packs greedily by placement preference: jobs in arrival order, each
 // started only where it can be consolidated, without head-of-line blocking or
@@ -78,6 +82,7 @@ func (Gandiva) Rank(_ time.Time, jobs []*Job) { SortFIFO(jobs) }
 func (Gandiva) Preemptive() bool              { return false }
 func (Gandiva) Blocking() bool                { return false }
 func (Gandiva) Consolidate(*Job) bool         { return true }
+func (p Gandiva) Capabilities() Capabilities  { return RankOnly(p) }
 
 // Optimus is the Themis paper's "Optimus" baseline: resources go first to
 // the jobs whose throughput scales best with them. Optimus (Peng et al.,
@@ -99,9 +104,10 @@ func (Optimus) Name() string { return "optimus" }
 func (Optimus) Rank(_ time.Time, jobs []*Job) {
 	sortBy(jobs, func(j *Job) float64 { return remaining(j) * float64(j.GPUs) * max(1, j.Skew) })
 }
-func (Optimus) Preemptive() bool      { return true }
-func (Optimus) Blocking() bool        { return false }
-func (Optimus) Consolidate(*Job) bool { return false }
+func (Optimus) Preemptive() bool             { return true }
+func (Optimus) Blocking() bool               { return false }
+func (Optimus) Consolidate(*Job) bool        { return false }
+func (p Optimus) Capabilities() Capabilities { return RankOnly(p) }
 
 // remaining is a job's known remaining time; unknown sorts last.
 func remaining(j *Job) float64 {
@@ -122,60 +128,4 @@ func fifoCompare(a, b *Job) int {
 		return c
 	}
 	return cmp.Compare(a.Key.ID, b.Key.ID)
-}
-
-// Names lists the policies NewPolicy knows.
-func Names() []string {
-	return []string{"fifo", "fifo-skip", "srtf", "srsf", "las", "gandiva", "tiresias-las", "tiresias-gittins", "fitgpp", "lrtp", "rand", "optimus", "app-las", "app-srtf", "app-srsf"}
-}
-
-// NewPolicy returns a policy by name, configured by knobs ("tiresias.queues"
-// = "3200s", ...). Unknown names and knobs are errors naming them.
-func NewPolicy(name string, knobs Knobs) (Policy, error) {
-	var p Policy
-	var own []string
-	switch name {
-	case "fifo":
-		p = FIFO{}
-	case "fifo-skip":
-		p = FIFOSkip{}
-	case "srtf":
-		p = SRTF{}
-	case "srsf":
-		p = SRSF{}
-	case "las":
-		p = LAS{}
-	case "gandiva":
-		p = Gandiva{}
-	case "tiresias-las", "tiresias-gittins":
-		t, err := NewTiresias(name == "tiresias-gittins", knobs)
-		if err != nil {
-			return nil, err
-		}
-		p, own = t, []string{"tiresias"}
-	case "fitgpp":
-		f, err := NewFitGpp(knobs)
-		if err != nil {
-			return nil, err
-		}
-		p, own = f, []string{"fitgpp"}
-	case "optimus":
-		p = Optimus{}
-	case "lrtp":
-		p = LRTP{}
-	case "rand":
-		p = NewRandomPreempt()
-	case "app-las":
-		p = NewAppLAS()
-	case "app-srtf":
-		p = NewAppSRTF()
-	case "app-srsf":
-		p = NewAppSRSF()
-	default:
-		return nil, fmt.Errorf("policy %q: unknown (known: %v)", name, Names())
-	}
-	if err := knobs.UnusedIn(own...); err != nil {
-		return nil, fmt.Errorf("policy %q: %w", name, err)
-	}
-	return p, nil
 }

@@ -23,6 +23,10 @@ type Policy interface {
 	// possible (one node when it fits on one), waiting if need be, rather
 	// than placed on any free GPUs.
 	Consolidate(j *Job) bool
+	// Capabilities is what the policy does beyond ranking
+	// (capabilities.go): the stack, the simulator and Decide resolve it
+	// once and use its fields.
+	Capabilities() Capabilities
 }
 
 // Promoter is implemented by policies that promote starving jobs.

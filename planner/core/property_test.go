@@ -20,7 +20,7 @@ func TestPropertyGrantsAreSafe(t *testing.T) {
 	if testing.Short() {
 		rounds = 60
 	}
-	for _, name := range Names() {
+	for _, name := range testNames {
 		t.Run(name, func(t *testing.T) {
 			for trial := int64(0); trial < 10; trial++ {
 				runProperty(t, name, trial, rounds)
@@ -35,14 +35,14 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 	if name != "tiresias-las" && name != "tiresias-gittins" {
 		knobs, _ = ParseKnobs(nil)
 	}
-	pol, err := NewPolicy(name, knobs)
+	pol, err := newPolicy(name, knobs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// twin decides each round with State.GrantJobs, correct or (every
 	// fifth round) wrong, and State.Free, and must decide as pol does
 	// without them.
-	twin, err := NewPolicy(name, knobs)
+	twin, err := newPolicy(name, knobs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 		for _, g := range grants {
 			gs = append(gs, g)
 		}
-		d := Planner{Policy: pol, SingleNode: single}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs}, now)
+		d := Scheduler{Policy: pol, SingleNode: single}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs}, now)
 		gj := make([]int, len(gs))
 		for gi, g := range gs {
 			gj[gi] = slices.IndexFunc(jobs, func(j Job) bool { return j.Key == g.Job })
@@ -97,7 +97,7 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 		if len(gs) > 0 && r%3 == 1 {
 			kept = idx.Free(gs[1:])
 		}
-		if dt := (Planner{Policy: twin, SingleNode: single}).Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs, GrantJobs: gj, Index: idx, Free: kept}, now); decisionString(dt) != decisionString(d) {
+		if dt := (Scheduler{Policy: twin, SingleNode: single}).Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs, GrantJobs: gj, Index: idx, Free: kept}, now); decisionString(dt) != decisionString(d) {
 			t.Fatalf("%s round %d: with GrantJobs %v\n%s\nwithout\n%s", name, r, gj, decisionString(dt), decisionString(d))
 		}
 		byKey := map[JobKey]*Job{}

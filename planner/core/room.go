@@ -31,7 +31,7 @@ type Room struct {
 func (r *Room) LeastLostWork() bool { return r.victims == LeastLostWork }
 
 // Tie reports whether a policy's scores of two victims are equal, within
-// the Planner's VictimTie (victims.go).
+// the Scheduler's VictimTie (victims.go).
 func (r *Room) Tie(a, b float64) bool { return victimTie(a, b, r.tie) }
 
 func newRoom(ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs) *Room {
@@ -46,12 +46,12 @@ func newRoom(ranked []*Job, grants []Grant, grantOf *grantIndex, free *FreeGPUs)
 }
 
 // make preempts victims until j can be placed, then places it.
-func (r *Room) make(j *Job, pre Preemptor, consolidate bool, preempts *[]Action) (Grant, bool) {
-	return r.makeWith(j, pre, func(v *Job) {
+func (r *Room) make(j *Job, c Capabilities, consolidate bool, preempts *[]Action) (Grant, bool) {
+	return r.makeWith(j, c, func(v *Job) {
 		g := r.grant[v]
 		*preempts = append(*preempts, PreemptAction{Grant: g})
 		r.free.give(g)
-		r.free.hold(g, v, -1)
+		r.free.charge(g, v, -1)
 	}, func() (Grant, bool) { return r.free.PlaceJob(j, consolidate) })
 }
 
@@ -68,7 +68,8 @@ type GangPreemptor interface {
 // each (preempt frees its GPUs), until place places j. When the policy
 // names no single victim, a GangPreemptor may name a set, preempted at
 // once.
-func (r *Room) makeWith(j *Job, pre Preemptor, preempt func(*Job), place func() (Grant, bool)) (Grant, bool) {
+func (r *Room) makeWith(j *Job, c Capabilities, preempt func(*Job), place func() (Grant, bool)) (Grant, bool) {
+	pre := c.RoomMaker
 	for {
 		if v := pre.Victim(j, r.running, r); v != nil {
 			if !r.remove(v) {
@@ -80,8 +81,8 @@ func (r *Room) makeWith(j *Job, pre Preemptor, preempt func(*Job), place func() 
 			}
 			continue
 		}
-		gp, ok := pre.(GangPreemptor)
-		if !ok {
+		gp := c.GangRoom
+		if gp == nil {
 			return Grant{}, false
 		}
 		vs := gp.VictimSet(j, r.running, r)

@@ -33,7 +33,7 @@ func (r *Room) FitsWithAll(j *Job, vs []*Job) bool {
 	c := r.free.clone()
 	for _, v := range vs {
 		c.give(r.grant[v])
-		c.hold(r.grant[v], v, -1)
+		c.charge(r.grant[v], v, -1)
 	}
 	_, ok := c.PlaceJob(j, true)
 	return ok

@@ -30,7 +30,7 @@ func decideOnce(t *testing.T, pol Policy, nodes []Node, jobs []Job, grants []Gra
 			where[g.ID] = n.ID
 		}
 	}
-	d := Planner{Policy: pol, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(1000, 0))
+	d := Scheduler{Policy: pol, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(1000, 0))
 	o := outcome{nodes: map[string]int{}}
 	for _, a := range d.Actions {
 		switch a := a.(type) {
@@ -57,7 +57,7 @@ func policy(t *testing.T, name string, settings ...string) Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPolicy(name, k)
+	p, err := newPolicy(name, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestTiresiasPromoteResetsCounters(t *testing.T) {
 	jobs := []Job{with(job("s", 8, 0, Queued), func(j *Job) { started(0, 20)(j); j.Waited = 20 })}
 	var seen []Job
 	spy := rankSpy{Policy: pol, seen: &seen}
-	d := Planner{Policy: spy}.Decide(State{Nodes: []Node{node8("n0")}, Jobs: jobs}, time.Unix(100, 0))
+	d := Scheduler{Policy: spy}.Decide(State{Nodes: []Node{node8("n0")}, Jobs: jobs}, time.Unix(100, 0))
 	if len(d.Actions) != 2 {
 		t.Fatalf("actions %v, want a promotion and a grant", d.Actions)
 	}
@@ -441,14 +441,14 @@ func TestKnobErrorsNameTheKnob(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = NewPolicy(c.policy, k)
+			_, err = newPolicy(c.policy, k)
 			if err == nil {
 				// A knob of no policy's namespace is the run's to refuse,
 				// once every owner read its own (Knobs.Unused).
 				err = k.Unused()
 			}
 			if err == nil {
-				t.Fatalf("NewPolicy(%q, %v) and the run-wide check succeeded, want an error", c.policy, c.settings)
+				t.Fatalf("newPolicy(%q, %v) and the run-wide check succeeded, want an error", c.policy, c.settings)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
@@ -476,17 +476,17 @@ func TestKnobsAcrossPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewPolicy("fifo", k); err != nil {
+	if _, err := newPolicy("fifo", k); err != nil {
 		t.Fatalf("fifo rejected another policy's knob: %v", err)
 	}
-	if _, err := NewPolicy("tiresias-las", k); err == nil || !strings.Contains(err.Error(), "tiresias.qeueus") {
+	if _, err := newPolicy("tiresias-las", k); err == nil || !strings.Contains(err.Error(), "tiresias.qeueus") {
 		t.Fatalf("tiresias-las accepted a misspelt knob: %v", err)
 	}
 	if err := k.Unused(); err == nil || !strings.Contains(err.Error(), "tiresias.qeueus (did you mean tiresias.queues?)") {
 		t.Fatalf("the run-wide check missed the misspelt knob: %v", err)
 	}
 	ok, _ := ParseKnobs([]string{"tiresias.queues=100"})
-	if _, err := NewPolicy("fifo", ok); err != nil {
+	if _, err := newPolicy("fifo", ok); err != nil {
 		t.Fatal(err)
 	}
 	if err := ok.Unused(); err == nil {
@@ -552,7 +552,7 @@ func TestTiresiasPromoteEvery(t *testing.T) {
 	}
 	for _, bad := range []string{"-1", "0", "1,2", "soon"} {
 		k, _ := ParseKnobs([]string{"tiresias.promote_every=" + bad})
-		if _, err := NewPolicy("tiresias-las", k); err == nil {
+		if _, err := newPolicy("tiresias-las", k); err == nil {
 			t.Errorf("promote_every=%s: no error", bad)
 		}
 	}

@@ -155,7 +155,14 @@ func (t *Tiresias) Name() string {
 }
 
 func (t *Tiresias) Preemptive() bool { return true }
-func (t *Tiresias) Blocking() bool   { return false }
+
+// Capabilities implements Policy: Tiresias promotes, re-ranks as jobs cross
+// its queues' thresholds, ranks by queue level, learns job sizes
+// (2D-Gittins without a distribution) and keeps them as its state.
+func (t *Tiresias) Capabilities() Capabilities {
+	return Capabilities{Policy: t, Promoter: t, Rechecker: t, Learner: t, Leveler: t, State: t}
+}
+func (t *Tiresias) Blocking() bool { return false }
 
 // Consolidate packs placement-sensitive jobs (skew above PACKLIMIT).
 func (t *Tiresias) Consolidate(j *Job) bool { return j.Skew > t.PackLimit }

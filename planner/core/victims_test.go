@@ -13,7 +13,7 @@ import (
 // preempted and granted jobs' IDs.
 func victimsOf(t *testing.T, pol Policy, order VictimOrder, nodes []Node, jobs []Job, grants []Grant) (preempted, granted []string) {
 	t.Helper()
-	d := Planner{Policy: pol, Victims: order}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(1000, 0))
+	d := Scheduler{Policy: pol, Victims: order}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(1000, 0))
 	for _, a := range d.Actions {
 		switch a := a.(type) {
 		case PreemptAction:
@@ -301,7 +301,7 @@ func TestPropertyTiresiasKeepsTheMostLost(t *testing.T) {
 			jobs = append(jobs, j)
 		}
 		st := State{Nodes: nodes, Jobs: jobs, Grants: grants}
-		d := Planner{Policy: tir, Victims: LeastLostWork}.Decide(st, time.Unix(1000, 0))
+		d := Scheduler{Policy: tir, Victims: LeastLostWork}.Decide(st, time.Unix(1000, 0))
 		pre := map[JobKey]bool{}
 		for _, a := range d.Actions {
 			if p, ok := a.(PreemptAction); ok {
@@ -324,8 +324,8 @@ func TestPropertyTiresiasKeepsTheMostLost(t *testing.T) {
 			}
 		}
 		las := policy(t, "las")
-		off := Planner{Policy: las}.Decide(st, time.Unix(1000, 0))
-		on := Planner{Policy: las, Victims: LeastLostWork}.Decide(st, time.Unix(1000, 0))
+		off := Scheduler{Policy: las}.Decide(st, time.Unix(1000, 0))
+		on := Scheduler{Policy: las, Victims: LeastLostWork}.Decide(st, time.Unix(1000, 0))
 		if fmt.Sprint(off.Actions) != fmt.Sprint(on.Actions) {
 			t.Fatalf("seed %d: las decides %v with the knob, %v without", seed, on.Actions, off.Actions)
 		}
@@ -425,7 +425,7 @@ func TestVictimTieWidensTies(t *testing.T) {
 			x.Remaining, y.Remaining = tc.remainXY[0], tc.remainXY[1]
 		}
 		st := State{Nodes: []Node{a, b}, Jobs: []Job{x, y, fgJob("te", "te", 2, 0, 0, 0, 10)}, Grants: []Grant{gx, gy}}
-		d := Planner{Policy: policy(t, tc.policy), Victims: tc.order, VictimTie: tc.tie}.Decide(st, time.Unix(1000, 0))
+		d := Scheduler{Policy: policy(t, tc.policy), Victims: tc.order, VictimTie: tc.tie}.Decide(st, time.Unix(1000, 0))
 		var got []string
 		for _, act := range d.Actions {
 			if p, ok := act.(PreemptAction); ok {

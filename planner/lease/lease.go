@@ -1,8 +1,10 @@
-// Package lease defines how GPU leases are laid out in Consul KV. The planner
-// writes them; the task driver reads them before it starts a task; operators
+// Package lease owns the Consul KV layout themis writes under Root (every
+// key: keys.go) and the records the planner and the task driver share:
+// GPU leases, which the planner writes and the task driver reads before it
+// starts a task; pending grants, checkpoints, progress and gangs. Operators
 // read them in Consul's UI under "Key/Value > themis".
 //
-// Layout (all values JSON):
+// Leases (all values JSON):
 //
 //	themis/leases/gpus/<gpu-id>          one key per leased GPU   -> GPULease
 //	themis/leases/jobs/<namespace>/<job> one key per granted job  -> JobLease

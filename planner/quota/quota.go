@@ -124,6 +124,9 @@ func (q *Placer) Overflow(j *core.Job, _ *core.FreeGPUs) (core.Grant, bool, stri
 }
 
 // Release tells the placer a job stopped.
+// SetVictimCost implements core.Placer: quotas preempt no running job.
+func (q *Placer) SetVictimCost(func(core.JobKey) float64) {}
+
 func (q *Placer) Release(job core.JobKey) {
 	if h, ok := q.held[job]; ok {
 		q.used[h.vc] -= h.gpus

@@ -56,7 +56,7 @@ func BenchmarkPhilly(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := 0; i < b.N; i++ {
-		pol, _ := core.NewPolicy("tiresias-las", core.Knobs{})
+		pol, _ := stack.NewPolicy("tiresias-las", core.Knobs{})
 		if _, err := Run(Config{Trace: tr, Cluster: cl, Policy: pol, Seed: 1}); err != nil {
 			b.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/themis-nomad/themis/planner/cluster"
@@ -37,7 +38,7 @@ type Config struct {
 	// grant-to-running latency: the planner's round, Nomad's placement,
 	// the driver's start). 0 in the papers' models.
 	StartCost float64
-	// EqualParts places gangs as the live planner does (core.Planner's
+	// EqualParts places gangs as the live planner does (core.Scheduler's
 	// EqualParts: one node, or equal parts on whole nodes), for comparing
 	// the simulator with the live system.
 	EqualParts bool
@@ -61,9 +62,9 @@ type Config struct {
 	// Placer, if set, places jobs in virtual clusters (see RunVCs): the
 	// core's Planner.Placer, told of every job that finishes or is
 	// preempted. The policy must not be preemptive.
-	Placer VCPlacer
+	Placer core.Placer
 	// Overflow lets jobs that do not fit their VC run outside it as the
-	// Placer's Overflow places them (core.Planner.Overflow).
+	// Placer's Overflow places them (core.Scheduler.Overflow).
 	Overflow bool
 	// CheckpointEvery, when positive, is the seconds of execution between
 	// a job's periodic checkpoints: a preempted job loses the work since
@@ -73,13 +74,6 @@ type Config struct {
 	// (knobs preempt.victims and preempt.tie).
 	Victims   core.VictimOrder
 	VictimTie float64
-}
-
-// VCPlacer is a core.Placer that the simulator keeps informed of the jobs
-// that stop holding their GPUs.
-type VCPlacer interface {
-	core.Placer
-	Release(job core.JobKey)
 }
 
 // job is the simulator's record of one trace job.
@@ -183,18 +177,23 @@ func Run(cfg Config) (*Result, error) {
 			jobs[i].c.LaterPhases = lastPhase[tj.App] - tj.Phase
 		}
 	}
-	if sp, ok := cfg.Policy.(interface{ Seed(int64) }); ok {
-		sp.Seed(cfg.Seed)
+	caps := cfg.Policy.Capabilities()
+	if reflect.TypeOf(caps.Policy) != reflect.TypeOf(cfg.Policy) {
+		// A wrapper that embeds a policy and does not state its own
+		// capabilities would be bypassed: the scheduler would call the
+		// embedded policy's.
+		return nil, fmt.Errorf("sim: policy %s (%T) states the capabilities of a %T: a policy that embeds another must state its own", cfg.Policy.Name(), cfg.Policy, caps.Policy)
+	}
+	if caps.Seeder != nil {
+		caps.Seeder.Seed(cfg.Seed)
 	}
 	var vcs *vcCounter
-	costs, _ := cfg.Placer.(interface {
-		SetVictimCost(func(core.JobKey) float64)
-	})
+	costs := cfg.Placer
 	if cfg.Placer != nil {
-		vcs = &vcCounter{VCPlacer: cfg.Placer, queued: map[string]int{}}
+		vcs = &vcCounter{Placer: cfg.Placer, queued: map[string]int{}}
 		cfg.Placer = vcs
 	}
-	s := &state{cfg: cfg, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Planner{Policy: cfg.Policy, Victims: cfg.Victims, VictimTie: cfg.VictimTie, EqualParts: cfg.EqualParts},
+	s := &state{cfg: cfg, caps: caps, vcs: vcs, nodes: nodes, gpuNode: gpuNode, planner: core.Scheduler{Policy: cfg.Policy, Victims: cfg.Victims, VictimTie: cfg.VictimTie, EqualParts: cfg.EqualParts},
 		index: core.NewClusterIndex(nodes), gpuFreeAt: map[string]float64{}}
 	s.free = s.index.Free(nil)
 	if vcs != nil {
@@ -221,8 +220,8 @@ func Run(cfg Config) (*Result, error) {
 	if err := s.loop(jobs); err != nil {
 		return nil, err
 	}
-	if e, ok := cfg.Policy.(interface{ Err() error }); ok && e.Err() != nil {
-		return nil, fmt.Errorf("sim: policy %s: %w", cfg.Policy.Name(), e.Err())
+	if f := caps.Failer; f != nil && f.Err() != nil {
+		return nil, fmt.Errorf("sim: policy %s: %w", cfg.Policy.Name(), f.Err())
 	}
 	res := &Result{
 		Policy: cfg.Policy.Name(), Trace: cfg.Trace.Name, Cluster: cfg.Cluster.Name, Seed: cfg.Seed,
@@ -256,10 +255,12 @@ func Run(cfg Config) (*Result, error) {
 }
 
 type state struct {
-	cfg     Config
+	cfg Config
+	// caps is the policy's capabilities, resolved once a run.
+	caps    core.Capabilities
 	nodes   []core.Node
 	gpuNode map[string]int
-	planner core.Planner
+	planner core.Scheduler
 	index   *core.ClusterIndex
 	// grants and slots are the running jobs' grants and their slots in
 	// cj, kept beside running (in its order) for State.Grants and
@@ -306,13 +307,13 @@ func (s *state) loop(jobs []*job) error {
 	s.now = jobs[0].tj.Submit
 	total := len(jobs)
 	lastReport := -1
-	recheck, _ := s.cfg.Policy.(core.RecheckAfter)
+	recheck := s.caps.Rechecker
 	const eps = 1e-9
 	preemptive := s.cfg.Policy.Preemptive()
 	// A policy that preempts to make room (FitGpp) lets the jobs that may
 	// do so pass a blocked head and preempt on a full cluster: their
 	// arrivals always count.
-	roomMaker, _ := s.cfg.Policy.(core.Preemptor)
+	roomMaker := s.caps.RoomMaker
 	// With a Placer a queue blocks per virtual cluster: an arrival in
 	// another VC may start behind a blocked head.
 	blocking := s.cfg.Policy.Blocking() && s.cfg.Placer == nil
@@ -344,7 +345,7 @@ func (s *state) loop(jobs []*job) error {
 				if s.cfg.Placer != nil {
 					s.cfg.Placer.Release(j.c.Key)
 				}
-				core.Observe(s.cfg.Policy, j.c.VC, j.tj.Duration*float64(j.tj.GPUs))
+				s.caps.Observe(j.c.VC, j.tj.Duration*float64(j.tj.GPUs))
 				s.gate.finish(j)
 				continue
 			}
@@ -593,7 +594,7 @@ func (s *state) decide() error {
 			s.running = append(s.running, j)
 			s.grants, s.slots = append(s.grants, a.Grant), append(s.slots, j.slot)
 			j.grant = a.Grant
-			s.free.Hold(a.Grant)
+			s.free.TakeGrant(a.Grant)
 			j.c.Phase = core.Granted
 			if every := s.cfg.CheckpointEvery; every > 0 {
 				j.ckpt.start(every, j.c.Seq, !j.c.Started)
@@ -633,8 +634,9 @@ func (s *state) decide() error {
 	return nil
 }
 
-// slowdown is the job's placement penalty: 1 on one node, its class's
-// cross-node or cross-rack factor otherwise.
+// slowdown is the job's placement penalty at its grant's spread
+// (core.Job.Slowdown, with the job's class's factors as Skew and
+// CrossRack); 1 under the peer's semantics.
 func (s *state) slowdown(j *job) float64 {
 	if s.cfg.Peer {
 		return 1
@@ -656,11 +658,11 @@ func (s *state) slowdown(j *job) float64 {
 	}
 	switch {
 	case sameNode:
-		return 1
+		return j.c.Slowdown(core.OneNode)
 	case sameRack:
-		return j.class.CrossNode
+		return j.c.Slowdown(core.OneRack)
 	default:
-		return j.class.CrossRack
+		return j.c.Slowdown(core.Racks)
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"math"
 	"math/rand"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/gittins"
@@ -30,6 +32,12 @@ func mustCluster(t testing.TB) func(*cluster.Cluster, error) *cluster.Cluster {
 		}
 		return c
 	}
+}
+
+// rankingNames are the registry's policies but themis (tested on its
+// own): those the generic scheduler runs.
+func rankingNames() []string {
+	return slices.DeleteFunc(stack.Names(), func(n string) bool { return n == arbiter.Name })
 }
 
 func newPolicy(t testing.TB, name string, settings ...string) core.Policy {
@@ -284,7 +292,7 @@ func TestJobLargerThanCluster(t *testing.T) {
 		{ID: "b", GPUs: 8, Duration: 20, Submit: 2},
 	}}
 	cl := mustCluster(t)(cluster.Uniform("n1g8", 1, 1, 8))
-	for _, name := range core.Names() {
+	for _, name := range rankingNames() {
 		p := newPolicy(t, name)
 		r := run(t, Config{Trace: tr, Cluster: cl, Policy: p, Seed: 1})
 		huge, a, b := r.Jobs[0], r.Jobs[1], r.Jobs[2]
@@ -309,7 +317,7 @@ func TestUnconsolidatableJobDoesNotStall(t *testing.T) {
 		{ID: "small", GPUs: 1, Duration: 5, Submit: 1, Model: "resnet50"},
 	}}
 	cl := mustCluster(t)(cluster.Mixed("n4n4n8", cluster.NodeGroup{Count: 2, GPUsPerNode: 4}, cluster.NodeGroup{Count: 1, GPUsPerNode: 8}))
-	for _, name := range core.Names() {
+	for _, name := range rankingNames() {
 		p := newPolicy(t, name)
 		r := run(t, Config{Trace: tr, Cluster: cl, Policy: p})
 		if !r.Jobs[1].Finished {
@@ -351,7 +359,7 @@ func modelFree(n int, seed int64) *trace.Trace {
 func TestDeterminism(t *testing.T) {
 	tr := modelFree(200, 7)
 	cl := mustCluster(t)(cluster.Mixed("mixed", cluster.NodeGroup{Count: 2, GPUsPerNode: 4}, cluster.NodeGroup{Count: 2, GPUsPerNode: 8}))
-	for _, name := range core.Names() {
+	for _, name := range rankingNames() {
 		once := func(seed int64) *Result {
 			p := newPolicy(t, name, settingsFor(name)...)
 			r := run(t, Config{Trace: tr, Cluster: cl, Policy: p, Seed: seed, CheckpointCost: 10, RestoreCost: 20})
@@ -444,5 +452,20 @@ func TestCosts(t *testing.T) {
 		case !tc.wantErr && (err != nil || c != tc.ckpt || r != tc.restore):
 			t.Errorf("%v: %v, %v, %v; want %v, %v", tc.sets, c, r, err, tc.ckpt, tc.restore)
 		}
+	}
+}
+
+// embedsFIFO is a wrapper that forgot to state its own capabilities.
+type embedsFIFO struct{ core.Policy }
+
+// TestWrapperMustStateCapabilities: a policy that embeds another and does
+// not state its own capabilities is refused, rather than run as the
+// embedded policy (the scheduler would bypass the wrapper).
+func TestWrapperMustStateCapabilities(t *testing.T) {
+	tr := &trace.Trace{Jobs: []trace.Job{{ID: "a", GPUs: 1, Duration: 10}}}
+	cl := mustCluster(t)(cluster.Uniform("n1g8", 1, 1, 8))
+	_, err := Run(Config{Trace: tr, Cluster: cl, Policy: embedsFIFO{core.FIFO{}}})
+	if err == nil || !strings.Contains(err.Error(), "must state its own") {
+		t.Fatalf("Run with a wrapper = %v, want it refused", err)
 	}
 }

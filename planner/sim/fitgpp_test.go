@@ -6,6 +6,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/workload"
 )
 
@@ -43,7 +44,7 @@ func TestFitGppWorkload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pol, err := core.NewPolicy(tc.name, k)
+		pol, err := stack.NewPolicy(tc.name, k)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,8 +19,8 @@ var propertyTrials = flag.Int("sim.trials", 0, "random traces per policy in Test
 // checked wraps a policy to look at the simulator's state at every round
 // (Decide hands Rank its active jobs, after promotions) and to bound the
 // number of rounds, so that a simulation that never ends fails instead of
-// hanging. It forwards the optional interfaces; one it does not implement
-// answers as if absent (no promotions, no recheck).
+// hanging. It passes on the capabilities the property tests exercise
+// (promotion, recheck, room, seeding, learning) as the policy's own.
 type checked struct {
 	core.Policy
 	capacity, rounds, limit int
@@ -49,42 +49,12 @@ func (c *checked) Rank(now time.Time, jobs []*core.Job) {
 	c.Policy.Rank(now, jobs)
 }
 
-func (c *checked) Promote(now time.Time, jobs []*core.Job) []core.JobKey {
-	if p, ok := c.Policy.(core.Promoter); ok {
-		return p.Promote(now, jobs)
-	}
-	return nil
-}
-
-func (c *checked) NextChange(now time.Time, jobs []*core.Job) time.Time {
-	if r, ok := c.Policy.(core.RecheckAfter); ok {
-		return r.NextChange(now, jobs)
-	}
-	return time.Time{}
-}
-
-func (c *checked) MakesRoom(j *core.Job) bool {
-	p, ok := c.Policy.(core.Preemptor)
-	return ok && p.MakesRoom(j)
-}
-
-func (c *checked) Victim(j *core.Job, running []*core.Job, room *core.Room) *core.Job {
-	if p, ok := c.Policy.(core.Preemptor); ok {
-		return p.Victim(j, running, room)
-	}
-	return nil
-}
-
-func (c *checked) Seed(seed int64) {
-	if p, ok := c.Policy.(interface{ Seed(int64) }); ok {
-		p.Seed(seed)
-	}
-}
-
-func (c *checked) Observe(gpuSeconds float64) {
-	if l, ok := c.Policy.(core.Learner); ok {
-		l.Observe(gpuSeconds)
-	}
+// Capabilities implements core.Policy: the wrapped policy's, ranking
+// through c.
+func (c *checked) Capabilities() core.Capabilities {
+	in := c.Policy.Capabilities()
+	return core.Capabilities{Policy: c, Promoter: in.Promoter, Rechecker: in.Rechecker, RoomMaker: in.RoomMaker,
+		Seeder: in.Seeder, Learner: in.Learner}
 }
 
 // runChecked runs cfg with its policy wrapped in checked; it fails the test
@@ -92,7 +62,7 @@ func (c *checked) Observe(gpuSeconds float64) {
 func runChecked(t *testing.T, cfg Config, limit int) (r *Result, c *checked) {
 	t.Helper()
 	c = &checked{Policy: cfg.Policy, capacity: cfg.Cluster.TotalGPUs(), limit: limit}
-	if a, ok := cfg.Policy.(core.Allocator); ok {
+	if a := cfg.Policy.Capabilities().Allocator; a != nil {
 		cfg.Policy = &checkedAllocator{c, a}
 	} else {
 		cfg.Policy = c
@@ -216,7 +186,7 @@ func TestPropertyRandomTraces(t *testing.T) {
 	if *propertyTrials > 0 {
 		trials = *propertyTrials
 	}
-	for _, name := range core.Names() {
+	for _, name := range rankingNames() {
 		t.Run(name, func(t *testing.T) {
 			for trial := 0; trial < trials; trial++ {
 				seed := int64(1000*trial + len(name))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/sim/leased"
 	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/trace"
 )
@@ -21,7 +22,7 @@ func TestReallocAtLeaseEnds(t *testing.T) {
 		{ID: "B", GPUs: 8, Duration: 50, Submit: 40, Model: "resnet50"},
 	}}
 	cl := mustCluster(t)(cluster.Uniform("n1g8", 1, 1, 8))
-	k, err := core.ParseKnobs([]string{core.KnobRealloc + "=60s"})
+	k, err := core.ParseKnobs([]string{leased.Knob + "=60s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,8 +31,8 @@ func TestReallocAtLeaseEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol := st.Policy
-	if _, ok := pol.(*core.Leased); !ok {
-		t.Fatalf("stack.Build(las, sim.realloc=60s) = %T, want a *core.Leased", pol)
+	if _, ok := pol.(*leased.Policy); !ok {
+		t.Fatalf("stack.Build(las, sim.realloc=60s) = %T, want a *leased.Policy", pol)
 	}
 	if err := st.Live(); err == nil || !strings.Contains(err.Error(), "sim.realloc") {
 		t.Errorf("Live() = %v, want sim.realloc refused live", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/sim/leased"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -23,6 +24,13 @@ import (
 type checkedAllocator struct {
 	*checked
 	alloc core.Allocator
+}
+
+// Capabilities implements core.Policy: checked's, allocating through c.
+func (c *checkedAllocator) Capabilities() core.Capabilities {
+	caps := c.checked.Capabilities()
+	caps.Policy, caps.Allocator = c, c
+	return caps
 }
 
 func (c *checkedAllocator) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, held []core.Grant) ([]core.Grant, []core.JobKey) {
@@ -133,7 +141,7 @@ func TestPropertyThemisRandomApps(t *testing.T) {
 				// Themis with and without early revocation; the baselines
 				// with instant reallocation and on leases.
 				k, err := core.ParseKnobs([]string{"themis.lease=" + []string{"10m", "2m", "30s"}[trial%3],
-					"themis.revoke=" + []string{"off", "on"}[trial%2], core.KnobRealloc + "=" + []string{"instant", "instant", "2m", "2m"}[trial%4]})
+					"themis.revoke=" + []string{"off", "on"}[trial%2], leased.Knob + "=" + []string{"instant", "instant", "2m", "2m"}[trial%4]})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -13,28 +13,6 @@ import (
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
-// The ways RunVCs shares a cluster among virtual clusters: the stack's
-// virtual-cluster placements (stack.Placements), built by stack.NewPlacer
-// as the live planner builds its own.
-const (
-	// VCModeHived gives each VC its cells, bound by HiveD's buddy
-	// allocation (package hived).
-	VCModeHived = string(stack.PlaceHived)
-	// VCModeHivedOverflow is VCModeHived with opportunistic overflow: a
-	// job that does not fit its VC's cells runs on idle GPUs, preempted
-	// when a guaranteed job needs them.
-	VCModeHivedOverflow = string(stack.PlaceHivedOverflow)
-	// VCModeQuota caps each VC at its cells' GPU count, placed anywhere
-	// by the core's best fit (the "quota" baseline of the HiveD paper).
-	VCModeQuota = string(stack.PlaceQuota)
-	// VCModeQuotaYARN is VCModeQuota placed first fit, without topology
-	// preference (YARN's Capacity Scheduler, the HiveD paper's baseline).
-	VCModeQuotaYARN = string(stack.PlaceQuotaYARN)
-	// VCModeQuotaGandiva is VCModeQuota placed by Gandiva's job-size
-	// affinity.
-	VCModeQuotaGandiva = string(stack.PlaceQuotaGandiva)
-)
-
 // AnomalyTolerance is how much longer (seconds) a VC's average queueing
 // delay in the shared cluster may be than in its private cluster before
 // it counts as a sharing anomaly: simulated times are sums of floats.
@@ -72,8 +50,10 @@ type VCRun struct {
 	Config
 	NewPolicy func() (core.Policy, error)
 	VCs       *hived.Config
-	// Mode is one of the VCMode values.
-	Mode string
+	// Mode is how the virtual clusters share the cluster: one of
+	// stack.Placements, built by stack.NewPlacer as the live planner
+	// builds its own.
+	Mode stack.Placement
 }
 
 // RunVCs replays the trace on the shared cluster with its jobs in virtual
@@ -89,7 +69,7 @@ type VCRun struct {
 // model rather than sharing.
 func RunVCs(run VCRun) (*Result, error) {
 	run.OneRack = true
-	mode := stack.Placement(run.Mode)
+	mode := run.Mode
 	if mode == stack.PlaceFree || !slices.Contains(stack.Placements(), mode) {
 		return nil, fmt.Errorf("sim: virtual-cluster mode %q: want one of %v", run.Mode, stack.Placements())
 	}
@@ -156,7 +136,7 @@ func RunVCs(run VCRun) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.VCMode = run.Mode
+	res.VCMode = string(run.Mode)
 	privQ, privN := 0.0, 0
 	for _, v := range vcs {
 		vr := VCResult{Name: v.Name, GPUs: v.GPUs}
@@ -232,7 +212,7 @@ func vcStats(jobs []JobResult, vc string) (finished int, avgQueue, avgJCT float6
 // jobs, which the engine keeps up to date as jobs arrive, start and are
 // preempted: Decide stops looking once that many queues are blocked.
 type vcCounter struct {
-	VCPlacer
+	core.Placer
 	queued  map[string]int
 	waiting int
 }

@@ -40,15 +40,15 @@ func TestVCModesAnomaly(t *testing.T) {
 		{Name: "a", Cells: []hived.CellCount{{Type: "node8", Count: 1}}},
 		{Name: "b", Cells: []hived.CellCount{{Type: "node8", Count: 1}}},
 	}}
-	results := map[string]*Result{}
-	for _, mode := range []string{VCModeQuota, VCModeHived} {
+	results := map[stack.Placement]*Result{}
+	for _, mode := range []stack.Placement{stack.PlaceQuota, stack.PlaceHived} {
 		r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl}, NewPolicy: fifoPolicy, VCs: vcs, Mode: mode})
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
 		results[mode] = r
 	}
-	q, h := results[VCModeQuota], results[VCModeHived]
+	q, h := results[stack.PlaceQuota], results[stack.PlaceHived]
 	if q.SharingAnomalies != 1 || !q.VCs[0].Anomaly || q.VCs[0].Name != "a" {
 		t.Errorf("quota: %d anomalies, VCs %+v; want a alone", q.SharingAnomalies, q.VCs)
 	}
@@ -57,7 +57,7 @@ func TestVCModesAnomaly(t *testing.T) {
 	}
 	// a2 waits 0 s in private and under HiveD; under quotas until b1 ends
 	// and frees node 0 (t = 1000).
-	for mode, want := range map[string]float64{VCModeHived: 0, VCModeQuota: 1000 - 6} {
+	for mode, want := range map[stack.Placement]float64{stack.PlaceHived: 0, stack.PlaceQuota: 1000 - 6} {
 		for _, j := range results[mode].Jobs {
 			if j.ID == "a2" && math.Abs(j.Queue-want) > 1e-6 {
 				t.Errorf("%s: a2 queued %g s, want %g", mode, j.Queue, want)
@@ -97,21 +97,21 @@ func TestVCHivedNoAnomalies(t *testing.T) {
 			v := cfg.VCs[rng.Intn(len(cfg.VCs))]
 			tr.Jobs = append(tr.Jobs, vcJob(fmt.Sprintf("j%d", i), v.Name, at, 10+rng.ExpFloat64()*300, 1<<rng.Intn(4)))
 		}
-		r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, Seed: seed}, NewPolicy: fifoPolicy, VCs: cfg, Mode: VCModeHived})
+		r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, Seed: seed}, NewPolicy: fifoPolicy, VCs: cfg, Mode: stack.PlaceHived})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		if r.SharingAnomalies != 0 {
 			t.Fatalf("seed %d: %d sharing anomalies under HiveD: %+v", seed, r.SharingAnomalies, r.VCs)
 		}
-		o, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, Seed: seed}, NewPolicy: fifoPolicy, VCs: cfg, Mode: VCModeHivedOverflow})
+		o, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, Seed: seed}, NewPolicy: fifoPolicy, VCs: cfg, Mode: stack.PlaceHivedOverflow})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		if o.SharingAnomalies != 0 {
 			t.Fatalf("seed %d: %d sharing anomalies under HiveD with overflow: %+v", seed, o.SharingAnomalies, o.VCs)
 		}
-		q, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, Seed: seed}, NewPolicy: fifoPolicy, VCs: cfg, Mode: VCModeQuota})
+		q, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, Seed: seed}, NewPolicy: fifoPolicy, VCs: cfg, Mode: stack.PlaceQuota})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -142,7 +142,7 @@ func TestVCOverflowPreempted(t *testing.T) {
 		{Name: "a", Cells: []hived.CellCount{{Type: "node8", Count: 1}}},
 		{Name: "b", Cells: []hived.CellCount{{Type: "node8", Count: 1}}},
 	}}
-	r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, CheckpointCost: 10, RestoreCost: 20}, NewPolicy: fifoPolicy, VCs: vcs, Mode: VCModeHivedOverflow})
+	r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, CheckpointCost: 10, RestoreCost: 20}, NewPolicy: fifoPolicy, VCs: vcs, Mode: stack.PlaceHivedOverflow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestRunVCsErrors(t *testing.T) {
 		run  VCRun
 	}{
 		{"unknown mode", VCRun{Config: Config{Trace: tr, Cluster: cl}, NewPolicy: fifoPolicy, VCs: vcs, Mode: "fair"}},
-		{"job of an unknown VC", VCRun{Config: Config{Trace: tr, Cluster: cl}, NewPolicy: fifoPolicy, VCs: vcs, Mode: VCModeHived}},
+		{"job of an unknown VC", VCRun{Config: Config{Trace: tr, Cluster: cl}, NewPolicy: fifoPolicy, VCs: vcs, Mode: stack.PlaceHived}},
 	} {
 		if _, err := RunVCs(tc.run); err == nil {
 			t.Errorf("%s: no error", tc.name)
@@ -219,7 +219,7 @@ func TestVCJobTooLarge(t *testing.T) {
 	}}
 	cl, _ := cluster.Uniform("two", 1, 2, 8)
 	vcs := &hived.Config{VCs: []hived.VCConfig{{Name: "a", Cells: []hived.CellCount{{Type: "node8", Count: 1}}}}}
-	for _, mode := range []string{VCModeHived, VCModeQuota} {
+	for _, mode := range []stack.Placement{stack.PlaceHived, stack.PlaceQuota} {
 		r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl}, NewPolicy: fifoPolicy, VCs: vcs, Mode: mode})
 		if err != nil {
 			t.Fatal(err)
@@ -256,7 +256,7 @@ func TestHivedPlacerPreemptsOpportunistic(t *testing.T) {
 		{Key: opp, VC: "b", GPUs: 8, Priority: -1, Phase: core.Granted},
 		{Key: core.JobKey{Namespace: "sim", ID: "mine"}, VC: "a", GPUs: 4, Phase: core.Queued, Seq: 1},
 	}
-	p := core.Planner{Policy: core.FIFO{}, Placer: &vcCounter{VCPlacer: hived.NewPlacer(c), queued: map[string]int{"a": 1}, waiting: 1}}
+	p := core.Scheduler{Policy: core.FIFO{}, Placer: &vcCounter{Placer: hived.NewPlacer(c), queued: map[string]int{"a": 1}, waiting: 1}}
 	d := p.Decide(core.State{Nodes: cl.Nodes, Jobs: jobs, Grants: []core.Grant{a.Grant()}}, at(0))
 	var got []string
 	for _, act := range d.Actions {
@@ -327,7 +327,7 @@ vc "research" {
 				}
 				return st.Policy, nil
 			}
-			r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, CheckpointCost: 1, RestoreCost: 1}, NewPolicy: newPolicy, VCs: tc.vcs, Mode: VCModeHived})
+			r, err := RunVCs(VCRun{Config: Config{Trace: tr, Cluster: cl, CheckpointCost: 1, RestoreCost: 1}, NewPolicy: newPolicy, VCs: tc.vcs, Mode: stack.PlaceHived})
 			if err != nil {
 				t.Fatal(err)
 			}

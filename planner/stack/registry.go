@@ -10,23 +10,10 @@ import (
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
-// Capabilities are what a policy does beyond ranking, stated per policy in
-// the registry and checked against its type at compile time below, so the
-// stack knows what it composes without discovering it at run time.
-type Capabilities struct {
-	// Preempts: running jobs that rank below queued ones are preempted
-	// (core.Policy.Preemptive).
-	Preempts bool
-	// MakesRoom: the policy picks victims for waiting jobs itself
-	// (core.Preemptor: FitGpp and its baselines).
-	MakesRoom bool
-	// Allocates: the policy decides allocations itself (core.Allocator:
-	// Themis).
-	Allocates bool
-	// Promotes starving jobs (core.Promoter), Learns job sizes from
-	// finished jobs (core.Learner), Rechecks its ranking at times it names
-	// (core.RecheckAfter).
-	Promotes, Learns, Rechecks bool
+// Traits are what the registry states about a policy besides what its type
+// can do (core.Capabilities, which the type states itself): what it needs
+// of the jobs, and where it may run.
+type Traits struct {
 	// NeedsRemaining: the ranking uses jobs' remaining times (an oracle
 	// the simulator has and live jobs do not report).
 	NeedsRemaining bool
@@ -37,74 +24,102 @@ type Capabilities struct {
 	SimulatorOnly bool
 }
 
-// what says in words what makes a policy unfit for a placer.
-func (c Capabilities) what() string {
-	var w []string
-	if c.Preempts {
-		w = append(w, "preempts running jobs")
-	}
-	if c.MakesRoom {
-		w = append(w, "preempts to make room")
-	}
-	if c.Allocates {
-		w = append(w, "allocates GPUs itself")
-	}
-	return strings.Join(w, " and ")
-}
-
+// entry is one policy of the registry.
 type entry struct {
-	order int
-	caps  Capabilities
+	name   string
+	traits Traits
+	// caps is what the policy's type can do, from its zero value (known
+	// before any is built: which policies run with virtual clusters).
+	caps core.Capabilities
+	// knobs are the knob namespaces the policy reads ("tiresias"): a knob
+	// of them it did not read is an error naming it.
+	knobs []string
 	build func(core.Knobs) (core.Policy, error)
 }
 
-// core builds a policy of the decision core by name.
-func fromCore(name string) func(core.Knobs) (core.Policy, error) {
-	return func(k core.Knobs) (core.Policy, error) { return core.NewPolicy(name, k) }
+// policy registers a policy type P by its constructor. P's capabilities
+// are its type's: Capabilities of its zero value, so a policy's
+// Capabilities method must not read its receiver (TestRegistryStatic
+// compares them with a built policy's).
+func policy[P core.Policy](name string, t Traits, knobs []string, build func(core.Knobs) (P, error)) entry {
+	var zero P
+	return entry{name: name, traits: t, caps: zero.Capabilities(), knobs: knobs,
+		build: func(k core.Knobs) (core.Policy, error) { return build(k) }}
 }
 
-var registry = map[string]entry{
-	"fifo":             {0, Capabilities{}, fromCore("fifo")},
-	"fifo-skip":        {1, Capabilities{}, fromCore("fifo-skip")},
-	"srtf":             {2, Capabilities{Preempts: true, NeedsRemaining: true}, fromCore("srtf")},
-	"srsf":             {3, Capabilities{Preempts: true, NeedsRemaining: true}, fromCore("srsf")},
-	"las":              {4, Capabilities{Preempts: true}, fromCore("las")},
-	"gandiva":          {5, Capabilities{}, fromCore("gandiva")},
-	"tiresias-las":     {6, Capabilities{Preempts: true, Promotes: true, Learns: true, Rechecks: true}, tiresias("tiresias-las")},
-	"tiresias-gittins": {7, Capabilities{Preempts: true, Promotes: true, Learns: true, Rechecks: true}, tiresias("tiresias-gittins")},
-	"fitgpp":           {8, Capabilities{MakesRoom: true}, fromCore("fitgpp")},
-	"lrtp":             {9, Capabilities{MakesRoom: true}, fromCore("lrtp")},
-	"rand":             {10, Capabilities{MakesRoom: true}, fromCore("rand")},
-	"optimus":          {11, Capabilities{Preempts: true, NeedsRemaining: true}, fromCore("optimus")},
-	"app-las":          {12, Capabilities{Preempts: true, NeedsApps: true}, fromCore("app-las")},
-	"app-srtf":         {13, Capabilities{Preempts: true, NeedsApps: true, NeedsRemaining: true}, fromCore("app-srtf")},
-	"app-srsf":         {14, Capabilities{Preempts: true, NeedsApps: true, NeedsRemaining: true}, fromCore("app-srsf")},
-	arbiter.Name:       {15, Capabilities{Allocates: true, Rechecks: true, NeedsApps: true}, themisPolicy},
+// plain is a constructor for a policy without knobs.
+func plain[P core.Policy](p func() P) func(core.Knobs) (P, error) {
+	return func(core.Knobs) (P, error) { return p(), nil }
 }
 
-// The registry's capabilities, checked against the policies' types.
-var (
-	_ core.Preemptor    = (*core.FitGpp)(nil)
-	_ core.Preemptor    = core.LRTP{}
-	_ core.Preemptor    = (*core.RandomPreempt)(nil)
-	_ core.Promoter     = (*core.Tiresias)(nil)
-	_ core.Learner      = (*core.Tiresias)(nil)
-	_ core.RecheckAfter = (*core.Tiresias)(nil)
-	_ core.Allocator    = (*arbiter.Policy)(nil)
-	_ core.RecheckAfter = (*arbiter.Policy)(nil)
-)
+func value[P core.Policy](p P) func() P { return func() P { return p } }
+
+// registry is the only list of the policies, in the order Names lists
+// them.
+var registry = []entry{
+	policy("fifo", Traits{}, nil, plain(value(core.FIFO{}))),
+	policy("fifo-skip", Traits{}, nil, plain(value(core.FIFOSkip{}))),
+	policy("srtf", Traits{NeedsRemaining: true}, nil, plain(value(core.SRTF{}))),
+	policy("srsf", Traits{NeedsRemaining: true}, nil, plain(value(core.SRSF{}))),
+	policy("las", Traits{}, nil, plain(value(core.LAS{}))),
+	policy("gandiva", Traits{}, nil, plain(value(core.Gandiva{}))),
+	policy("tiresias-las", Traits{}, []string{"tiresias"}, tiresias(false)),
+	policy("tiresias-gittins", Traits{}, []string{"tiresias"}, tiresias(true)),
+	policy("fitgpp", Traits{}, []string{"fitgpp"}, core.NewFitGpp),
+	policy("lrtp", Traits{}, nil, plain(value(core.LRTP{}))),
+	policy("rand", Traits{}, nil, plain(core.NewRandomPreempt)),
+	policy("optimus", Traits{NeedsRemaining: true}, nil, plain(value(core.Optimus{}))),
+	policy("app-las", Traits{NeedsApps: true}, nil, plain(core.NewAppLAS)),
+	policy("app-srtf", Traits{NeedsApps: true, NeedsRemaining: true}, nil, plain(core.NewAppSRTF)),
+	policy("app-srsf", Traits{NeedsApps: true, NeedsRemaining: true}, nil, plain(core.NewAppSRSF)),
+	policy(arbiter.Name, Traits{NeedsApps: true}, []string{"themis"}, arbiter.FromKnobs),
+}
+
+// lookup is the registry's entry for name.
+func lookup(name string) (entry, bool) {
+	for _, e := range registry {
+		if e.name == name {
+			return e, true
+		}
+	}
+	return entry{}, false
+}
+
+// newPolicy builds e's policy from knobs, refusing knobs of its namespaces
+// it did not read.
+func (e entry) newPolicy(k core.Knobs) (core.Policy, error) {
+	p, err := e.build(k)
+	if err != nil {
+		if e.name == arbiter.Name {
+			return nil, fmt.Errorf("policy %q: %w", e.name, err)
+		}
+		return nil, err
+	}
+	if err := k.UnusedIn(e.knobs...); err != nil {
+		return nil, fmt.Errorf("policy %q: %w", e.name, err)
+	}
+	return p, nil
+}
+
+// NewPolicy builds a policy of the registry by name, configured by knobs
+// ("tiresias.queues" = "3200s", ...): what Build builds, without virtual
+// clusters, sim.realloc or victims. Unknown names and knobs are errors
+// naming them.
+func NewPolicy(name string, k core.Knobs) (core.Policy, error) {
+	e, ok := lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("policy %q: unknown (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return e.newPolicy(k)
+}
 
 // tiresias builds Tiresias and gives 2D-Gittins its job-size distribution:
 // from tiresias.gittins_dist, or learned from the jobs that finish.
-func tiresias(name string) func(core.Knobs) (core.Policy, error) {
-	return func(k core.Knobs) (core.Policy, error) {
-		p, err := core.NewPolicy(name, k)
-		if err != nil {
-			return nil, err
-		}
-		t := p.(*core.Tiresias)
-		if name != "tiresias-gittins" {
-			return t, nil
+func tiresias(gittinsIndex bool) func(core.Knobs) (*core.Tiresias, error) {
+	return func(k core.Knobs) (*core.Tiresias, error) {
+		t, err := core.NewTiresias(gittinsIndex, k)
+		if err != nil || !gittinsIndex {
+			return t, err
 		}
 		if t.DistPath == "" {
 			t.SetIndex(learned{gittins.NewOnline(nil)})
@@ -127,14 +142,3 @@ func tiresias(name string) func(core.Knobs) (core.Policy, error) {
 type learned struct{ *gittins.Online }
 
 func (l learned) Observe(size float64) { _ = l.Online.Observe(size) }
-
-func themisPolicy(k core.Knobs) (core.Policy, error) {
-	p, err := arbiter.FromKnobs(k)
-	if err != nil {
-		return nil, fmt.Errorf("policy %q: %w", arbiter.Name, err)
-	}
-	if err := k.UnusedIn("themis"); err != nil {
-		return nil, fmt.Errorf("policy %q: %w", arbiter.Name, err)
-	}
-	return p, nil
-}

@@ -8,9 +8,10 @@
 // message; the live planner then asks Live what it cannot carry out, and
 // refuses that at start instead of dropping an action.
 //
-//	name + knobs (+ VC config) -> Build -> Stack{Policy, Caps, Victims, Placement}
-//	Stack.Planner()            -> core.Planner (the simulator and the live loop)
+//	name + knobs (+ VC config) -> Build -> Stack{Policy, Caps, Traits, Victims, Placement}
+//	Stack.Scheduler()          -> core.Scheduler (the simulator and the live loop)
 //	Stack.NewPlacer(nodes)     -> hived.Placer | quota.Placer | nil
+//	Stack.NewLivePlacer(nodes) -> hived.Placer (the live planner's)
 //	Stack.Live()               -> nil, or why the live planner cannot run it
 package stack
 
@@ -24,6 +25,7 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/quota"
+	"github.com/themis-nomad/themis/planner/sim/leased"
 )
 
 // Placement is how virtual clusters share the cluster.
@@ -57,7 +59,7 @@ func Placements() []Placement {
 	return []Placement{PlaceHived, PlaceHivedOverflow, PlaceQuota, PlaceQuotaYARN, PlaceQuotaGandiva}
 }
 
-// Overflows reports whether jobs overflow their VCs (core.Planner.Overflow).
+// Overflows reports whether jobs overflow their VCs (core.Scheduler.Overflow).
 func (p Placement) Overflows() bool { return p == PlaceHivedOverflow }
 
 // Stack is a built decision stack.
@@ -65,7 +67,13 @@ type Stack struct {
 	// Name is the policy's name as given.
 	Name   string
 	Policy core.Policy
-	Caps   Capabilities
+	// Caps is Policy's capabilities, resolved once: the live planner and
+	// the simulator use them rather than ask the policy's type.
+	Caps   core.Capabilities
+	Traits Traits
+	// Leased: Policy runs on sim.realloc's leases (package planner/sim/leased), a
+	// simulator baseline.
+	Leased bool
 	// Victims and VictimTie are the choice among victims (knobs
 	// preempt.victims, preempt.tie).
 	Victims   core.VictimOrder
@@ -83,13 +91,19 @@ type Stack struct {
 	// VCPolicies are the VCs that run a policy of their own (the VC
 	// config's policy or knobs); Policy is then a core.PerVC over them.
 	VCPolicies map[string]VCPolicy
+
+	// defaultCaps is the capabilities of the policy of the VCs without
+	// their own (Policy before its per-VC composition).
+	defaultCaps core.Capabilities
 }
 
 // VCPolicy is a virtual cluster's own policy.
 type VCPolicy struct {
 	Name   string
 	Policy core.Policy
-	Caps   Capabilities
+	Caps   core.Capabilities
+	Traits Traits
+	Leased bool
 	// At is where the VC config names it ("file:line,col: "), for errors.
 	At string
 }
@@ -117,28 +131,29 @@ func Build(name string, o Options) (*Stack, error) {
 	if sem == SemanticsTiresias {
 		return buildPeer(name, o)
 	}
-	e, ok := registry[name]
+	e, ok := lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("policy %q: unknown (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	p, err := e.build(o.Knobs)
+	p, err := e.newPolicy(o.Knobs)
 	if err != nil {
 		return nil, err
 	}
 	// sim.realloc: a preemptive ranking policy on leases, as the Themis
-	// paper ran its baselines (core.Leased).
-	realloc, err := core.ReallocFromKnobs(o.Knobs)
+	// paper ran its baselines (package planner/sim/leased).
+	realloc, err := leased.FromKnobs(o.Knobs)
 	if err != nil {
 		return nil, err
 	}
-	if p, err = core.WithRealloc(p, realloc); err != nil {
+	p, onLeases, err := leased.Wrap(p, realloc)
+	if err != nil {
 		return nil, err
 	}
 	victims, tie, err := core.VictimsFromKnobs(o.Knobs)
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Name: name, Policy: p, Caps: e.caps, Victims: victims, VictimTie: tie, VCs: o.VCs, Tenants: o.VCs, Placement: o.Placement}
+	s := &Stack{Name: name, Policy: p, Traits: e.traits, Leased: onLeases, Victims: victims, VictimTie: tie, VCs: o.VCs, Tenants: o.VCs, Placement: o.Placement}
 	if s.VCs != nil && len(s.VCs.VCs) == 0 && len(s.VCs.Namespaces) > 0 {
 		s.VCs = nil // namespace bindings of the default virtual cluster only
 	}
@@ -150,7 +165,7 @@ func Build(name string, o Options) (*Stack, error) {
 		return nil, fmt.Errorf("virtual-cluster placement %q: want one of %s", s.Placement, placementNames())
 	case s.Placement != PlaceFree && s.VCs == nil:
 		return nil, errors.New("virtual-cluster placement " + string(s.Placement) + " needs a VC config")
-	case s.Placement != PlaceFree && e.caps.Allocates:
+	case s.Placement != PlaceFree && e.caps.Allocator != nil:
 		return nil, fmt.Errorf("policy %q allocates GPUs itself, which virtual clusters (placement %s) cannot carry out: their placer places every job; with a VC config use one of: %s",
 			name, s.Placement, strings.Join(withPlacer(), ", "))
 	}
@@ -164,7 +179,15 @@ func Build(name string, o Options) (*Stack, error) {
 			return nil, err
 		}
 	}
+	s.Caps = s.Policy.Capabilities()
 	return s, nil
+}
+
+// Of is the stack of policy p as built by its caller, without virtual
+// clusters, knobs or a registry name (tests, and policies wrapped for a
+// record): p's capabilities resolved, as Build resolves them.
+func Of(p core.Policy) *Stack {
+	return &Stack{Name: p.Name(), Policy: p, Caps: p.Capabilities()}
 }
 
 // overflowable refuses, with opportunistic overflow, policies that preempt
@@ -172,16 +195,16 @@ func Build(name string, o Options) (*Stack, error) {
 // overflowed its VC in the VC's run set and among its victims, though it
 // holds none of the VC's cells.
 func (s *Stack) overflowable() error {
-	why := func(name, at string, c Capabilities) error {
-		if !c.Preempts && !c.MakesRoom {
+	why := func(name, at string, c core.Capabilities) error {
+		if !c.Policy.Preemptive() && c.RoomMaker == nil {
 			return nil
 		}
 		return fmt.Errorf("%spolicy %q %s inside its virtual clusters, which placement %s does not carry out yet (the core cannot tell a job that overflowed its VC from one in its VC's cells); use placement %s, or a policy that neither preempts nor makes room",
-			at, name, c.what(), PlaceHivedOverflow, PlaceHived)
+			at, name, what(c), PlaceHivedOverflow, PlaceHived)
 	}
 	for _, v := range s.VCs.VCs {
 		if _, own := s.VCPolicies[v.Name]; !own {
-			if err := why(s.Name, "", s.Caps); err != nil {
+			if err := why(s.Name, "", s.defaultCaps); err != nil {
 				return err
 			}
 			break
@@ -210,18 +233,19 @@ func (s *Stack) buildVCPolicies(k core.Knobs, realloc float64) error {
 		if name == "" {
 			name, where = s.Name, at(v.KnobsPos())
 		}
-		e, ok := registry[name]
+		e, ok := lookup(name)
 		if !ok {
 			return fmt.Errorf("%svc %q: policy %q: unknown (known: %s)", where, v.Name, name, strings.Join(Names(), ", "))
 		}
-		if e.caps.Allocates {
+		if e.caps.Allocator != nil {
 			return fmt.Errorf("%svc %q: policy %q allocates GPUs itself, which a virtual cluster cannot carry out (its placer places every job); a VC's policy is one of: %s",
 				where, v.Name, name, strings.Join(withPlacer(), ", "))
 		}
 		vk := k.Scoped(v.Knobs)
-		p, err := e.build(vk)
+		p, err := e.newPolicy(vk)
+		onLeases := false
 		if err == nil {
-			p, err = core.WithRealloc(p, realloc)
+			p, onLeases, err = leased.Wrap(p, realloc)
 		}
 		if err != nil {
 			return fmt.Errorf("%svc %q: %w", at(v.KnobsPos()), v.Name, err)
@@ -236,9 +260,10 @@ func (s *Stack) buildVCPolicies(k core.Knobs, realloc float64) error {
 		if s.VCPolicies == nil {
 			s.VCPolicies = map[string]VCPolicy{}
 		}
-		s.VCPolicies[v.Name] = VCPolicy{Name: name, Policy: p, Caps: e.caps, At: where}
+		s.VCPolicies[v.Name] = VCPolicy{Name: name, Policy: p, Caps: p.Capabilities(), Traits: e.traits, Leased: onLeases, At: where}
 		own[v.Name] = p
 	}
+	s.defaultCaps = s.Policy.Capabilities()
 	s.Policy = core.NewPerVC(s.Policy, own)
 	return nil
 }
@@ -250,24 +275,24 @@ func at(pos string) string {
 	return pos + ": "
 }
 
-// Planner is the decision core for the stack, without a placer (see
+// Scheduler is the decision core for the stack, without a placer (see
 // NewPlacer): callers add theirs and their own flags (ExplainWaits,
 // SingleNode).
-func (s *Stack) Planner() core.Planner {
-	return core.Planner{Policy: s.Policy, Victims: s.Victims, VictimTie: s.VictimTie, Overflow: s.Placement.Overflows()}
+func (s *Stack) Scheduler() core.Scheduler {
+	return core.Scheduler{Policy: s.Policy, Victims: s.Victims, VictimTie: s.VictimTie, Overflow: s.Placement.Overflows()}
 }
 
 // NewPlacer builds the stack's placer for a cluster's nodes: nil without
 // virtual clusters, else HiveD's cells or GPU quotas of the VC config. A
 // VC config the nodes cannot satisfy is an error with the missing counts.
-func (s *Stack) NewPlacer(nodes []core.Node) (Placer, error) {
+func (s *Stack) NewPlacer(nodes []core.Node) (core.Placer, error) {
 	return NewPlacer(s.Placement, s.VCs, nodes)
 }
 
 // NewPlacer builds a virtual-cluster placement's placer for a cluster's
 // nodes (nil for PlaceFree); the simulator's shared runs build theirs here
 // too.
-func NewPlacer(p Placement, vcs *hived.Config, nodes []core.Node) (Placer, error) {
+func NewPlacer(p Placement, vcs *hived.Config, nodes []core.Node) (core.Placer, error) {
 	if p == PlaceFree {
 		return nil, nil
 	}
@@ -295,6 +320,20 @@ func NewPlacer(p Placement, vcs *hived.Config, nodes []core.Node) (Placer, error
 	return quota.New(quotas), nil
 }
 
+// NewLivePlacer builds the placer the live planner runs: HiveD's cells
+// (PlaceHived, or PlaceHivedOverflow, which Live refuses for now); other
+// placements are refused.
+func (s *Stack) NewLivePlacer(nodes []core.Node) (*hived.Placer, error) {
+	if s.Placement != PlaceHived && s.Placement != PlaceHivedOverflow {
+		return nil, fmt.Errorf("placement %s does not run live", s.Placement)
+	}
+	c, err := hived.New(nodes, s.VCs)
+	if err != nil {
+		return nil, err
+	}
+	return hived.NewPlacer(c), nil
+}
+
 func placementNames() string {
 	var names []string
 	for _, p := range Placements() {
@@ -303,15 +342,9 @@ func placementNames() string {
 	return strings.Join(names, ", ")
 }
 
-// Placer is a core.Placer that is told of the jobs that stop.
-type Placer interface {
-	core.Placer
-	Release(job core.JobKey)
-}
-
 var (
-	_ Placer = (*hived.Placer)(nil)
-	_ Placer = (*quota.Placer)(nil)
+	_ core.Placer = (*hived.Placer)(nil)
+	_ core.Placer = (*quota.Placer)(nil)
 )
 
 // Live says why the live planner cannot run the stack, or nil when it can:
@@ -322,7 +355,7 @@ func (s *Stack) Live() error {
 	}
 	for _, vc := range slices.Sorted(maps.Keys(s.VCPolicies)) {
 		v := s.VCPolicies[vc]
-		vs := &Stack{Name: v.Name, Policy: v.Policy, Caps: v.Caps}
+		vs := &Stack{Name: v.Name, Policy: v.Policy, Caps: v.Caps, Traits: v.Traits, Leased: v.Leased}
 		if err := vs.live(); err != nil {
 			return fmt.Errorf("%svc %q: %w", v.At, vc, err)
 		}
@@ -332,12 +365,12 @@ func (s *Stack) Live() error {
 
 func (s *Stack) live() error {
 	switch {
-	case s.Caps.SimulatorOnly:
+	case s.Traits.SimulatorOnly:
 		return fmt.Errorf("policy %q under sim.semantics=%s is the Tiresias simulator's discipline, for the simulator only", s.Name, SemanticsTiresias)
-	case s.Caps.NeedsRemaining:
+	case s.Traits.NeedsRemaining:
 		return fmt.Errorf("policy %q ranks by remaining time, which live jobs do not report; live policies: %s",
 			s.Name, strings.Join(LiveNames(), ", "))
-	case isLeased(s.Policy):
+	case s.Leased:
 		return fmt.Errorf("policy %q with sim.realloc (reallocation on leases) is a simulator baseline of the Themis paper; the live planner reallocates at every event", s.Name)
 	case s.Placement == PlaceQuota || s.Placement == PlaceQuotaYARN || s.Placement == PlaceQuotaGandiva:
 		return fmt.Errorf("virtual-cluster placement %s is a simulator baseline; the live planner places virtual clusters with hived", s.Placement)
@@ -350,19 +383,18 @@ func (s *Stack) live() error {
 // Names lists the policies Build knows.
 func Names() []string {
 	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
+	for _, e := range registry {
+		names = append(names, e.name)
 	}
-	slices.SortFunc(names, func(a, b string) int { return registry[a].order - registry[b].order })
 	return names
 }
 
 // LiveNames lists the policies the live planner runs.
 func LiveNames() []string {
 	var out []string
-	for _, n := range Names() {
-		if c := registry[n].caps; !c.NeedsRemaining {
-			out = append(out, n)
+	for _, e := range registry {
+		if !e.traits.NeedsRemaining {
+			out = append(out, e.name)
 		}
 	}
 	return out
@@ -371,18 +403,25 @@ func LiveNames() []string {
 // withPlacer lists the policies that run with virtual clusters.
 func withPlacer() []string {
 	var out []string
-	for _, n := range Names() {
-		if c := registry[n].caps; !c.Allocates {
-			out = append(out, n)
+	for _, e := range registry {
+		if e.caps.Allocator == nil {
+			out = append(out, e.name)
 		}
 	}
 	return out
 }
 
-func isLeased(p core.Policy) bool {
-	if pv, ok := p.(*core.PerVC); ok {
-		p = pv.Default
+// what says in words what makes a policy unfit for a placer.
+func what(c core.Capabilities) string {
+	var w []string
+	if c.Policy.Preemptive() {
+		w = append(w, "preempts running jobs")
 	}
-	_, ok := p.(*core.Leased)
-	return ok
+	if c.RoomMaker != nil {
+		w = append(w, "preempts to make room")
+	}
+	if c.Allocator != nil {
+		w = append(w, "allocates GPUs itself")
+	}
+	return strings.Join(w, " and ")
 }

@@ -47,7 +47,7 @@ func TestPlacementsBuildOneWay(t *testing.T) {
 		default:
 			t.Errorf("%s: placer %T", p, pl)
 		}
-		if got := s.Planner().Overflow; got != (p == PlaceHivedOverflow) {
+		if got := s.Scheduler().Overflow; got != (p == PlaceHivedOverflow) {
 			t.Errorf("%s: Planner().Overflow = %v", p, got)
 		}
 		if live := s.Live(); (live == nil) != (p == PlaceHived) {
@@ -236,7 +236,7 @@ vc "spare" {
 				mk("new", "research", 8, 6, 0, "", core.Queued),
 				mk("sp1", "spare", 8, 7, 0, "", core.Queued),
 			)
-			cp := s.Planner()
+			cp := s.Scheduler()
 			cp.Placer = pl
 			d := cp.Decide(core.State{Nodes: cl.Nodes, Jobs: jobs, Grants: grants}, time.Unix(10000, 0))
 			var preempted, granted []string
@@ -326,7 +326,7 @@ func TestVCPoliciesKeepToTheirVC(t *testing.T) {
 		for _, j := range jobs {
 			byKey[j.Key] = j
 		}
-		cp := s.Planner()
+		cp := s.Scheduler()
 		cp.Placer = pl
 		d := cp.Decide(core.State{Nodes: cl.Nodes, Jobs: jobs, Grants: grants}, time.Unix(5000, 0))
 		holder := map[string]core.JobKey{}

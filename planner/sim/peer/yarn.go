@@ -1,7 +1,9 @@
-package core
+package peer
 
 import (
 	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // The Tiresias simulator's "yarn" scheme (cluster.py ms_yarn_placement,
@@ -17,14 +19,14 @@ import (
 // yarnNodes is the cluster's nodes in order, with every GPU, and how many
 // of each are free.
 type yarnNodes struct {
-	nodes []Node
+	nodes []core.Node
 	free  []int
 	// avail are each node's free GPU IDs, in order.
 	avail [][]string
 	at    map[string]int // GPU ID -> node
 }
 
-func newYarnNodes(free *FreeGPUs, grants []Grant) *yarnNodes {
+func newYarnNodes(free *core.FreeGPUs, grants []core.Grant) *yarnNodes {
 	y := &yarnNodes{nodes: free.FreeNodes(grants...), at: map[string]int{}}
 	y.free = make([]int, len(y.nodes))
 	y.avail = make([][]string, len(y.nodes))
@@ -39,7 +41,7 @@ func newYarnNodes(free *FreeGPUs, grants []Grant) *yarnNodes {
 }
 
 // hold marks a grant's GPUs as used.
-func (y *yarnNodes) hold(g Grant) {
+func (y *yarnNodes) hold(g core.Grant) {
 	for _, id := range g.GPUs {
 		i := y.at[id]
 		for k, a := range y.avail[i] {
@@ -91,8 +93,8 @@ func (y *yarnNodes) place(g int) map[int]int {
 }
 
 // take turns counts per node into a grant of the first free GPUs there.
-func (y *yarnNodes) take(job JobKey, counts map[int]int) Grant {
-	g := Grant{Job: job}
+func (y *yarnNodes) take(job core.JobKey, counts map[int]int) core.Grant {
+	g := core.Grant{Job: job}
 	for i := range y.nodes {
 		c, ok := counts[i]
 		if !ok {
@@ -109,7 +111,7 @@ func (y *yarnNodes) take(job JobKey, counts map[int]int) Grant {
 }
 
 // counts is a grant's GPUs per node.
-func (y *yarnNodes) counts(g Grant) map[int]int {
+func (y *yarnNodes) counts(g core.Grant) map[int]int {
 	out := map[int]int{}
 	for _, id := range g.GPUs {
 		out[y.at[id]]++
@@ -117,20 +119,23 @@ func (y *yarnNodes) counts(g Grant) map[int]int {
 	return out
 }
 
-// PeerYarnFIFO is one_queue_fifo_sim_jobs under the yarn scheme: pending
+// YarnFIFO is one_queue_fifo_sim_jobs under the yarn scheme: pending
 // jobs in arrival order, each placed by the yarn rule on the GPUs left,
 // until the first that cannot be.
-type PeerYarnFIFO struct{ PeerFIFO }
+type YarnFIFO struct{ FIFO }
+
+// Capabilities implements Policy: the peer's YARN scheme allocates.
+func (p YarnFIFO) Capabilities() core.Capabilities { return core.Capabilities{Policy: p, Allocator: p} }
 
 // Allocate implements Allocator.
-func (PeerYarnFIFO) Allocate(_ time.Time, jobs []*Job, free *FreeGPUs, grants []Grant) ([]Grant, []JobKey) {
+func (YarnFIFO) Allocate(_ time.Time, jobs []*core.Job, free *core.FreeGPUs, grants []core.Grant) ([]core.Grant, []core.JobKey) {
 	y := newYarnNodes(free, grants)
 	for _, g := range grants {
 		y.hold(g)
 	}
-	var out []Grant
+	var out []core.Grant
 	for _, j := range jobs {
-		if j.Phase != Queued {
+		if j.Phase != core.Queued {
 			continue
 		}
 		c := y.place(j.GPUs)
@@ -142,17 +147,22 @@ func (PeerYarnFIFO) Allocate(_ time.Time, jobs []*Job, free *FreeGPUs, grants []
 	return out, nil
 }
 
-// PeerYarnShortest is shortest_first_sim_jobs under the yarn scheme: every
+// YarnShortest is shortest_first_sim_jobs under the yarn scheme: every
 // pass empties the cluster (empty_infra) and places the runnable jobs in
 // the sorted order by the yarn rule; a running job that is placed again
 // keeps running (on the nodes it had, when the counts per node agree; else
 // it moves, for free), one that is not is preempted.
-type PeerYarnShortest struct{ *PeerShortest }
+type YarnShortest struct{ *Shortest }
+
+// Capabilities implements Policy: the peer's YARN scheme allocates.
+func (p YarnShortest) Capabilities() core.Capabilities {
+	return core.Capabilities{Policy: p, Allocator: p}
+}
 
 // Allocate implements Allocator.
-func (p PeerYarnShortest) Allocate(_ time.Time, jobs []*Job, free *FreeGPUs, grants []Grant) ([]Grant, []JobKey) {
+func (p YarnShortest) Allocate(_ time.Time, jobs []*core.Job, free *core.FreeGPUs, grants []core.Grant) ([]core.Grant, []core.JobKey) {
 	y := newYarnNodes(free, grants)
-	held := map[JobKey]Grant{}
+	held := map[core.JobKey]core.Grant{}
 	for _, g := range grants {
 		held[g.Job] = g
 	}
@@ -167,7 +177,7 @@ func (p PeerYarnShortest) Allocate(_ time.Time, jobs []*Job, free *FreeGPUs, gra
 	// they are keep theirs; the others are preempted, and every placed
 	// job that is not running now is granted its counts.
 	y = newYarnNodes(free, grants)
-	var stop []JobKey
+	var stop []core.JobKey
 	keep := make([]bool, len(jobs))
 	for i, j := range jobs {
 		g, running := held[j.Key]
@@ -181,7 +191,7 @@ func (p PeerYarnShortest) Allocate(_ time.Time, jobs []*Job, free *FreeGPUs, gra
 		}
 		stop = append(stop, j.Key)
 	}
-	var out []Grant
+	var out []core.Grant
 	for i, j := range jobs {
 		if want[i] != nil && !keep[i] {
 			out = append(out, y.take(j.Key, want[i]))
