@@ -157,7 +157,9 @@ type nodeError struct {
 	err        error
 }
 
-func (e *nodeError) Error() string { return "nodesim: node " + e.node + ": " + e.what + ": " + e.err.Error() }
+func (e *nodeError) Error() string {
+	return "nodesim: node " + e.node + ": " + e.what + ": " + e.err.Error()
+}
 func (e *nodeError) Unwrap() error { return e.err }
 
 func (n *node) heartbeat() error {
