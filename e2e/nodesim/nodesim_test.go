@@ -167,20 +167,15 @@ type harness struct {
 	nomad   *nomadapi.Client
 	consul  *consulapi.Client
 	log     hclog.Logger
+	// consulAddr is Consul's HTTP address.
+	consulAddr string
 }
 
 // startServer starts a Consul and a Nomad server without clients (the
 // simulated nodes join it), both stopped when the test ends.
 func startServer(t *testing.T, nodes int) *harness {
 	t.Helper()
-	agents := os.Getenv("THEMIS_AGENTS_DIR")
-	if agents == "" {
-		out, err := exec.Command("../agents/build.sh").Output()
-		if err != nil {
-			t.Fatalf("build the pinned Nomad and Consul (e2e/agents/build.sh): %v", err)
-		}
-		agents = strings.TrimSpace(string(out))
-	}
+	agents := agentsDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: os.Stderr})
@@ -214,7 +209,21 @@ func startServer(t *testing.T, nodes int) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{ctx: ctx, cluster: cluster, nomad: nc, consul: cc, log: log}
+	return &harness{ctx: ctx, cluster: cluster, nomad: nc, consul: cc, log: log, consulAddr: cs.ConsulAddr()}
+}
+
+// agentsDir is where the pinned Nomad and Consul are: THEMIS_AGENTS_DIR,
+// else what e2e/agents/build.sh builds (once) and prints.
+func agentsDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("THEMIS_AGENTS_DIR"); d != "" {
+		return d
+	}
+	out, err := exec.Command("../agents/build.sh").Output()
+	if err != nil {
+		t.Fatalf("build the pinned Nomad and Consul (e2e/agents/build.sh): %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func consulPort(t *testing.T, addr string) int {
