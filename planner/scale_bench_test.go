@@ -1,0 +1,70 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/stack"
+)
+
+// BenchmarkRoundScale is one live planner round at cluster scale (#35):
+// nodes of 8 GPUs, every GPU held by a running 4-GPU job, and queued jobs
+// of 1-8 GPUs waiting behind them, over the adapters' data shapes held in
+// memory (the fake Nomad's snapshot is cached), so it is the planner's own
+// work in a round where nothing changed: observe, decide, act, statuses.
+// It reports the heap in use after the rounds (MB). Run:
+//
+//	go test ./planner -run '^$' -bench 'RoundScale/fifo/nodes=1000/queued=10000' -benchtime 20x
+func BenchmarkRoundScale(b *testing.B) {
+	for _, policy := range []string{"fifo", "tiresias-las"} {
+		for _, nodes := range []int{100, 300, 1000} {
+			for _, queued := range []int{1000, 5000, 10000} {
+				b.Run(fmt.Sprintf("%s/nodes=%d/queued=%d", policy, nodes, queued), func(b *testing.B) {
+					benchRoundScale(b, policy, nodes, queued)
+				})
+			}
+		}
+	}
+}
+
+func benchRoundScale(b *testing.B, policy string, nodes, queued int) {
+	ctx := context.Background()
+	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	fn, fs := newFakeCluster(&clock, nodes, 8), newFakeStore()
+	st := mustStack(b, policy, stack.Options{})
+	p := New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }})
+	running := nodes * 2
+	for i := range running {
+		fn.submit(fmt.Sprintf("run-%05d", i), 4, "be", "30s")
+	}
+	for range 3 {
+		if err := p.Reconcile(ctx); err != nil {
+			b.Fatal(err)
+		}
+		clock = clock.Add(time.Minute)
+	}
+	if len(fs.leases) != running {
+		b.Fatalf("%d leases after the grant rounds, want %d", len(fs.leases), running)
+	}
+	for i := range queued {
+		fn.submit(fmt.Sprintf("queued-%05d", i), 1+i%8, "be", "30s")
+	}
+	if err := p.Reconcile(ctx); err != nil {
+		b.Fatal(err)
+	}
+	snap, err := fn.Snapshot(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fn.cached = snap
+	timeRounds(b, p, &clock)
+	b.StopTimer()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heapMB")
+	b.ReportMetric(float64(len(snap.Jobs)), "jobs")
+}
