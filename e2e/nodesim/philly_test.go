@@ -198,7 +198,11 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 	for i := range 10 {
 		id := fmt.Sprintf("idle-%02d", i)
 		submitted := time.Now()
-		if _, _, err := h.nomad.Jobs().Register(Job(id, 1, "1s"), nil); err != nil {
+		job := Job(id, 1, "1s")
+		if vcs {
+			job.TaskGroups[0].Tasks[0].Config["themis"].([]map[string]any)[0]["vc"] = "team-0"
+		}
+		if _, _, err := h.nomad.Jobs().Register(job, nil); err != nil {
 			t.Fatal(err)
 		}
 		var started time.Time
