@@ -57,8 +57,11 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	if err := cfg.check(false, true); err != nil {
+	if err := cfg.check(false, !cfg.ServerOnly); err != nil {
 		return nil, err
+	}
+	if cfg.ServerOnly && cfg.NomadBin == "" {
+		return nil, errors.New("devstack: nomad binary not set")
 	}
 	if cfg.ACL && (cfg.ACLTokens.Management == "" || cfg.ACLTokens.DriverConsul == "") {
 		return nil, errors.New("devstack: StartCluster with ACL needs ACLTokens, the tokens of a Consul agent started with ACL (StartConsul)")
@@ -67,7 +70,7 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, errors.New("devstack: StartCluster needs Ports.ConsulHTTP, the port of a running Consul agent")
 	}
 	nodes := cfg.Nodes
-	if len(nodes) == 0 {
+	if len(nodes) == 0 && !cfg.ServerOnly {
 		nodes = []string{cfg.NodeName}
 	}
 	p := &cfg.Ports
@@ -99,7 +102,7 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	var err error
 	server := map[string]any{"ServerName": "themis-server"}
-	if len(cfg.Nodes) == 0 {
+	if len(cfg.Nodes) == 0 && !cfg.ServerOnly {
 		server["ServerName"] = cfg.NodeName + "-server"
 	}
 	if c.serverConf, err = c.s.render("nomad-server.hcl.tmpl", "nomad-server.hcl", server); err != nil {
@@ -129,6 +132,9 @@ func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 			c.Close()
 			return nil, err
 		}
+	}
+	if len(nodes) == 0 {
+		return c, nil // ServerOnly
 	}
 	if err := c.s.waitFor(ctx, fmt.Sprintf("%d Nomad clients up, their nodes with themis GPUs and driver", len(nodes)), 90*time.Second, c.clientsReady); err != nil {
 		c.Close()
@@ -206,6 +212,12 @@ func (c *Cluster) clientsReady(ctx context.Context) (bool, error) {
 		names = append(names, cl.node)
 	}
 	return c.s.nodesReady(ctx, names)
+}
+
+// NomadRPCAddr is the server's RPC address (host:port), where Nomad
+// clients, and simulated ones, connect.
+func (c *Cluster) NomadRPCAddr() string {
+	return "127.0.0.1:" + strconv.Itoa(c.s.cfg.Ports.NomadRPC)
 }
 
 // NomadAddr is the server's HTTP address (URL).

@@ -62,6 +62,11 @@ type Config struct {
 	// of the topology file and a Nomad node of that name. Empty: the one
 	// client NodeName.
 	Nodes []string
+	// ServerOnly, for StartCluster: start the server alone, no client
+	// agents (Nodes, NodeName, PluginDir and Topology are not needed), for
+	// simulated nodes (e2e/nodesim) that join over its RPC port
+	// (Cluster.NomadRPCAddr).
+	ServerOnly bool
 	// NoLeaseCheck, for StartCluster: the clients' themis driver starts
 	// tasks without a lease, for a cluster that no planner runs.
 	NoLeaseCheck bool

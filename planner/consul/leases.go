@@ -19,6 +19,7 @@ import (
 type Store struct {
 	api   *api.Client
 	fence fence // the leader's session while it leads (fence.go)
+	lists listCache
 }
 
 // NewStore wraps a Consul API client.

@@ -56,7 +56,7 @@ func Unreadable(err error) ([]BadKey, error) {
 // and (when owner is not nil) names the job its key names, to each with
 // its ModifyIndex; the others come back in an *UnreadableError.
 func list[T any](ctx context.Context, s *Store, prefix string, owner func(T) core.JobKey, each func(v T, index uint64)) error {
-	pairs, _, err := s.api.KV().List(prefix, (&api.QueryOptions{}).WithContext(ctx))
+	pairs, err := s.listPairs(ctx, prefix)
 	if err != nil {
 		return aclErr(fmt.Errorf("list %s: %w", prefix, err), "list "+prefix, prefix, "read")
 	}

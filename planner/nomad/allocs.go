@@ -2,7 +2,8 @@ package nomad
 
 import (
 	"context"
-	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -57,10 +58,10 @@ func (a Alloc) RanFor(now time.Time) time.Duration {
 // times are read for the themis jobs given. Jobs purged from Nomad keep
 // their allocations in the list until those are garbage-collected, which
 // is how the planner knows when a purged job's GPUs are really free.
-func (c *Client) allocations(ctx context.Context, jobs map[core.JobKey]*Job) (map[core.JobKey][]Alloc, error) {
-	stubs, _, err := c.api.Allocations().List((&api.QueryOptions{Namespace: "*"}).WithContext(ctx))
+func (c *Client) allocations(ctx context.Context, jobs map[core.JobKey]*Job, full bool) (map[core.JobKey][]Alloc, error) {
+	stubs, err := c.listAllocs(ctx, full)
 	if err != nil {
-		return nil, denied(fmt.Errorf("list allocations: %w", err), "list allocations (GET /v1/allocations?namespace=*)", `namespace "*" { capabilities = ["read-job"] }`)
+		return nil, err
 	}
 	out := map[core.JobKey][]Alloc{}
 	for _, s := range stubs {
@@ -76,6 +77,10 @@ func (c *Client) allocations(ctx context.Context, jobs map[core.JobKey]*Job) (ma
 			a.Failure = Failure(s.ClientStatus, s.ClientDescription, j.Task, s.TaskStates[j.Task])
 		}
 		out[key] = append(out[key], a)
+	}
+	// Nomad lists allocations by ID; the map does not keep an order.
+	for _, as := range out {
+		slices.SortFunc(as, func(a, b Alloc) int { return strings.Compare(a.ID, b.ID) })
 	}
 	return out, nil
 }

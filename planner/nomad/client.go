@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,10 @@ type Client struct {
 	pendingPool string
 	jobs        map[core.JobKey]cachedJob
 	foreign     ForeignCheckpoints
+	// lists are Nomad's lists as last read (lists.go), parsed the nodes
+	// by ID with the stub's ModifyIndex they were parsed at.
+	lists  lists
+	parsed map[string]parsedNode
 }
 
 // SetForeignCheckpoints says where tasks of other drivers keep their
@@ -88,17 +93,20 @@ type Snapshot struct {
 	Unreadable map[core.JobKey]string
 }
 
-// Snapshot lists nodes with themis GPUs and jobs with a themis task. Full
-// jobs are fetched only when their JobModifyIndex changed since last time.
+// Snapshot lists nodes with themis GPUs and jobs with a themis task. Nodes,
+// job stubs and allocations are listed again only when their table's index
+// moved (lists.go), nodes parsed again and full jobs fetched only when
+// their ModifyIndex changed, so a round where nothing changed reads three
+// indexes, not the cluster.
 func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
-	q := (&api.QueryOptions{Params: map[string]string{"resources": "true"}}).WithContext(ctx)
-	stubs, _, err := c.api.Nodes().List(q)
+	full := c.lists.fullNow()
+	nodes, err := c.listNodes(ctx, full)
 	if err != nil {
-		return nil, denied(fmt.Errorf("list nodes: %w", err), "list nodes (GET /v1/nodes)", `node { policy = "read" }`)
+		return nil, err
 	}
 	s := &Snapshot{Pools: map[string]string{}}
-	for _, n := range stubs {
-		node, ok, err := NodeFromNomad(n)
+	for _, n := range nodes {
+		node, ok, err := c.nodeFromNomad(n)
 		if err != nil {
 			c.log.Warn("ignoring node with a malformed themis fingerprint", "node", n.Name, "error", err)
 			continue
@@ -108,26 +116,33 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 			s.Pools[n.ID] = n.NodePool
 		}
 	}
-	jobStubs, _, err := c.api.Jobs().List((&api.QueryOptions{Namespace: "*"}).WithContext(ctx))
+	// Nomad lists nodes by ID; the map does not keep an order.
+	slices.SortFunc(s.Nodes, func(a, b core.Node) int { return strings.Compare(a.ID, b.ID) })
+	order, listed, err := c.listJobs(ctx, full)
 	if err != nil {
-		return nil, denied(fmt.Errorf("list jobs: %w", err), "list jobs (GET /v1/jobs?namespace=*)", `namespace "*" { capabilities = ["list-jobs", "read-job"] }`)
+		return nil, err
 	}
-	seen := make(map[core.JobKey]bool, len(jobStubs))
-	for _, js := range jobStubs {
-		key := core.JobKey{Namespace: js.Namespace, ID: js.ID}
-		if key.Namespace == "" {
-			key.Namespace = "default"
+	for k := range c.jobs {
+		if _, ok := listed[k]; !ok {
+			delete(c.jobs, k)
 		}
-		seen[key] = true
+	}
+	var gone []core.JobKey
+	for _, key := range order {
+		modifyIndex := listed[key]
 		cj, ok := c.jobs[key]
-		if !ok || cj.modifyIndex != js.ModifyIndex {
+		if !ok || cj.modifyIndex != modifyIndex {
 			tj, err := c.readJob(ctx, key)
 			var bad *nomadread.Unreadable
 			switch {
 			case errors.Is(err, nomadread.ErrGone):
-				continue // deregistered since the list
+				gone = append(gone, key) // deregistered since the list
+				delete(c.jobs, key)
+				continue
 			case errors.As(err, &bad):
-				// This job alone: set aside, read again next round.
+				// This job alone: set aside, read again next round
+				// (it has no cache entry, so it is read again even if
+				// its stub does not change).
 				if s.Unreadable == nil {
 					s.Unreadable = map[core.JobKey]string{}
 				}
@@ -137,23 +152,21 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 			case err != nil:
 				return nil, err
 			}
-			cj = cachedJob{modifyIndex: js.ModifyIndex, job: tj}
+			cj = cachedJob{modifyIndex: modifyIndex, job: tj}
 			c.jobs[key] = cj
 		}
 		if cj.job != nil {
 			s.Jobs = append(s.Jobs, cj.job)
 		}
 	}
-	for k := range c.jobs {
-		if !seen[k] {
-			delete(c.jobs, k)
-		}
+	for _, k := range gone {
+		c.lists.forgetJob(k)
 	}
 	byKey := make(map[core.JobKey]*Job, len(s.Jobs))
 	for _, j := range s.Jobs {
 		byKey[j.Key] = j
 	}
-	if s.Allocs, err = c.allocations(ctx, byKey); err != nil {
+	if s.Allocs, err = c.allocations(ctx, byKey, full); err != nil {
 		return nil, err
 	}
 	return s, nil

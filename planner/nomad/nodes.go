@@ -58,3 +58,29 @@ func stringAttr(attrs map[string]*api.Attribute, key string) string {
 	}
 	return ""
 }
+
+// parsedNode is a node as NodeFromNomad parsed it from the stub at
+// modifyIndex.
+type parsedNode struct {
+	modifyIndex uint64
+	node        core.Node
+	ok          bool
+	err         error
+}
+
+// nodeFromNomad is NodeFromNomad, parsed again only when the node's stub
+// changed (its fingerprint, status, eligibility or drain).
+func (c *Client) nodeFromNomad(n *api.NodeListStub) (core.Node, bool, error) {
+	if c.lists.always {
+		return NodeFromNomad(n)
+	}
+	if p, ok := c.parsed[n.ID]; ok && p.modifyIndex == n.ModifyIndex && n.ModifyIndex != 0 {
+		return p.node, p.ok, p.err
+	}
+	node, ok, err := NodeFromNomad(n)
+	if c.parsed == nil || len(c.parsed) > 2*len(c.lists.nodes)+16 {
+		c.parsed = map[string]parsedNode{} // forget removed nodes
+	}
+	c.parsed[n.ID] = parsedNode{modifyIndex: n.ModifyIndex, node: node, ok: ok, err: err}
+	return node, ok, err
+}

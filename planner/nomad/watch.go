@@ -10,8 +10,10 @@ import (
 // Watch follows Nomad's event stream for jobs, allocations, evaluations and
 // nodes from index and calls poke after every batch of events. It returns
 // when the stream ends or fails (the caller resyncs and calls it again) with
-// the last index seen.
+// the last index seen. Every (re)start of the stream makes the next
+// Snapshot list everything (lists.go), as the resync it triggers always did.
 func (c *Client) Watch(ctx context.Context, index uint64, poke func()) (uint64, error) {
+	c.ForceFullList()
 	topics := map[api.Topic][]string{
 		api.TopicJob:        {"*"},
 		api.TopicAllocation: {"*"},

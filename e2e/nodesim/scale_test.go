@@ -1,0 +1,353 @@
+package nodesim_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/planner"
+	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/stack"
+)
+
+// TestScaleRounds measures the live planner's round against a real Nomad
+// server and Consul at cluster scale (#35): for each node count of
+// THEMIS_SCALE_NODES (default 100,300,1000) and queue length of
+// THEMIS_SCALE_QUEUED (default 1000), a fresh server, that many simulated
+// 8-GPU nodes (the nodesim command, a process of its own), every GPU held
+// by a running 4-GPU job, and the queued jobs (1-8 GPUs) waiting behind
+// them. It then times rounds where nothing changes (Reconcile called
+// directly, fifo), the Nomad snapshot alone, the requests and bytes each
+// round reads, this process's RSS (the planner's; the nodes run in the
+// nodesim process) and the nodesim process's CPU per node. A measurement,
+// not a timed test: it fails only when the run itself fails. Set
+// THEMIS_SCALE_PROFILE to a folder to get a CPU profile of the rounds.
+//
+//	THEMIS_E2E_SLOW=1 go test ./e2e/nodesim -run TestScaleRounds -v -timeout 60m
+func TestScaleRounds(t *testing.T) {
+	if os.Getenv("THEMIS_E2E_SLOW") == "" {
+		t.Skip("a measurement of minutes: set THEMIS_E2E_SLOW=1")
+	}
+	bin := buildNodesim(t)
+	for _, n := range envInts(t, "THEMIS_SCALE_NODES", []int{100, 300, 1000}) {
+		for _, q := range envInts(t, "THEMIS_SCALE_QUEUED", []int{1000}) {
+			t.Run(fmt.Sprintf("nodes=%d/queued=%d", n, q), func(t *testing.T) { measureScale(t, bin, n, q) })
+		}
+	}
+}
+
+func measureScale(t *testing.T, bin string, nodes, queued int) {
+	h := startServer(t, nodes)
+	sim := startNodesim(t, h, bin, nodes)
+	waitNodes(t, h, nodes, 3*time.Minute)
+
+	nomadCalls, consulCalls := &counter{next: http.DefaultTransport}, &counter{next: http.DefaultTransport}
+	ncfg := nomadapi.DefaultConfig()
+	ncfg.Address, ncfg.HttpClient = h.cluster.NomadAddr(), &http.Client{Transport: nomadCalls}
+	pn, err := nomadapi.NewClient(ncfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccfg := consulapi.DefaultConfig()
+	ccfg.Address, ccfg.HttpClient = h.consulAddr, &http.Client{Transport: consulCalls}
+	pc, err := consulapi.NewClient(ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := nomad.NewClient(pn, "", h.log.Named("nomad"))
+	ctx := h.ctx
+	if err := nc.EnsurePendingPool(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := stack.Build("fifo", stack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := consul.NewStore(pc)
+	p := planner.New(planner.Config{Nomad: nc, Store: store, Stack: st, MaxKillTimeout: 30 * time.Minute,
+		RestoreGuard: time.Second, Log: h.log.Named("planner")})
+
+	running := nodes * 2
+	began := time.Now()
+	registerJobs(t, h.nomad, "run", running, func(int) int { return 4 })
+	t.Logf("registered %d running jobs in %s", running, time.Since(began).Round(time.Millisecond))
+	for range 5 {
+		if err := p.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Minute, fmt.Sprintf("%d allocations running", running), func() (bool, error) {
+		allocs, _, err := h.nomad.Allocations().List(&nomadapi.QueryOptions{Filter: `ClientStatus == "running"`})
+		return len(allocs) >= running, err
+	})
+	began = time.Now()
+	registerJobs(t, h.nomad, "queued", queued, func(i int) int { return 1 + i%8 })
+	t.Logf("registered %d queued jobs in %s", queued, time.Since(began).Round(time.Millisecond))
+	// Rounds that read every new job once and write its status.
+	var first []time.Duration
+	for range 3 {
+		start := time.Now()
+		if err := p.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		first = append(first, time.Since(start))
+	}
+
+	// Rounds where nothing changes, first listing everything in Nomad and
+	// Consul each round (as before #35), then reading what changed.
+	for _, fullLists := range []bool{true, false} {
+		nc.SetFullLists(fullLists)
+		store.SetListCache(!fullLists)
+		if err := p.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		how := "incremental"
+		if fullLists {
+			how = "full-lists"
+		}
+		simCPU0, selfCPU0 := procCPU(t, sim.Process.Pid), procCPU(t, os.Getpid())
+		nomadCalls.reset()
+		consulCalls.reset()
+		var prof *os.File
+		if dir := os.Getenv("THEMIS_SCALE_PROFILE"); dir != "" {
+			if prof, err = os.Create(filepath.Join(dir, fmt.Sprintf("rounds-%d-%d-%s.pprof", nodes, queued, how))); err != nil {
+				t.Fatal(err)
+			}
+			if err := pprof.StartCPUProfile(prof); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const rounds = 20
+		measured := time.Now()
+		var lat []time.Duration
+		for range rounds {
+			start := time.Now()
+			if err := p.Reconcile(ctx); err != nil {
+				t.Fatal(err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		if prof != nil {
+			pprof.StopCPUProfile()
+			prof.Close()
+		}
+		wall := time.Since(measured)
+		nreq, nbytes := nomadCalls.take()
+		creq, cbytes := consulCalls.take()
+		simCPU, selfCPU := procCPU(t, sim.Process.Pid)-simCPU0, procCPU(t, os.Getpid())-selfCPU0
+		var snap []time.Duration
+		for range 10 {
+			start := time.Now()
+			if _, err := nc.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			snap = append(snap, time.Since(start))
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		slices.Sort(lat)
+		slices.Sort(snap)
+		t.Logf("SCALE %s nodes=%d queued=%d running=%d: round p50 %s max(of %d) %s; first rounds %v; Nomad snapshot p50 %s; "+
+			"per round Nomad %d requests %s, Consul %d requests %s (gzip'd bytes on the wire); planner process CPU %.0f%% of the rounds' wall, RSS %d MiB, heap %d MiB; "+
+			"nodesim CPU %.2f ms/s per 100 nodes while the planner ran",
+			how, nodes, queued, running, ms1(lat[len(lat)/2]), rounds, ms1(lat[len(lat)-1]), roundAll(first), ms1(snap[len(snap)/2]),
+			nreq/rounds, mib(nbytes/rounds), creq/rounds, mib(cbytes/rounds),
+			100*selfCPU.Seconds()/wall.Seconds(), rssKiB(t)/1024, ms.HeapInuse>>20,
+			1000*simCPU.Seconds()/wall.Seconds()/float64(nodes)*100)
+	}
+	// The nodes idle (no allocation changes) for 20 s: their heartbeats
+	// and blocking queries alone.
+	idle0 := procCPU(t, sim.Process.Pid)
+	time.Sleep(20 * time.Second)
+	idle := procCPU(t, sim.Process.Pid) - idle0
+	t.Logf("SCALE nodes=%d: nodesim idle CPU %.2f ms/s per 100 nodes, RSS of nodesim %d MiB", nodes,
+		1000*idle.Seconds()/20/float64(nodes)*100, procRSSKiB(t, sim.Process.Pid)/1024)
+}
+
+// registerJobs registers n themis jobs (prefix-00000, ...) of gpus(i) GPUs
+// that run an hour, 8 at a time.
+func registerJobs(t *testing.T, nc *nomadapi.Client, prefix string, n int, gpus func(int) int) {
+	t.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				id := fmt.Sprintf("%s-%05d", prefix, i)
+				if _, _, err := nc.Jobs().Register(Job(id, gpus(i), "1h"), nil); err != nil {
+					errs <- fmt.Errorf("register %s: %w", id, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func buildNodesim(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "nodesim")
+	out, err := exec.Command("go", "build", "-o", bin, "./cmd/nodesim").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build nodesim: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startNodesim runs the nodesim command with n nodes, 40 to a rack, until
+// the test ends; it returns once every node registered.
+func startNodesim(t *testing.T, h *harness, bin string, n int) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, "-server", h.cluster.NomadRPCAddr(), "-nodes", strconv.Itoa(n), "-per-rack", "40")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "ready ") {
+		t.Fatalf("nodesim did not start: %q", lines.Text())
+	}
+	t.Logf("nodesim: %s", lines.Text())
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	return cmd
+}
+
+// waitNodes waits until n nodes are ready.
+func waitNodes(t *testing.T, h *harness, n int, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, fmt.Sprintf("%d nodes ready", n), func() (bool, error) {
+		nodes, _, err := h.nomad.Nodes().List(&nomadapi.QueryOptions{Filter: `Status == "ready"`})
+		return len(nodes) >= n, err
+	})
+}
+
+// counter counts an HTTP client's requests and the bytes of their
+// responses.
+type counter struct {
+	next        http.RoundTripper
+	reqs, bytes atomic.Int64
+}
+
+func (c *counter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	c.reqs.Add(1)
+	resp.Body = &countingBody{ReadCloser: resp.Body, n: &c.bytes}
+	return resp, nil
+}
+
+func (c *counter) reset()                    { c.reqs.Store(0); c.bytes.Store(0) }
+func (c *counter) take() (reqs, bytes int64) { return c.reqs.Load(), c.bytes.Load() }
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// procCPU is process pid's user+system CPU time so far.
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+func rssKiB(t *testing.T) int { return procRSSKiB(t, os.Getpid()) }
+
+func procRSSKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kib, _ := strconv.Atoi(f[1])
+			return kib
+		}
+	}
+	return 0
+}
+
+func envInts(t *testing.T, name string, def []int) []int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			t.Fatalf("%s=%q: %v", name, v, err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func ms1(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
+
+func roundAll(ds []time.Duration) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, ms1(d))
+	}
+	return out
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }

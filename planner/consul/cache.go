@@ -1,0 +1,76 @@
+package consul
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// probeKey is the key, under a listed prefix, whose read asks Consul for
+// its KV index: no themis record has it (a record's key is
+// <prefix><namespace>/<job>), and a read of a key that does not exist
+// answers with the index of the whole KV store (its X-Consul-Index: the
+// highest index of any key or tombstone), which every write raises,
+// deletions included.
+const probeKey = ".kv-index"
+
+// listCache keeps each listed prefix's pairs with the KV index read just
+// before the listing (#35, docs/scale.md): while the index stays the same,
+// nothing in KV changed since, and a round reuses the pairs instead of
+// listing and decoding them again (a list of the job records of 10,000
+// jobs is megabytes). A changed index lists the prefix again.
+type listCache struct {
+	mu  sync.Mutex
+	off bool
+	m   map[string]cachedList
+}
+
+type cachedList struct {
+	kvIndex uint64
+	pairs   api.KVPairs
+}
+
+// SetListCache turns the cache of listings off (or on again), for
+// measuring the difference (e2e/nodesim TestScaleRounds).
+func (s *Store) SetListCache(on bool) {
+	s.lists.mu.Lock()
+	defer s.lists.mu.Unlock()
+	s.lists.off = !on
+	s.lists.m = nil
+}
+
+// listPairs lists prefix, or reuses its last listing when Consul's KV index
+// has not moved since.
+func (s *Store) listPairs(ctx context.Context, prefix string) (api.KVPairs, error) {
+	q := func() *api.QueryOptions { return (&api.QueryOptions{}).WithContext(ctx) }
+	s.lists.mu.Lock()
+	off := s.lists.off
+	s.lists.mu.Unlock()
+	var index uint64
+	if !off {
+		pair, meta, err := s.api.KV().Get(prefix+probeKey, q())
+		if err == nil && pair == nil && meta != nil && meta.LastIndex > 0 {
+			index = meta.LastIndex
+			s.lists.mu.Lock()
+			c, ok := s.lists.m[prefix]
+			s.lists.mu.Unlock()
+			if ok && c.kvIndex == index {
+				return c.pairs, nil
+			}
+		}
+	}
+	pairs, _, err := s.api.KV().List(prefix, q())
+	if err != nil {
+		return nil, err
+	}
+	if index > 0 {
+		s.lists.mu.Lock()
+		if s.lists.m == nil {
+			s.lists.m = map[string]cachedList{}
+		}
+		s.lists.m[prefix] = cachedList{kvIndex: index, pairs: pairs}
+		s.lists.mu.Unlock()
+	}
+	return pairs, nil
+}

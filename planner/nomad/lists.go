@@ -1,0 +1,179 @@
+package nomad
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// lists keeps Nomad's node, job-stub and allocation-stub lists between
+// rounds, with the table index each was read at (#35, docs/scale.md).
+//
+// A round first asks Nomad for each table's index alone: a list with a
+// filter no row matches (a job, node or allocation ID is never empty)
+// costs the server a scan but sends no rows, and its X-Nomad-Index is the
+// table's index, which every write to the table raises, deletions
+// included. A kind whose index did not move is not listed again: the
+// round reuses the rows it has. Nomad's filter has no "ModifyIndex > N",
+// so a kind that changed is listed whole; what changed since is then
+// found by each row's ModifyIndex (jobs read and parsed again, nodes
+// parsed again).
+type lists struct {
+	// full is set when the next Snapshot must list everything.
+	full atomic.Bool
+	// always: every Snapshot lists everything (SetFullLists).
+	always bool
+
+	nodes      map[string]*api.NodeListStub
+	nodesIndex uint64
+	// jobs maps each listed job to its stub's ModifyIndex; order is their
+	// keys in Nomad's list order (namespace, then ID), rebuilt when one
+	// comes or goes.
+	jobs      map[core.JobKey]uint64
+	order     []core.JobKey
+	jobsIndex uint64
+	allocs    map[string]*api.AllocationListStub
+	allocsIdx uint64
+}
+
+// ForceFullList makes the next Snapshot list every node, job and
+// allocation.
+func (c *Client) ForceFullList() { c.lists.full.Store(true) }
+
+// SetFullLists makes every Snapshot list (and parse) every node, job and
+// allocation, as the planner did before #35: for measuring the difference
+// (e2e/nodesim TestScaleRounds), and an escape hatch.
+func (c *Client) SetFullLists(on bool) { c.lists.always = on }
+
+// noRow is a filter that matches no row: it asks for a table's index.
+const noRow = `ID == ""`
+
+// fullNow reports whether this Snapshot lists everything whatever the
+// indexes say, and if so clears the request.
+func (l *lists) fullNow() bool {
+	return l.full.Swap(false) || l.always
+}
+
+// unchanged asks Nomad for a table's index (query: a list call with the
+// options given) and reports whether it is still index.
+func unchanged(index uint64, full bool, query func(*api.QueryOptions) (*api.QueryMeta, error), q *api.QueryOptions) (bool, error) {
+	if full || index == 0 {
+		return false, nil
+	}
+	probe := *q
+	probe.Filter = noRow
+	meta, err := query(&probe)
+	if err != nil {
+		return false, err
+	}
+	return meta.LastIndex == index, nil
+}
+
+// listNodes returns every node stub (with resources), listed again only
+// when the nodes table changed (or full).
+func (c *Client) listNodes(ctx context.Context, full bool) (map[string]*api.NodeListStub, error) {
+	l := &c.lists
+	q := (&api.QueryOptions{Params: map[string]string{"resources": "true"}}).WithContext(ctx)
+	same, err := unchanged(l.nodesIndex, full, func(q *api.QueryOptions) (*api.QueryMeta, error) {
+		_, meta, err := c.api.Nodes().List(q)
+		return meta, err
+	}, q)
+	if err == nil && same {
+		return l.nodes, nil
+	}
+	var stubs []*api.NodeListStub
+	var meta *api.QueryMeta
+	if err == nil {
+		stubs, meta, err = c.api.Nodes().List(q)
+	}
+	if err != nil {
+		return nil, denied(fmt.Errorf("list nodes: %w", err), "list nodes (GET /v1/nodes)", `node { policy = "read" }`)
+	}
+	l.nodes = make(map[string]*api.NodeListStub, len(stubs))
+	for _, n := range stubs {
+		l.nodes[n.ID] = n
+	}
+	l.nodesIndex = meta.LastIndex
+	return l.nodes, nil
+}
+
+// listJobs returns every job's key and stub ModifyIndex in Nomad's list
+// order, listed again only when the jobs table changed (or full).
+func (c *Client) listJobs(ctx context.Context, full bool) ([]core.JobKey, map[core.JobKey]uint64, error) {
+	l := &c.lists
+	q := (&api.QueryOptions{Namespace: "*"}).WithContext(ctx)
+	same, err := unchanged(l.jobsIndex, full, func(q *api.QueryOptions) (*api.QueryMeta, error) {
+		_, meta, err := c.api.Jobs().List(q)
+		return meta, err
+	}, q)
+	if err == nil && same {
+		return l.order, l.jobs, nil
+	}
+	var stubs []*api.JobListStub
+	var meta *api.QueryMeta
+	if err == nil {
+		stubs, meta, err = c.api.Jobs().List(q)
+	}
+	if err != nil {
+		return nil, nil, denied(fmt.Errorf("list jobs: %w", err), "list jobs (GET /v1/jobs?namespace=*)", `namespace "*" { capabilities = ["list-jobs", "read-job"] }`)
+	}
+	l.jobs = make(map[core.JobKey]uint64, len(stubs))
+	l.order = l.order[:0]
+	for _, js := range stubs {
+		key := core.JobKey{Namespace: js.Namespace, ID: js.ID}
+		if key.Namespace == "" {
+			key.Namespace = "default"
+		}
+		l.jobs[key] = js.ModifyIndex
+		l.order = append(l.order, key)
+	}
+	// Nomad lists by namespace, then ID; kept so whatever it does.
+	slices.SortFunc(l.order, func(a, b core.JobKey) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.ID, b.ID))
+	})
+	l.jobsIndex = meta.LastIndex
+	return l.order, l.jobs, nil
+}
+
+// forgetJob drops a job Nomad no longer has.
+func (l *lists) forgetJob(k core.JobKey) {
+	if _, ok := l.jobs[k]; !ok {
+		return
+	}
+	delete(l.jobs, k)
+	l.order = slices.DeleteFunc(l.order, func(o core.JobKey) bool { return o == k })
+}
+
+// listAllocs returns every allocation stub, listed again only when the
+// allocations table changed (or full).
+func (c *Client) listAllocs(ctx context.Context, full bool) (map[string]*api.AllocationListStub, error) {
+	l := &c.lists
+	q := (&api.QueryOptions{Namespace: "*"}).WithContext(ctx)
+	same, err := unchanged(l.allocsIdx, full, func(q *api.QueryOptions) (*api.QueryMeta, error) {
+		_, meta, err := c.api.Allocations().List(q)
+		return meta, err
+	}, q)
+	if err == nil && same {
+		return l.allocs, nil
+	}
+	var stubs []*api.AllocationListStub
+	var meta *api.QueryMeta
+	if err == nil {
+		stubs, meta, err = c.api.Allocations().List(q)
+	}
+	if err != nil {
+		return nil, denied(fmt.Errorf("list allocations: %w", err), "list allocations (GET /v1/allocations?namespace=*)", `namespace "*" { capabilities = ["read-job"] }`)
+	}
+	l.allocs = make(map[string]*api.AllocationListStub, len(stubs))
+	for _, s := range stubs {
+		l.allocs[s.ID] = s
+	}
+	l.allocsIdx = meta.LastIndex
+	return l.allocs, nil
+}

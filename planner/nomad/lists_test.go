@@ -1,0 +1,235 @@
+package nomad
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/device/topology"
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// fakeNomad serves the list and read endpoints Snapshot uses, with
+// Nomad's table indexes (X-Nomad-Index, raised by every write to a table,
+// deletions included) and the filter that matches no row.
+type fakeNomad struct {
+	mu     sync.Mutex
+	index  uint64
+	nodes  map[string]*api.NodeListStub
+	jobs   map[string]*api.Job
+	allocs map[string]*api.AllocationListStub
+	// tables' indexes (Nomad's X-Nomad-Index of a list)
+	nodesIdx, jobsIdx, allocsIdx uint64
+	// listed counts the rows each list returned.
+	listed map[string]int
+}
+
+func newFakeNomad() *fakeNomad {
+	return &fakeNomad{nodes: map[string]*api.NodeListStub{}, jobs: map[string]*api.Job{}, allocs: map[string]*api.AllocationListStub{}, listed: map[string]int{}}
+}
+
+func (f *fakeNomad) node(id string, gpus int) {
+	f.index++
+	var inst []*api.NodeDeviceResource
+	var layout []topology.GPU
+	dev := &api.NodeDeviceResource{Vendor: topology.Vendor, Type: topology.DeviceType, Name: "sim"}
+	for i := range gpus {
+		g := topology.GPU{Index: i, ID: fmt.Sprintf("%s-%d", id, i), Path: "pair" + strconv.Itoa(i/2), Healthy: true}
+		layout = append(layout, g)
+		dev.Instances = append(dev.Instances, &api.NodeDevice{ID: g.ID, Healthy: true})
+	}
+	lay := topology.EncodeLayout(layout)
+	dev.Attributes = map[string]*api.Attribute{topology.AttrLayout: {StringVal: &lay}}
+	inst = append(inst, dev)
+	f.nodes[id] = &api.NodeListStub{ID: id, Name: id, Status: "ready", SchedulingEligibility: "eligible", NodePool: "default",
+		ModifyIndex: f.index, NodeResources: &api.NodeResources{Devices: inst}}
+	f.nodesIdx = f.index
+}
+
+func (f *fakeNomad) job(id string, gpus int, status string) {
+	f.index++
+	cfg := map[string]any{"command": "train", "themis": []any{map[string]any{"gpus": float64(gpus)}}}
+	f.jobs[id] = &api.Job{ID: ptr(id), Namespace: ptr("default"), Status: ptr(status), NodePool: ptr(DefaultPendingPool),
+		ModifyIndex: ptr(f.index), JobModifyIndex: ptr(f.index), Meta: map[string]string{},
+		TaskGroups: []*api.TaskGroup{{Name: ptr("g"), Count: ptr(1), Tasks: []*api.Task{{Name: "t", Driver: DriverName, Config: cfg}}}}}
+	f.jobsIdx = f.index
+}
+
+func (f *fakeNomad) purge(id string) {
+	f.index++
+	delete(f.jobs, id)
+	f.jobsIdx = f.index
+}
+
+func (f *fakeNomad) alloc(id, job, status string) {
+	f.index++
+	f.allocs[id] = &api.AllocationListStub{ID: id, JobID: job, Namespace: "default", NodeID: "n1", ClientStatus: status, ModifyIndex: f.index}
+	f.allocsIdx = f.index
+}
+
+func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	since := uint64(0)
+	switch flt := r.URL.Query().Get("filter"); flt {
+	case "":
+	case `ID == ""`:
+		since = math.MaxUint64
+	default:
+		http.Error(w, "bad filter "+flt, http.StatusBadRequest)
+		return
+	}
+	var out any
+	var idx uint64
+	switch {
+	case r.URL.Path == "/v1/nodes":
+		var l []*api.NodeListStub
+		for _, n := range f.nodes {
+			if n.ModifyIndex > since {
+				l = append(l, n)
+			}
+		}
+		out, idx = l, f.nodesIdx
+	case r.URL.Path == "/v1/jobs":
+		var l []*api.JobListStub
+		for _, j := range f.jobs {
+			if *j.ModifyIndex > since {
+				l = append(l, &api.JobListStub{ID: *j.ID, Namespace: *j.Namespace, ModifyIndex: *j.ModifyIndex, JobModifyIndex: *j.JobModifyIndex, Status: *j.Status})
+			}
+		}
+		out, idx = l, f.jobsIdx
+	case r.URL.Path == "/v1/allocations":
+		var l []*api.AllocationListStub
+		for _, a := range f.allocs {
+			if a.ModifyIndex > since {
+				l = append(l, a)
+			}
+		}
+		out, idx = l, f.allocsIdx
+	case strings.HasPrefix(r.URL.Path, "/v1/job/"):
+		j := f.jobs[strings.TrimPrefix(r.URL.Path, "/v1/job/")]
+		if j == nil {
+			http.Error(w, "job not found", http.StatusNotFound)
+			return
+		}
+		out, idx = j, *j.ModifyIndex
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if v := reflect.ValueOf(out); v.Kind() == reflect.Slice {
+		f.listed[r.URL.Path] += v.Len()
+	}
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(idx, 10))
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func fakeClient(t *testing.T, f *fakeNomad) *Client {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	cfg := api.DefaultConfig()
+	cfg.Address = srv.URL
+	ac, err := api.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewClient(ac, "", hclog.NewNullLogger())
+}
+
+// summary is what a snapshot says, in a comparable form.
+func summary(s *Snapshot) string {
+	var b strings.Builder
+	for _, n := range s.Nodes {
+		fmt.Fprintf(&b, "node %s %d GPUs schedulable %v pool %s\n", n.ID, len(n.GPUs), n.Schedulable, s.Pools[n.ID])
+	}
+	for _, j := range s.Jobs {
+		fmt.Fprintf(&b, "job %s index %d dead %v\n", j.Key, j.ModifyIndex(), j.Dead())
+	}
+	for _, k := range sortedKeys(s.Allocs) {
+		for _, a := range s.Allocs[k] {
+			fmt.Fprintf(&b, "alloc %s of %s %s\n", a.ID, k, a.ClientStatus)
+		}
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[core.JobKey][]Alloc) []core.JobKey {
+	var ks []core.JobKey
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b core.JobKey) int { return strings.Compare(a.ID, b.ID) })
+	return ks
+}
+
+// Snapshot lists a kind again only when its table's index moved, yet says
+// what a fresh client listing everything says, purged jobs included.
+func TestSnapshotListsOnlyWhatChanged(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeNomad()
+	for i := range 5 {
+		f.node(fmt.Sprintf("n%d", i), 8)
+	}
+	for i := range 20 {
+		f.job(fmt.Sprintf("j%02d", i), 1+i%8, "pending")
+	}
+	c := fakeClient(t, f)
+	same := func(what string) {
+		t.Helper()
+		got, err := c.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.mu.Lock()
+		listed := f.listed
+		f.listed = map[string]int{}
+		f.mu.Unlock()
+		want, err := fakeClient(t, f).Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if summary(got) != summary(want) {
+			t.Fatalf("%s: snapshot\n%s\na fresh client's\n%s", what, summary(got), summary(want))
+		}
+		f.listed = listed
+	}
+	same("first")
+	f.listed = map[string]int{}
+	same("nothing changed")
+	if f.listed["/v1/nodes"]+f.listed["/v1/jobs"]+f.listed["/v1/allocations"] != 0 {
+		t.Errorf("nothing changed, yet the lists returned %v", f.listed)
+	}
+	f.alloc("a1", "j03", "running")
+	f.listed = map[string]int{}
+	same("an allocation")
+	if f.listed["/v1/nodes"] != 0 || f.listed["/v1/jobs"] != 0 || f.listed["/v1/allocations"] != 1 {
+		t.Errorf("one allocation changed: lists returned %v, want the allocations alone", f.listed)
+	}
+	f.job("j03", 4, "running")
+	f.node("n2", 4) // a GPU board removed
+	same("a job and a node")
+	f.job("j03", 4, "dead")
+	f.alloc("a1", "j03", "complete")
+	same("job finished")
+	f.purge("j05")
+	same("purged")
+	c.SetFullLists(true)
+	f.listed = map[string]int{}
+	same("full lists")
+	if f.listed["/v1/nodes"] != 5 || f.listed["/v1/jobs"] != 19 || f.listed["/v1/allocations"] != 1 {
+		t.Errorf("SetFullLists: lists returned %v, want every row", f.listed)
+	}
+}
