@@ -139,7 +139,17 @@ func TestPyTorchGangOverGloo(t *testing.T) {
 	eventually(t, 2*time.Minute, "the gang runs again and resumes", func() (bool, error) {
 		var err error
 		parts, outs, err = m.torchGangParts("torch-gang", first, 2, at+1)
-		return err == nil, err
+		if err != nil {
+			return false, err
+		}
+		// A rank's log reaches Nomad on its own time: rank 1's may still
+		// lack its resume line when rank 0 has trained on (seen under load).
+		for rank := range 2 {
+			if trainResumedRE.FindStringSubmatch(outs[rank]) == nil {
+				return false, fmt.Errorf("rank %d has not said where it resumed yet:\n%s", rank, lastLines(outs[rank], 5))
+			}
+		}
+		return true, nil
 	})
 	for rank := range 2 {
 		rs := trainResumedRE.FindStringSubmatch(outs[rank])
