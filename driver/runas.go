@@ -196,7 +196,7 @@ func checkCommand(path string, who taskUser) error {
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFREG {
 			// exec would fail with a bare "permission denied" (EACCES)
-			return fmt.Errorf("command: %s is %s, not a program: executing it fails (permission denied)", path, fileKind(st.Mode))
+			return fmt.Errorf("command: %s is a %s, not a program: executing it fails (permission denied)", path, nofollow.Kind(st.Mode))
 		}
 		inGroup := int(st.Gid) == who.gid || slices.Contains(who.groups, int(st.Gid))
 		if st.Mode&0o001 == 0 && !(int(st.Uid) == who.uid && st.Mode&0o100 != 0) && !(inGroup && st.Mode&0o010 != 0) {
@@ -205,19 +205,4 @@ func checkCommand(path string, who taskUser) error {
 		}
 		return nil
 	})
-}
-
-// fileKind names the kind of file mode m is, for an error message.
-func fileKind(m uint32) string {
-	switch m & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a FIFO"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFCHR, unix.S_IFBLK:
-		return "a device"
-	}
-	return "not a regular file"
 }

@@ -40,7 +40,7 @@ func (d *Dir) ReadFile(name string, max int64, owner int) ([]byte, error) {
 	}
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return nil, fmt.Errorf("%s %w (mode %s)", path, ErrNotRegular, kind(st.Mode))
+		return nil, fmt.Errorf("%s %w (mode %s)", path, ErrNotRegular, Kind(st.Mode))
 	case st.Size > max:
 		return nil, fmt.Errorf("%s %w: %d bytes, the cap is %d", path, ErrTooLarge, st.Size, max)
 	case owner >= 0 && int(st.Uid) != owner:
@@ -56,8 +56,9 @@ func (d *Dir) ReadFile(name string, max int64, owner int) ([]byte, error) {
 	return b, nil
 }
 
-// kind names a file type for messages.
-func kind(mode uint32) string {
+// Kind names the file type of a stat mode, for messages ("directory",
+// "FIFO", "regular file", ...).
+func Kind(mode uint32) string {
 	switch mode & unix.S_IFMT {
 	case unix.S_IFIFO:
 		return "FIFO"
