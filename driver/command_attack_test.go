@@ -20,16 +20,11 @@ import (
 // /etc/shadow), then tried to run it.
 func TestPlantedCommandNotFollowed(t *testing.T) {
 	e := prodEnv(t, nil, nil)
-	dir, err := os.MkdirTemp("", "themis-shadow-")
-	must.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	must.NoError(t, os.Chmod(dir, 0o755))
-	shadow := filepath.Join(dir, "shadow")
-	must.NoError(t, os.WriteFile(shadow, []byte("root:$6$secret:19000::::::\n"), 0o600))
+	shadow := rootOnlyFile(t, "shadow", "root:$6$secret:19000::::::\n")
 
 	task, tc := jobTask("plant-job", "plant", fmt.Sprintf(
 		`if [ -L local/bin/sh ]; then echo second run; exit 0; fi; mkdir -p local/bin && ln -s %q local/bin/sh; exit 3`, shadow))
-	_, err = e.start(t, task, tc, false)
+	_, err := e.start(t, task, tc, false)
 	must.NoError(t, err)
 	must.Eq(t, 3, e.wait(t, task.ID, 10*time.Second).ExitCode)
 	must.NoError(t, e.h.DestroyTask(task.ID, true))
@@ -52,16 +47,11 @@ func TestPlantedCommandNotFollowed(t *testing.T) {
 // Before: the executor opened <task dir>/executor.out following symlinks.
 func TestExecutorLogNotFollowed(t *testing.T) {
 	e := prodEnv(t, nil, nil)
-	dir, err := os.MkdirTemp("", "themis-cron-")
-	must.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	must.NoError(t, os.Chmod(dir, 0o755))
-	crontab := filepath.Join(dir, "crontab")
-	must.NoError(t, os.WriteFile(crontab, []byte("# root's\n"), 0o600))
+	crontab := rootOnlyFile(t, "crontab", "# root's\n")
 
 	task, tc := jobTask("log-job", "log", fmt.Sprintf(
 		`if [ -f ran-once ]; then exit 0; fi; touch ran-once; rm -f executor.out; ln -s %q executor.out; exit 3`, crontab))
-	_, err = e.start(t, task, tc, false)
+	_, err := e.start(t, task, tc, false)
 	must.NoError(t, err)
 	must.Eq(t, 3, e.wait(t, task.ID, 10*time.Second).ExitCode)
 	must.NoError(t, e.h.DestroyTask(task.ID, true))
@@ -104,4 +94,18 @@ func TestCommandUnreachable(t *testing.T) {
 	_, err = e.start(t, task, tc, false)
 	must.NoError(t, err)
 	must.Eq(t, 0, e.wait(t, task.ID, 10*time.Second).ExitCode)
+}
+
+// rootOnlyFile writes content to a root 0600 file name in a directory of
+// its own that everyone may search (the stand-in for a file under /etc a
+// job must not reach), removed when the test ends.
+func rootOnlyFile(t *testing.T, name, content string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "themis-"+name+"-")
+	must.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	must.NoError(t, os.Chmod(dir, 0o755))
+	path := filepath.Join(dir, name)
+	must.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
 }
