@@ -208,10 +208,18 @@ func userClient(t *testing.T, admin *nomadapi.Client, addr string) *nomadapi.Cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.ACLPolicies().Upsert(&nomadapi.ACLPolicy{Name: "themis-user", Rules: string(rules)}, nil); err != nil {
-		t.Fatalf("create the user policy: %v", err)
+	return clientWithPolicy(t, admin, addr, "themis-user", string(rules), "a user")
+}
+
+// clientWithPolicy creates the ACL policy name with rules and a client
+// token of it (tokenName), with the management client admin, and returns a
+// Nomad client at addr that uses the token.
+func clientWithPolicy(t *testing.T, admin *nomadapi.Client, addr, name, rules, tokenName string) *nomadapi.Client {
+	t.Helper()
+	if _, err := admin.ACLPolicies().Upsert(&nomadapi.ACLPolicy{Name: name, Rules: rules}, nil); err != nil {
+		t.Fatalf("create the ACL policy %s: %v", name, err)
 	}
-	tok, _, err := admin.ACLTokens().Create(&nomadapi.ACLToken{Name: "a user", Type: "client", Policies: []string{"themis-user"}}, nil)
+	tok, _, err := admin.ACLTokens().Create(&nomadapi.ACLToken{Name: tokenName, Type: "client", Policies: []string{name}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

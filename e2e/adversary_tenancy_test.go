@@ -108,18 +108,5 @@ func teamUserClient(t *testing.T, admin *nomadapi.Client, addr, ns string) *noma
 	if policy == string(rules) {
 		t.Fatal(`examples/acl/user.nomad.hcl names no namespace "team"`)
 	}
-	if _, err := admin.ACLPolicies().Upsert(&nomadapi.ACLPolicy{Name: "themis-user-" + ns, Rules: policy}, nil); err != nil {
-		t.Fatalf("create the user policy of %s: %v", ns, err)
-	}
-	tok, _, err := admin.ACLTokens().Create(&nomadapi.ACLToken{Name: "a user of " + ns, Type: "client", Policies: []string{"themis-user-" + ns}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := nomadapi.DefaultConfig()
-	cfg.Address, cfg.SecretID = addr, tok.SecretID
-	c, err := nomadapi.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return clientWithPolicy(t, admin, addr, "themis-user-"+ns, policy, "a user of "+ns)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/themis-nomad/themis/device/topology"
 	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/e2e/nodesim"
 	"github.com/themis-nomad/themis/planner"
@@ -31,11 +32,7 @@ import (
 // sees no violation.
 func TestNodesimRunsPinnedJobs(t *testing.T) {
 	h := startServer(t, 20)
-	sim, err := nodesim.Start(h.ctx, nodesim.Config{Server: h.cluster.NomadRPCAddr(), Topology: nodesim.Cluster(20, 10), Log: h.log.Named("nodesim")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
+	sim := startNodes(t, h, nodesim.Cluster(20, 10))
 	ids := sim.NodeIDs()
 	waitFor(t, 30*time.Second, "20 simulated nodes ready with 8 themis GPUs each", func() (bool, error) {
 		nodes, _, err := h.nomad.Nodes().List(&nomadapi.QueryOptions{Params: map[string]string{"resources": "true"}})
@@ -169,6 +166,18 @@ type harness struct {
 	log     hclog.Logger
 	// consulAddr is Consul's HTTP address.
 	consulAddr string
+}
+
+// startNodes starts simulated nodes of top against h's Nomad server,
+// stopped when the test ends.
+func startNodes(t *testing.T, h *harness, top *topology.Topology) *nodesim.Sim {
+	t.Helper()
+	sim, err := nodesim.Start(h.ctx, nodesim.Config{Server: h.cluster.NomadRPCAddr(), Topology: top, Log: h.log.Named("nodesim")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	return sim
 }
 
 // startServer starts a Consul and a Nomad server without clients (the

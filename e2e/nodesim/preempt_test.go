@@ -25,11 +25,7 @@ import (
 // all, not 12 s more. The invariant watcher sees no violation.
 func TestNodesimPreemptedJobResumes(t *testing.T) {
 	h := startServer(t, 1)
-	sim, err := nodesim.Start(h.ctx, nodesim.Config{Server: h.cluster.NomadRPCAddr(), Topology: nodesim.Cluster(1, 1), Log: h.log.Named("nodesim")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
+	sim := startNodes(t, h, nodesim.Cluster(1, 1))
 	waitNodes(t, h, 1, 30*time.Second)
 	violations := watch(t, h)
 	knobs, err := core.ParseKnobs([]string{"tiresias.queues=16s"})
