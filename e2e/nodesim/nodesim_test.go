@@ -251,9 +251,16 @@ func runPlanner(t *testing.T, h *harness, policy string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(h.ctx)
 	p := planner.New(planner.Config{Nomad: nomad.NewClient(h.nomad, "", h.log.Named("nomad")), Store: consul.NewStore(h.consul),
 		Stack: st, Resync: 5 * time.Second, MaxKillTimeout: 30 * time.Minute, RestoreGuard: 2 * time.Second, Log: h.log.Named("planner")})
+	serve(t, h, p)
+}
+
+// serve runs planner p until the test ends (then reports its error), and
+// waits for p's pending node pool.
+func serve(t *testing.T, h *harness, p *planner.Planner) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	t.Cleanup(func() {

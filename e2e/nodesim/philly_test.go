@@ -178,19 +178,7 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 				failed++
 			}
 		}})
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("planner: %v", err)
-		}
-	}()
-	waitFor(t, 30*time.Second, "the planner's pending pool", func() (bool, error) {
-		pool, _, err := h.nomad.NodePools().Info(nomad.DefaultPendingPool, nil)
-		return pool != nil, err
-	})
+	serve(t, h, p)
 
 	// Submit -> running on the idle cluster: 10 jobs of 1 GPU one after
 	// another, each from its registration to its task's start on a node.
@@ -228,6 +216,8 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 	began := time.Now()
 	live := make([]liveJob, len(tr.Jobs))
 	rssPeak := 0
+	ctx, cancel := context.WithCancel(h.ctx) // the submitter stops when the run does
+	defer cancel()
 	go func() {
 		for i, j := range tr.Jobs {
 			at := began.Add(time.Duration(j.Submit * float64(time.Second)))

@@ -1,7 +1,6 @@
 package nodesim_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -36,21 +35,9 @@ func TestNodesimPreemptedJobResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(h.ctx)
 	p := planner.New(planner.Config{Nomad: nomad.NewClient(h.nomad, "", h.log.Named("nomad")), Store: consul.NewStore(h.consul),
 		Stack: st, Resync: 2 * time.Second, MaxKillTimeout: 30 * time.Minute, RestoreGuard: time.Second, Log: h.log.Named("planner")})
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("planner: %v", err)
-		}
-	})
-	waitFor(t, 30*time.Second, "the planner's pending pool", func() (bool, error) {
-		pool, _, err := h.nomad.NodePools().Info(nomad.DefaultPendingPool, nil)
-		return pool != nil, err
-	})
+	serve(t, h, p)
 	if _, _, err := h.nomad.Jobs().Register(Job("long", 8, "12s"), nil); err != nil {
 		t.Fatal(err)
 	}
