@@ -224,16 +224,9 @@ func appsFromConsul(ctx context.Context, store *consul.Store, app string) (httpa
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return out, fmt.Errorf("%s: %w", lease.AuctionKey, err)
 	}
-	out.Round, out.At, out.OfferGPUs = rep.Round, rep.At.UTC().Format(time.RFC3339), rep.Offer
-	for _, a := range rep.Apps {
-		if app != "" && a.App != app {
-			continue
-		}
-		x := httpapi.App{AppReport: a}
-		if a.Won > 0 && a.Lease > 0 {
-			x.LeaseEnds = rep.At.Add(time.Duration(a.Lease * float64(time.Second))).UTC().Format(time.RFC3339)
-		}
-		out.Apps = append(out.Apps, x)
+	out = httpapi.AppsFromRound("", &rep)
+	if app != "" {
+		out.Apps = slices.DeleteFunc(out.Apps, func(a httpapi.App) bool { return a.App != app })
 	}
 	return out, nil
 }

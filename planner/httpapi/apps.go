@@ -29,9 +29,12 @@ type App struct {
 	LeaseEnds string `json:"lease_ends,omitempty"`
 }
 
-func buildApps(v planner.View) AppsResponse {
-	out := AppsResponse{Policy: v.Policy, Apps: []App{}}
-	rep := v.Auction
+func buildApps(v planner.View) AppsResponse { return AppsFromRound(v.Policy, v.Auction) }
+
+// AppsFromRound is /v1/apps for the auction round rep (nil: none yet) of
+// policy; themis apps builds it the same way from the round Consul keeps.
+func AppsFromRound(policy string, rep *arbiter.RoundReport) AppsResponse {
+	out := AppsResponse{Policy: policy, Apps: []App{}}
 	if rep == nil {
 		return out
 	}
