@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -75,17 +74,8 @@ ports {
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	var out []int
-	var ls []net.Listener
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
+		out = append(out, freePort(t))
 	}
 	return out
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/e2e/devstack"
 )
 
 // The PyTorch jobs of examples/pytorch (train.py through the themis_ckpt
@@ -297,12 +298,13 @@ func writeCurves(t *testing.T, name string, at int, before, after, reference str
 	}
 }
 
+// freePort is a port for an agent or a task to listen on (devstack.FreePort:
+// below the ephemeral range, free for TCP and UDP, never handed out twice).
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := devstack.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }

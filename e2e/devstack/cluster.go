@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -53,10 +54,34 @@ type client struct {
 // bootstraps the server's ACLs once it leads and loads the Nomad policies
 // before the clients start, which run with ACLs on and the themis driver
 // with the driver's Consul token.
+//
+// When an agent lost one of its ports to another socket before it bound it
+// (ports.go), StartCluster tries again on fresh ports, up to three times,
+// if the data dir held no server state before: the failed try's state
+// (which names its ports) is removed first.
 func StartCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
+	serverDir := filepath.Join(cfg.DataDir, "server")
+	_, err := os.Stat(serverDir)
+	fresh := errors.Is(err, fs.ErrNotExist)
+	for try := 1; ; try++ {
+		c, err := startCluster(ctx, cfg)
+		if err == nil || !fresh || !errors.Is(err, errPortInUse) || try == 3 {
+			return c, err
+		}
+		cfg.Log.Warn("a Nomad agent lost a port before it bound it; starting the cluster again on fresh ports", "try", try, "error", err)
+		stale, _ := filepath.Glob(filepath.Join(cfg.DataDir, "client-*"))
+		for _, d := range append(stale, serverDir) {
+			if err := os.RemoveAll(d); err != nil {
+				return nil, fmt.Errorf("devstack: remove the failed try's state: %w", err)
+			}
+		}
+	}
+}
+
+func startCluster(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := cfg.check(false, !cfg.ServerOnly); err != nil {
 		return nil, err
 	}

@@ -16,12 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"text/template"
 	"time"
@@ -134,10 +134,24 @@ func StartConsul(ctx context.Context, cfg Config) (*Stack, error) {
 	return start(ctx, cfg, false)
 }
 
+// start tries up to three times when an agent lost one of its ports to
+// another socket before it bound it (ports.go): each try picks fresh ports
+// for those cfg leaves zero. A Consul and a Nomad dev agent keep their state
+// in memory, so nothing of a failed try is left to clash with the next.
 func start(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
+	for try := 1; ; try++ {
+		s, err := startOnce(ctx, cfg, withNomad)
+		if err == nil || !errors.Is(err, errPortInUse) || try == 3 {
+			return s, err
+		}
+		cfg.Log.Warn("an agent lost a port before it bound it; starting again on fresh ports", "try", try, "error", err)
+	}
+}
+
+func startOnce(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) {
 	if err := cfg.check(true, withNomad); err != nil {
 		return nil, err
 	}
@@ -232,32 +246,6 @@ func (c *Config) check(withConsul, withNomad bool) error {
 	}
 	if c.NodeName == "" && len(c.Nodes) == 0 {
 		return errors.New("devstack: node name not set")
-	}
-	return nil
-}
-
-// fill replaces zero ports with free ones and checks that the others are
-// free, so a clash is a clear error rather than an agent that dies.
-func (p *Ports) fill() error {
-	return fillPorts(&p.ConsulHTTP, &p.ConsulServer, &p.ConsulSerfLAN, &p.ConsulSerfWAN, &p.NomadHTTP, &p.NomadRPC, &p.NomadSerf)
-}
-
-func fillPorts(ports ...*int) error {
-	for _, port := range ports {
-		if *port == 0 {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return fmt.Errorf("devstack: find a free port: %w", err)
-			}
-			*port = l.Addr().(*net.TCPAddr).Port
-			l.Close()
-			continue
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(*port))
-		if err != nil {
-			return fmt.Errorf("devstack: port %d is in use (another `themis dev`, Nomad or Consul?): %w", *port, err)
-		}
-		l.Close()
 	}
 	return nil
 }
@@ -371,8 +359,13 @@ func (s *Stack) waitFor(ctx context.Context, what string, timeout time.Duration,
 			select {
 			case err := <-done:
 				done <- err
-				return fmt.Errorf("devstack: %s exited while waiting for %s (%v); see %s",
-					filepath.Base(s.procs[i].Path), what, err, s.logs[i].Name())
+				tail := logTail(s.logs[i].Name(), 8)
+				err = fmt.Errorf("devstack: %s exited while waiting for %s (%v); see %s; it ended with:\n%s",
+					filepath.Base(s.procs[i].Path), what, err, s.logs[i].Name(), tail)
+				if strings.Contains(tail, "address already in use") {
+					err = fmt.Errorf("%w: %w", errPortInUse, err)
+				}
+				return err
 			default:
 			}
 		}
@@ -388,6 +381,26 @@ func (s *Stack) waitFor(ctx context.Context, what string, timeout time.Duration,
 		}
 	}
 	return fmt.Errorf("devstack: timed out after %s waiting for %s (last error: %v); agent logs are in %s", timeout, what, last, s.cfg.DataDir)
+}
+
+// logTail is the last n lines of the log file at path, for an agent that
+// exited: its reason is there.
+func logTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "(log unreadable: " + err.Error() + ")"
+	}
+	defer f.Close()
+	const most = 4096
+	if fi, err := f.Stat(); err == nil && fi.Size() > most {
+		_, _ = f.Seek(fi.Size()-most, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "  " + strings.Join(lines, "\n  ")
 }
 
 func getJSON(ctx context.Context, url string, v any) error { return getJSONToken(ctx, url, "", v) }
