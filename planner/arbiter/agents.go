@@ -8,7 +8,7 @@ import (
 )
 
 // The agents' model: each app's visible core jobs as a auction.App, which
-// its agent values offers with (see the package doc, "Apps and jobs").
+// its agent values offers with (docs/themis-results.md, "Apps and jobs").
 
 // modelApps is Allocate's third step: the round's environment and every
 // app with work left as its agent models it, with its max-min fair share of

@@ -46,9 +46,9 @@ type round struct {
 	untrusted map[string]bool
 }
 
-// Allocate runs one round (see the package doc), in steps: observe the
-// apps, contention and leases; offer the free GPUs and those under
-// expired leases; model the apps as their agents do; end leases early for
+// Allocate runs one round (docs/themis-results.md, "The arbiter in
+// detail"), in steps: observe the apps, contention and leases; offer the
+// free GPUs and those under expired leases; model the apps as their agents do; end leases early for
 // an app left behind (themis.revoke); hold GPUs for the worst-off app's
 // gang (the reservation); run the auction; grant the awards, keeping jobs
 // in place where the round allows; stop the expired jobs that lost or

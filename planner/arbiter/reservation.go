@@ -10,9 +10,9 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 )
 
-// The reservation for the worst-off app (see the package doc): GPUs held
-// for a large gang until the offer holds it as well placed as the empty
-// cluster could.
+// The reservation for the worst-off app (docs/themis-results.md,
+// "Reservation for the worst-off app"): GPUs held for a large gang until
+// the offer holds it as well placed as the empty cluster could.
 
 // reserve is Allocate's reservation step, by the apps' current ρ with
 // their max-min fair shares, as the round's filter. It reports whether a

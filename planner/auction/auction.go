@@ -27,8 +27,8 @@ type Award struct {
 	// (section 3.3.2).
 	Auction bool
 	// GPUs is how many GPUs the app gets and Class the placement class it
-	// bid for them; Placed is the class of the GPUs it got (see doc.go,
-	// "Placement").
+	// bid for them; Placed is the class of the GPUs it got (see
+	// docs/themis-results.md, "Placement").
 	GPUs   int
 	Class  Class
 	Placed Class
@@ -37,8 +37,8 @@ type Award struct {
 	// C is the partial-allocation fraction c_i (1 for leftover grants).
 	C float64
 	// Lease is how long the app holds the GPUs, in seconds: c_i of the
-	// round's lease for an auction winner (see doc.go, "Hidden payments"),
-	// the whole lease for a leftover grant. Auction leaves it 0.
+	// round's lease for an auction winner (docs/themis-results.md, "Hidden
+	// payments"), the whole lease for a leftover grant. Auction leaves it 0.
 	Lease float64
 	// Jobs are the concrete GPUs, one whole gang per job that starts now.
 	Jobs []JobGrant
@@ -67,8 +67,8 @@ type AuctionResult struct {
 	PA      PAResult
 	Classes []Class
 	// Dropped lists bidders whose proportional-fair allocation could not be
-	// placed at a class worth having (see doc.go, "Placement"); their GPUs
-	// stayed in the pool.
+	// placed at a class worth having (docs/themis-results.md,
+	// "Placement"); their GPUs stayed in the pool.
 	Dropped []string
 	// Left is the GPUs nobody won, in offer order.
 	Left []string
