@@ -21,15 +21,15 @@ import (
 // parallel to gpus, in the grants' order of GPUs) it takes exactly those
 // virtual GPUs, binding each cell above them to the physical cell above
 // the GPU at the same height; the replay is then exact (but for virtual
-// GPUs doomed to bad hardware, which no job carries: see the package doc,
-// Replay). With cells nil it
+// GPUs doomed to bad hardware, which no job carries: see docs/hived.md,
+// "Replay"). With cells nil it
 // chooses: under the VC's cell already bound around a GPU, else under one
 // of the VC's unbound cells bound to a cell around the GPU (of the cells
 // above the GPU the VC has an unbound cell of the type for: the one
 // holding most of the job's GPUs, then the smallest), a free virtual cell
 // of the type, the first in order. That keeps the VC's guarantee and the
 // job's affinity, but not always the virtual cells the job had, so later
-// decisions may differ (see the package doc, Replay). Cells recorded under
+// decisions may differ (docs/hived.md, "Replay"). Cells recorded under
 // another config may not name the VC's cells any more: Adopt then fails
 // (ErrInvalidRequest, or ErrNoCapacity if they do not fit), and the caller
 // may adopt the job without them.

@@ -277,8 +277,8 @@ func (c *Cluster) Release(key core.JobKey) bool {
 
 // SetHealthy marks a GPU healthy or not. A bad GPU is given to no new job
 // (a job already on it keeps it until released); cells are bound avoiding
-// bad GPUs where they can (see the package doc). A doomed virtual GPU whose
-// GPU is healthy again returns to its VC.
+// bad GPUs where they can (docs/hived.md, "What is guaranteed"). A doomed
+// virtual GPU whose GPU is healthy again returns to its VC.
 func (c *Cluster) SetHealthy(gpuID string, healthy bool) error {
 	l := c.gpus[gpuID]
 	if l == nil {

@@ -92,7 +92,8 @@ func levelName(el string) string {
 // buildPhysical builds the physical tree of nodes: the cluster, its racks
 // (nodes grouped by Rack, in first-seen order; nodes without a rack hang off
 // the cluster), the nodes, the cells of their GPUs' paths, the GPUs (sorted
-// by index). Cells with one child are merged into it (see the package doc).
+// by index). Cells with one child are merged into it (docs/hived.md, "Cells
+// and cell types").
 // A GPU is healthy when it is marked so and its node is schedulable.
 func buildPhysical(nodes []core.Node, leaf string) (*cell, map[string]*cell, error) {
 	root := &cell{level: "cluster", name: "cluster"}
