@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// nvmlBackend reports a node's GPUs through NVML (see the package doc for
+// nvmlBackend reports a node's GPUs through NVML (see docs/nvml.md for
 // what it reads and how links become cells). The library is an
 // nvml.Interface: nvml.New() on a node, a fake in tests. It is opened when
 // the backend is built, never by the sim backend; where it cannot be
