@@ -100,8 +100,8 @@ func newNode(name, rack string, gpus int) core.Node {
 }
 
 // NodePath is the cell path of GPU index in a node of gpusPerNode GPUs,
-// outermost first (see the package doc); nil for node sizes without a known
-// layout and for 1-GPU nodes.
+// outermost first (docs/simulator.md, "Simulated clusters"); nil for node
+// sizes without a known layout and for 1-GPU nodes.
 func NodePath(gpusPerNode, index int) []string {
 	if index < 0 || index >= gpusPerNode {
 		return nil

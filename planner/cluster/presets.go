@@ -9,7 +9,8 @@ import (
 	"strings"
 )
 
-// Philly's node counts and assumed rack sizes (see the package doc).
+// Philly's node counts and assumed rack sizes (docs/simulator.md, "The
+// philly presets").
 const (
 	Philly4GPUNodes = 100
 	Philly8GPUNodes = 250
@@ -21,7 +22,7 @@ const (
 )
 
 // The Themis paper's heterogeneous simulated cluster (NSDI'20, section 6.1
-// and its footnote 6; see the package doc): machines of 8 GPUs (4 slots of
+// and its footnote 6; see docs/simulator.md): machines of 8 GPUs (4 slots of
 // 2), 4 GPUs (4 slots of 1) and 1 GPU. The footnote lists 16 + 6 + 16
 // machines, 168 GPUs (ThemisFootnoteGPUs), against the text's 256; the
 // themis preset keeps the footnote's machine shapes and their proportions
@@ -51,7 +52,8 @@ var presets = map[string]func() (*Cluster, error){
 	// The Tiresias testbed-scale example: one switch, 2 nodes of 4 GPUs.
 	"n2g4": func() (*Cluster, error) { return Uniform("n2g4", 1, 2, 4) },
 	"n8g8": func() (*Cluster, error) { return Uniform("n8g8", 1, 8, 8) },
-	// The Philly cluster sized to the published trace (see the package doc).
+	// The Philly cluster sized to the published trace (docs/simulator.md,
+	// "The philly presets").
 	"philly": func() (*Cluster, error) {
 		c, err := PhillyScaled(PhillyTraceGPUs)
 		if c != nil {
@@ -80,7 +82,7 @@ var presets = map[string]func() (*Cluster, error){
 		return c, nil
 	},
 	// The Themis paper's simulated cluster at its stated 256 GPUs, and the
-	// footnote's literal machine list (168 GPUs); see the package doc.
+	// footnote's literal machine list (168 GPUs); see docs/simulator.md.
 	"themis": func() (*Cluster, error) {
 		return Themis("themis", Themis8GPUNodes, Themis4GPUNodes, Themis1GPUNodes)
 	},

@@ -7,8 +7,8 @@ import (
 )
 
 // Summary is the headline metrics of one run, as written to summary.json.
-// Times are in seconds. See the package documentation for definitions and
-// for how undefined values are written.
+// Times are in seconds. See docs/simulator.md, "Report files and
+// definitions", for definitions and for how undefined values are written.
 type Summary struct {
 	Policy    string   `json:"policy"`
 	Trace     string   `json:"trace"`

@@ -120,8 +120,8 @@ const (
 // normals with mean 5 min (TE) and 30 min (BE) truncated at 30 min and 24 h,
 // grace periods from a normal with mean 3 min truncated at 20 min. The paper
 // gives no standard deviations, lower bounds or request distributions (its
-// Figure 2 of trace statistics is not reproduced); the package doc lists
-// what this package chose and why.
+// Figure 2 of trace statistics is not reproduced); docs/simulator.md, "The
+// FitGpp workload", lists what this package chose and why.
 func DefaultFitGppConfig() FitGppConfig {
 	node := PaperCluster.Node
 	return FitGppConfig{
