@@ -107,9 +107,9 @@ func (d *Distribution) Max() float64 {
 //
 //	P(S - a <= Δ | S > a) / E[min(S - a, Δ) | S > a]
 //
-// It is 0 when no sample exceeds a (see the package doc), when Δ <= 0 and when
-// an argument is NaN; a < 0 counts as 0. Δ = +Inf gives 1/E[S - a | S > a].
-// O(log k) for k distinct sizes.
+// It is 0 when no sample exceeds a (docs/tiresias.md, "A job that outlived
+// every sample"), when Δ <= 0 and when an argument is NaN; a < 0 counts
+// as 0. Δ = +Inf gives 1/E[S - a | S > a]. O(log k) for k distinct sizes.
 func (d *Distribution) Index(attained, delta float64) float64 {
 	a, ok := d.clampAttained(attained)
 	if !ok || !(delta > 0) {
