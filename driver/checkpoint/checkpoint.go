@@ -3,35 +3,12 @@
 // prunes old ones), workloads written in Go (examples/hello) and the planner.
 // It has no Nomad dependencies.
 //
-// # Convention
-//
-// A task's checkpoint dir ($THEMIS_CHECKPOINT_DIR) holds one subdirectory per
-// checkpoint. A checkpoint is complete once its subdirectory holds a regular
-// file named COMPLETE (Marker), which the workload writes last, after
-// everything else in the checkpoint is written and synced. Anything else is
-// incomplete and is never handed back to a task: a subdirectory without the
-// marker (a checkpoint cut short by SIGKILL), a marker that is a directory or
-// a symlink, files and symlinks at the top level.
-//
-// Names starting with "." are left to temporaries: Save builds a checkpoint
-// in ".tmp-<name>-<random>", writes the marker and renames the directory to
-// <name>, so a checkpoint appears complete or not at all.
-//
-// # Order
-//
-// "Newest" is by the modification time of the COMPLETE marker, that is, when
-// the checkpoint was completed; ties (file systems keep time in ticks of a few
-// milliseconds) are broken by name, the greater name being newer. Name
-// checkpoints so that names sort in the order they are written (hello uses
-// "step-000000042") and do not touch a marker after writing it.
-//
-// # Pruning
-//
-// Prune keeps the newest keep complete checkpoints and removes the older
-// ones, and removes incomplete subdirectories last modified before the newest
-// complete checkpoint (leftovers of a checkpoint cut short); a newer
-// incomplete one is left for a post-mortem until a newer complete checkpoint
-// exists. Prune must not run while a workload writes into the dir.
+// A checkpoint is a subdirectory of the task's checkpoint dir, complete once
+// it holds a regular file named COMPLETE (Marker), written last; anything
+// else is never handed back. Newest is by the marker's modification time,
+// then by name. Save writes one atomically, List and Latest find the
+// complete ones, Prune keeps the newest few. The whole convention:
+// docs/checkpoints.md, "Checkpoint convention" and "Pruning".
 package checkpoint
 
 import (

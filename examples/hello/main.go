@@ -1,32 +1,10 @@
-// Command hello is a stand-in for a training job under the themis driver,
-// and follows its checkpoint protocol (docs/checkpoints.md). It "trains" for
-// a number of steps and:
-//
-//   - resumes from $THEMIS_RESUME_FROM, the newest complete checkpoint the
-//     driver found (run outside the driver, without that variable, it looks
-//     for the newest complete checkpoint in $THEMIS_CHECKPOINT_DIR itself);
-//   - writes each checkpoint as a subdirectory step-<N> of
-//     $THEMIS_CHECKPOINT_DIR holding hello.ckpt, complete once its COMPLETE
-//     marker is written last (package driver/checkpoint);
-//   - checkpoints every -checkpoint-every steps, on SIGUSR1 (and continues),
-//     and on SIGINT/SIGTERM or when the notice file $THEMIS_NOTICE_FILE
-//     appears (polled every step), then exits 0.
-//
-// -checkpoint-time makes each checkpoint take that long (a stand-in for a
-// real checkpoint's cost); -ignore-signals makes it ignore SIGINT, SIGTERM
-// and the notice, a workload the driver must kill at the deadline.
-//
-// Tests parse its output:
-//
-//	hello: visible GPUs NVIDIA_VISIBLE_DEVICES=<v> CUDA_VISIBLE_DEVICES=<v>
-//	hello: restart count N                       (when N > 0)
-//	hello: resumed from step N
-//	hello: step i/N loss=<decreasing number>
-//	hello: notice: <reason>, deadline <RFC 3339>
-//	hello: ignoring SIGTERM
-//	hello: checkpointed at step N, continuing
-//	hello: checkpointed at step N, exiting
-//	hello: done
+// Command hello is a stand-in for a training job under the themis driver
+// that follows its checkpoint protocol (docs/checkpoints.md). It "trains"
+// for -steps steps, resumes from $THEMIS_RESUME_FROM, writes a checkpoint
+// step-<N> (COMPLETE last) every -checkpoint-every steps and on SIGUSR1, and
+// checkpoints and exits 0 on SIGINT, SIGTERM or the notice file. Flags that
+// make it slow to checkpoint or deaf to the notice, and the output lines the
+// tests parse: docs/checkpoints.md, "The example workload: hello".
 package main
 
 import (
