@@ -1,26 +1,14 @@
 // Package nodesim runs many simulated Nomad client nodes in one process.
 //
-// Each simulated node speaks to a real Nomad server over its RPC port, as a
-// Nomad client agent does (the same msgpack RPC over yamux, from Nomad's
-// helper/pool): it registers (Node.Register) with the themis device groups
-// the device plugin would fingerprint for its node of a topology file,
-// heartbeats within the TTL the server gives it (Node.UpdateStatus), watches
-// its allocations with a blocking query (Node.GetClientAllocs), pulls the new
-// or changed ones (Alloc.GetAllocs), and reports their tasks running and,
-// after the job's duration, complete (Node.UpdateAlloc, batched per node
-// like the client's allocSync). An allocation the server stops (a planner's
-// suspend, a user's stop) is reported complete at once, and the time it ran
-// is remembered, so the job's next allocation runs only the rest (a
-// checkpoint on shared storage, as hello keeps one).
-//
-// So the real Nomad scheduler places the planner's pinned jobs on simulated
-// nodes, with their device IDs, and the planner sees nodes, allocations
-// and task times as it does on real clients: nothing is started on this
-// machine. What it does not simulate: drivers (every node offers a healthy
-// "themis" driver and runs nothing), the themis driver's lease check, task
-// logs, client-side stats, and restarts of the simulated client (a Sim
-// that stops takes its nodes down with it; the server marks them down after
-// the heartbeat grace).
+// Each node speaks to a real Nomad server over its RPC port as a client
+// agent does: it registers with the themis GPUs the device plugin would
+// fingerprint for its node of a topology file, heartbeats, watches its
+// allocations and reports their tasks running and, after the job's
+// duration, complete; a stopped allocation's run time is kept, so the next
+// one runs only the rest. No task is started: no drivers, no lease
+// check, no logs. Start runs a Sim of a Config's nodes; Cluster and HCL
+// make a topology of n 8-GPU nodes. What it sends, what it does not
+// simulate, and what 1,000 nodes cost: docs/scale.md, "The node simulator".
 package nodesim
 
 import (
