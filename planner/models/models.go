@@ -1,22 +1,15 @@
 // Package models holds what the scheduler assumes about deep-learning
-// models: classes of placement sensitivity, shared by the simulator (which
-// assigns a trace job's model to a class) and the live planner (which reads
-// the model a job names in its stanza).
+// models: classes of placement sensitivity (Classes), shared by the
+// simulator (which assigns a trace job's model to a class) and the live
+// planner (which reads the model a job names in its stanza). Of finds a
+// model's Class, with its slowdowns across machines of a rack and across
+// racks.
 //
-// The Themis paper (NSDI'20, section 6) models a job's slowdown by where its
-// GPUs are: 1.0 on one machine, 1.1 across machines, 1.3 across racks.
-// Tiresias (NSDI'19, section 3.3) shows that sensitivity depends on the
-// model's skew: VGG and AlexNet (large dense layers) slow down far more when
-// spread than ResNet or Inception. We scale the Themis penalties per class:
-//
-//	class   examples                     across machines  across racks
-//	cv-high vgg*, alexnet                1.2              1.6
-//	cv      resnet*, inception*, other   1.1              1.3
-//	nlp     lstm, transformer, bert, ... 1.1              1.3
-//	speech  deepspeech, ...              1.05             1.15
-//
-// The numbers for cv-high and speech are our assumption (twice and half the
-// Themis penalty), not measurements.
+// cv (the default) and nlp take the Themis paper's 1.1 and 1.3; cv-high
+// (VGG, AlexNet) and speech take twice and half that penalty, our
+// assumption after Tiresias's finding that spreading hurts high-skew
+// models most.
+// The table and its sources: docs/simulator.md, "Model classes".
 package models
 
 import "strings"
