@@ -1,22 +1,17 @@
 // Package lease owns the Consul KV layout themis writes under Root (every
-// key: keys.go) and the records the planner and the task driver share:
-// GPU leases, which the planner writes and the task driver reads before it
+// key: keys.go) and the records the planner and the task driver share: GPU
+// leases, which the planner writes and the driver checks (Verify) before it
 // starts a task; pending grants, checkpoints, progress and gangs. Operators
-// read them in Consul's UI under "Key/Value > themis".
-//
-// Leases (all values JSON):
+// read them in Consul's UI under "Key/Value > themis". Leases (JSON):
 //
 //	themis/leases/gpus/<gpu-id>          one key per leased GPU   -> GPULease
 //	themis/leases/jobs/<namespace>/<job> one key per granted job  -> JobLease
 //
-// A lease being taken back (preemption) carries a Revoke record in its job
-// key until the job's allocation is terminal; its GPU keys stay until then,
-// so no GPU is leased to the next job while the victim still runs on it.
-//
-// A grant writes all of a job's keys in one Consul transaction with
-// check-and-set index 0 on every GPU key, so two grants can never hold the same
-// GPU: the second transaction fails as a whole. A release deletes the same keys
-// in one transaction.
+// A grant writes all of a job's keys in one transaction with check-and-set
+// index 0 on every GPU key, so no GPU is leased twice; a release deletes
+// them in one. A lease taken back carries a Revoke record and keeps its GPU
+// keys until the job's allocation is terminal, so no GPU goes to the next
+// job while the victim runs on it (docs/design.md, "Preemption").
 package lease
 
 import (
