@@ -1,19 +1,13 @@
 // Package nofollow does file operations as root in directories a job can
-// write to, without following a path the job shaped. Every path is walked
+// write to, without following a path the job shaped: every path is walked
 // one component at a time from a directory already open (openat with
-// O_NOFOLLOW|O_DIRECTORY), so a component a job replaced by a symlink
-// fails with ErrSymlink instead of taking root elsewhere; every change
-// (chmod, chown, create, rename, remove) is made on an open descriptor or
-// relative to one, with the *at calls' no-follow flags. A file is read
-// only when it is a regular file no larger than a cap, opened
-// non-blocking (a FIFO does not hang the reader).
-//
-// The themis task driver uses it for checkpoint dirs, the progress and
-// notice files and the handover of a checkpoint dir to a task's uid; the
-// device plugin for the per-job checkpoint dirs it mounts into exec and
-// docker tasks. It is the openat counterpart of Go's os.Root, which
-// confines a walk to a tree but follows symlinks inside it; here a job
-// writes inside the tree, so no symlink is followed at all.
+// O_NOFOLLOW|O_DIRECTORY), so a component a job replaced by a symlink fails
+// with ErrSymlink; every change is made on an open descriptor; a file is
+// read only when regular, small and opened non-blocking. The themis driver
+// uses it for checkpoint dirs, the progress and notice files and handing a
+// dir to a task's uid, the device plugin for the per-job checkpoint dirs it
+// mounts. Why not os.Root: docs/hardening.md, "No root file operation
+// follows a job's path".
 package nofollow
 
 import (

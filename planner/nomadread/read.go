@@ -2,19 +2,13 @@
 // the planner (planner/nomad) and the invariant watcher (planner/check),
 // whatever the ID holds.
 //
-// Nomad serves GET /v1/job/<id> by the path's suffix, even with the ID's
-// "/" escaped (command/agent/job_endpoint.go, JobSpecificRequest): a job
-// named "x/allocations" answers with its allocations (an array), "x/tag"
-// with "invalid job tag endpoint", "x/versions" with job "x"'s versions.
-// And an ID of "." or ".." is a dot segment that the HTTP server redirects
-// away (to /v1/job/ or /v1), so the job reads as not found. Nomad accepts
-// all of these IDs (it refuses only an empty one, a space and NUL), and
-// lists them. So the reader escapes every character of the ID that is not
-// unreserved, dots included, and reads an ID with a "/" from
-// GET /v1/job/<id>/versions, whose suffix no ID can reroute: the newest
-// version there is the job as GET /v1/job/<id> would give it (Nomad
-// updates the newest version with the job's status). Whatever comes back
-// must name the job asked for.
+// Nomad serves GET /v1/job/<id> by the path's suffix, so a job named
+// "x/allocations" answers with its allocations, and "." or ".." is
+// redirected away. Job therefore escapes every character of the ID that is
+// not unreserved, dots included (Path), and reads an ID with a "/" from
+// GET /v1/job/<id>/versions, whose suffix no ID can reroute; whatever comes
+// back must name the job asked for. Every case: docs/adversary.md, "Job IDs
+// Nomad routes elsewhere".
 package nomadread
 
 import (
