@@ -92,6 +92,12 @@ func (c Capabilities) Observe(vc string, gpuSeconds float64) {
 	}
 }
 
+// Learner is implemented by policies that learn from finished jobs; the
+// simulator and the live planner report each finished job's GPU-seconds.
+type Learner interface {
+	Observe(gpuSeconds float64)
+}
+
 // Resumer is a policy that records its last decision until told that it
 // was carried out (Themis, for a planner killed mid-round).
 type Resumer interface {
