@@ -12,10 +12,10 @@
 //	   |  free GPUs = healthy GPUs on schedulable nodes - granted GPUs   free.go
 //	   v  one of four strategies, chosen by the capabilities:
 //	      - an Allocator decides itself (Themis), checked                allocator.go
-//	      - with a Placer (virtual clusters): per-VC run sets and room,  placed.go, pervc.go
+//	      - with a Placer (virtual clusters): per-VC run sets and room,  placer.go, pervc.go
 //	        placement in priority order, overflow
-//	      - preemptive: the ranked jobs that fit run, the rest preempted decide.go
-//	      - non-preemptive: queue walk, head-of-line blocking, room made decide.go, room.go
+//	      - preemptive: the ranked jobs that fit run, the rest preempted preemptive.go
+//	      - non-preemptive: queue walk, head-of-line blocking, room made nonpreemptive.go, room.go
 //	        by a RoomMaker (FitGpp)
 //	   |  placement: which node and which GPUs, topology-aware           placement.go, parts.go
 //	   v
