@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/httpapi"
+	"github.com/themis-nomad/themis/planner/policies"
 )
 
 // Two `themis planner` processes: the one holding the leader lock serves
@@ -22,7 +22,7 @@ func TestAPIStandby(t *testing.T) {
 	if err := stopPlanner(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { startPlanner(plannerSetup{policy: core.FIFO{}}) })
+	t.Cleanup(func() { startPlanner(plannerSetup{policy: policies.FIFO{}}) })
 	ctx, cancel := context.WithTimeout(env.ctx, 3*time.Minute)
 	defer cancel()
 

@@ -18,9 +18,9 @@ import (
 	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/consul"
-	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -206,7 +206,7 @@ func TestMultiClientCluster(t *testing.T) {
 		t.Fatalf("the planner sees %d nodes (%v), want node-0, node-1 and node-2", len(snap.Nodes), seen)
 	}
 
-	m.runPlanner(t, ctx, stack.Of(core.FIFO{}))
+	m.runPlanner(t, ctx, stack.Of(policies.FIFO{}))
 	ids := []string{"multi-a", "multi-b", "multi-c"}
 	// FIFO grants whole nodes to 8-GPU jobs: all three can only run at once
 	// on three different nodes.

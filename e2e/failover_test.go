@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/httpapi"
+	"github.com/themis-nomad/themis/planner/policies"
 )
 
 // failoverBar is how soon after a kill -9 of the leading planner a standby
@@ -31,7 +31,7 @@ func TestStandbyTakesOverAfterKill(t *testing.T) {
 	if err := stopPlanner(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { startPlanner(plannerSetup{policy: core.FIFO{}}) })
+	t.Cleanup(func() { startPlanner(plannerSetup{policy: policies.FIFO{}}) })
 	ctx, cancel := context.WithTimeout(env.ctx, time.Duration(kills)*2*time.Minute+2*time.Minute)
 	defer cancel()
 

@@ -9,8 +9,8 @@ import (
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/policies"
 )
 
 // ignoresSignals is a workload that ignores the checkpoint signal: it must
@@ -100,7 +100,7 @@ func TestPlannerKilledMidRevoke(t *testing.T) {
 	restarted := false
 	t.Cleanup(func() {
 		if !restarted {
-			startPlanner(plannerSetup{policy: core.FIFO{}})
+			startPlanner(plannerSetup{policy: policies.FIFO{}})
 		}
 	})
 	cmd := startPlannerProcess(t, "e2e-doomed", "-policy", "fitgpp", "-max-kill-timeout", "30m", "-http-addr", "127.0.0.1:0")
@@ -121,7 +121,7 @@ func TestPlannerKilledMidRevoke(t *testing.T) {
 		if err := stopPlanner(); err != nil {
 			t.Errorf("stop planner: %v", err)
 		}
-		startPlanner(plannerSetup{policy: core.FIFO{}})
+		startPlanner(plannerSetup{policy: policies.FIFO{}})
 	})
 	eventually(t, 40*time.Second, te+" to be granted", func() (bool, error) {
 		tel, bel := jobLease(t, te), jobLease(t, be)

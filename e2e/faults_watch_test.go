@@ -18,7 +18,7 @@ import (
 
 	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/planner/check"
-	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -216,7 +216,7 @@ func TestFaultsConsulAndClientRestartUnderWatch(t *testing.T) {
 	}
 	t.Logf("%s: Consul server, Nomad server and 2 clients up", at())
 	watching(t, ctx, m.nomad, m.consul)
-	m.runPlanner(t, ctx, stack.Of(core.FIFO{}))
+	m.runPlanner(t, ctx, stack.Of(policies.FIFO{}))
 
 	submit := func(id string, gpus int) {
 		t.Helper()

@@ -20,8 +20,8 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/e2e/devstack"
-	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/httpapi"
+	"github.com/themis-nomad/themis/planner/policies"
 )
 
 // env is the stack shared by every test in the package.
@@ -155,7 +155,7 @@ func runMain(m *testing.M) int {
 	apiSrv := httptest.NewServer(env.api.Handler())
 	defer apiSrv.Close()
 	env.apiURL = apiSrv.URL
-	startPlanner(plannerSetup{policy: core.FIFO{}})
+	startPlanner(plannerSetup{policy: policies.FIFO{}})
 	// The invariant watcher runs for the whole run: a violation it sees
 	// fails the run (check_test.go).
 	watcher := startSuiteWatcher()

@@ -13,6 +13,7 @@ import (
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -86,7 +87,7 @@ func useStack(t testing.TB, st *stack.Stack) {
 		if err := stopPlanner(); err != nil {
 			t.Errorf("stop planner: %v", err)
 		}
-		startPlanner(plannerSetup{policy: core.FIFO{}})
+		startPlanner(plannerSetup{policy: policies.FIFO{}})
 	})
 }
 

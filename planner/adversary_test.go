@@ -8,6 +8,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -67,7 +68,7 @@ func TestPinPlacesOnlyWhatWasLeased(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 8, stack.Of(core.FIFO{}))
+			h := newHarness(t, 8, stack.Of(policies.FIFO{}))
 			h.Nomad.Submit("hostile", 1, "be", "10s")
 			tc.shape(h.Nomad.Submitted("hostile"))
 			h.Nomad.Submit("good", 1, "be", "10s")

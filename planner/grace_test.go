@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -18,7 +19,7 @@ func TestGraceLongerThanMaxKillTimeoutIsRejected(t *testing.T) {
 	ctx := context.Background()
 	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	fn, fs := plannertest.NewNomad(&clock, 8), plannertest.NewStore()
-	p := New(Config{Nomad: fn, Store: fs, Stack: stack.Of(core.FIFO{}), Now: func() time.Time { return clock }, MaxKillTimeout: 30 * time.Minute})
+	p := New(Config{Nomad: fn, Store: fs, Stack: stack.Of(policies.FIFO{}), Now: func() time.Time { return clock }, MaxKillTimeout: 30 * time.Minute})
 	fn.Submit("long-grace", 2, "be", "2h")
 	fn.Submit("ok", 2, "be", "30m")
 	if err := p.Reconcile(ctx); err != nil {

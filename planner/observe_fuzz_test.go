@@ -10,6 +10,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -38,7 +39,7 @@ func FuzzObserveHostileJob(f *testing.F) {
 		if id == "" || (id == "good" && (ns == "" || ns == "default")) {
 			return // Nomad requires an ID; the good job's own key
 		}
-		h := newHarness(t, 8, stack.Of(core.FIFO{}))
+		h := newHarness(t, 8, stack.Of(policies.FIFO{}))
 		h.Nomad.Submit("good", 1, "be", "10s")
 		h.Nomad.Jobs[core.JobKey{Namespace: ns, ID: id}] = hostileJob(id, ns, driver, metaKey, metaVal, field, value, deviceName, count, inStanza, h.Nomad.Index+1)
 		h.Nomad.Index++

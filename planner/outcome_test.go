@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -28,7 +28,7 @@ func TestEndedJobsSayHowTheyEnded(t *testing.T) {
 		{name: "stopped by its user", status: "failed", failure: "killed", stop: true, wantState: StateFinished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 8, stack.Of(core.FIFO{}))
+			h := newHarness(t, 8, stack.Of(policies.FIFO{}))
 			var views []View
 			h.config.OnRound = func(v View) { views = append(views, v) }
 			h.Restart()

@@ -11,6 +11,7 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -37,7 +38,7 @@ func TestForgedLeaseMetaIsANewSubmission(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 8, stack.Of(core.FIFO{}))
+			h := newHarness(t, 8, stack.Of(policies.FIFO{}))
 			k := core.JobKey{Namespace: "default", ID: "train"}
 			h.Nomad.Submit("train", 2, "be", "10s")
 			h.Round("granted")
@@ -76,7 +77,7 @@ func TestForgedLeaseMetaIsANewSubmission(t *testing.T) {
 // the lease, count 1, still pinned): the planner suspends it all the same,
 // so the running version stops and the lease ends.
 func TestForgedSuspensionDuringARevoke(t *testing.T) {
-	h := newHarness(t, 8, stack.Of(core.FIFO{}))
+	h := newHarness(t, 8, stack.Of(policies.FIFO{}))
 	k := core.JobKey{Namespace: "default", ID: "train"}
 	h.Nomad.Submit("train", 2, "be", "10s")
 	h.Round("granted")
@@ -102,7 +103,7 @@ func TestForgedSuspensionDuringARevoke(t *testing.T) {
 // pool: not the planner's suspension, so it is rejected naming the key and
 // moved to the pending pool, where Nomad cannot place it.
 func TestForgedSuspensionOfAWaitingJob(t *testing.T) {
-	policy, err := core.NewFitGpp(core.Knobs{})
+	policy, err := policies.NewFitGpp(core.Knobs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestOwnVersion(t *testing.T) {
 // recorded; a forged re-registration after that is a new submission. A
 // job such a planner suspended (its record without the version) resumes.
 func TestLegacyRecordsAreAdoptedOnce(t *testing.T) {
-	h := newHarness(t, 8, stack.Of(core.FIFO{}))
+	h := newHarness(t, 8, stack.Of(policies.FIFO{}))
 	k := core.JobKey{Namespace: "default", ID: "train"}
 	h.Nomad.Submit("train", 2, "be", "10s")
 	h.Round("granted")
@@ -246,7 +247,7 @@ func TestLegacyRecordsAreAdoptedOnce(t *testing.T) {
 // through the revoke path and the running version stops; it does not run
 // on, rejected, holding its GPUs.
 func TestRejectedResubmissionStops(t *testing.T) {
-	h := newHarness(t, 8, stack.Of(core.FIFO{}))
+	h := newHarness(t, 8, stack.Of(policies.FIFO{}))
 	k := core.JobKey{Namespace: "default", ID: "train"}
 	h.Nomad.Submit("train", 2, "be", "10s")
 	h.Round("granted")

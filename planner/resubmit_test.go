@@ -5,6 +5,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -14,7 +15,7 @@ import (
 // version is granted; no task runs without its lease meanwhile, and the
 // resubmission is not counted as a preemption.
 func TestResubmittedRunningJobStopsBeforeItsLeaseGoes(t *testing.T) {
-	h := newHarness(t, 8, stack.Of(core.FIFO{}))
+	h := newHarness(t, 8, stack.Of(policies.FIFO{}))
 	fn, fs, round := h.Nomad, h.Store, h.Round
 	k := core.JobKey{Namespace: "default", ID: "train"}
 	fn.Submit("train", 4, "be", "10s")

@@ -8,6 +8,7 @@ import (
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -42,7 +43,7 @@ func TestNoJobStopsARound(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 8, stack.Of(core.FIFO{}))
+			h := newHarness(t, 8, stack.Of(policies.FIFO{}))
 			h.Nomad.Submit("runner", 4, "be", "10s")
 			h.Round("runner granted")
 			held := h.Store.JobLeases[runner]
@@ -98,7 +99,7 @@ func (h *harness) finishSmall() { h.Nomad.Finish("small") }
 // is ignored: the job is decided as if the driver had written none, and
 // nothing is set aside.
 func TestDriverRecordThatCannotBeUsedIsIgnored(t *testing.T) {
-	h := newHarness(t, 8, stack.Of(core.FIFO{}))
+	h := newHarness(t, 8, stack.Of(policies.FIFO{}))
 	k := core.JobKey{Namespace: "default", ID: "j"}
 	h.Store.Bad = []consul.BadKey{
 		{Key: lease.ProgressKey("default", "j"), Job: k, Err: errors.New("does not decode")},

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -30,7 +30,7 @@ func TestStoppedDuringStartUpEndsQuietly(t *testing.T) {
 		"first round": plannertest.NewNomad(&clock, 8),
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := New(Config{Nomad: nc, Store: plannertest.NewStore(), Stack: stack.Of(core.FIFO{})})
+			p := New(Config{Nomad: nc, Store: plannertest.NewStore(), Stack: stack.Of(policies.FIFO{})})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- p.Run(ctx) }()

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -32,7 +33,7 @@ func putIDs(fs *plannertest.Store) []string {
 // writes nothing; a job gone from Nomad has its record deleted in the same
 // call as the round's changes.
 func TestStatusesWrittenTogetherOnlyWhenChanged(t *testing.T) {
-	h := newHarness(t, 8, stack.Of(core.FIFO{}))
+	h := newHarness(t, 8, stack.Of(policies.FIFO{}))
 	h.Nomad.Submit("b", 4, "be", "10s")
 	h.Nomad.Submit("a", 4, "be", "10s")
 	h.Nomad.Submit("c", 8, "be", "10s") // queued behind the two
@@ -82,7 +83,7 @@ func TestStatusesWrittenTogetherOnlyWhenChanged(t *testing.T) {
 // reports the error; a rejected job is logged once, when its record is
 // written.
 func TestFailedStatusWriteIsRetried(t *testing.T) {
-	h := newHarness(t, 8, stack.Of(core.FIFO{}))
+	h := newHarness(t, 8, stack.Of(policies.FIFO{}))
 	var logs bytes.Buffer
 	h.config.Log = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Error})
 	h.Restart()

@@ -9,6 +9,7 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -47,7 +48,7 @@ func TestLeastLostWorkPicksTheFreshestCheckpointLive(t *testing.T) {
 		ctx := context.Background()
 		clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 		fn, fs := plannertest.NewNomad(&clock, 8), plannertest.NewStore()
-		policy, err := core.NewFitGpp(core.Knobs{})
+		policy, err := policies.NewFitGpp(core.Knobs{})
 		if err != nil {
 			t.Fatal(err)
 		}

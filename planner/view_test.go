@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
@@ -13,7 +14,7 @@ import (
 // (events, as written), what it left (leases, revoking ones with their
 // deadline) and who waits where and why (the queue, in rank order).
 func TestViewAfterEachRound(t *testing.T) {
-	policy, err := core.NewFitGpp(core.Knobs{})
+	policy, err := policies.NewFitGpp(core.Knobs{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,5 @@
 package core
 
-import "time"
-
 // Capabilities is a policy resolved into what it does beyond ranking, once:
 // each field is the policy seen through one capability, nil when it has
 // none. The scheduler (Decide), the simulator and the live planner read
@@ -92,6 +90,12 @@ func (c Capabilities) Observe(vc string, gpuSeconds float64) {
 	}
 }
 
+// Learner is implemented by policies that learn from finished jobs; the
+// simulator and the live planner report each finished job's GPU-seconds.
+type Learner interface {
+	Observe(gpuSeconds float64)
+}
+
 // Resumer is a policy that records its last decision until told that it
 // was carried out (Themis, for a planner killed mid-round).
 type Resumer interface {
@@ -114,33 +118,3 @@ type Failer interface{ Err() error }
 
 // RankOnly is the capabilities of a policy that only ranks.
 func RankOnly(p Policy) Capabilities { return Capabilities{Policy: p} }
-
-// The report types a Reporter gives.
-
-// AppReport is one app's part in a round.
-type AppReport struct {
-	App string `json:"app"`
-	// Rho is the app's ρ if it won nothing this round (ρ_old: its
-	// finish-time fairness now); RhoAfter its ρ with what it won (0 when
-	// it won nothing).
-	Rho      float64 `json:"rho"`
-	RhoAfter float64 `json:"rho_after,omitempty"`
-	// Bid says whether the app took part in the auction (the 1-f worst
-	// off); the others drew leftovers or kept their gangs.
-	Bid bool `json:"bid"`
-	// Won is the GPUs the app got this round (auction or leftovers),
-	// Placed the placement class of the last award, C its partial
-	// allocation fraction, and Lease how long it holds them, in seconds.
-	Won    int     `json:"won"`
-	Placed string  `json:"placed,omitempty"`
-	C      float64 `json:"c,omitempty"`
-	Lease  float64 `json:"lease_s,omitempty"`
-}
-
-// RoundReport is one round's result.
-type RoundReport struct {
-	At    time.Time   `json:"at"`
-	Round uint64      `json:"round"`
-	Offer int         `json:"offer_gpus"`
-	Apps  []AppReport `json:"apps"`
-}

@@ -5,9 +5,11 @@ import (
 )
 
 // Policy is a queue policy (per virtual cluster in the design): it ranks the
-// active jobs and says how the ranking is enforced. The generic scheduler in
-// decide.go turns a ranking into grants and preemptions, so every policy
-// shares the same gang, placement and accounting rules.
+// active jobs and says how the ranking is enforced. The generic scheduler
+// (Decide and its strategies: decide.go, preemptive.go, nonpreemptive.go)
+// turns a ranking into grants and preemptions, so every policy shares the
+// same gang, placement and accounting rules. The concrete policies are in
+// planner/policies.
 type Policy interface {
 	Name() string
 	// Rank orders the active jobs (queued and running), most deserving

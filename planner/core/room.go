@@ -57,7 +57,7 @@ func (r *Room) make(j *Job, c Capabilities, consolidate bool, preempts *[]Action
 
 // GangPreemptor is a Preemptor that, when no single victim makes room for
 // j, may name several victims that together do (FitGpp, live, for a gang
-// larger than a node: fitgpp_gang.go).
+// larger than a node: planner/policies/fitgpp_gang.go).
 type GangPreemptor interface {
 	// VictimSet chooses victims of running whose preemption together lets
 	// j be placed, or nil (then nothing is preempted and j waits).

@@ -13,6 +13,7 @@ import (
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/gittins"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/trace"
 )
@@ -132,7 +133,7 @@ func TestTiresiasFigure7(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.(*core.Tiresias).SetIndex(d)
+		p.(*policies.Tiresias).SetIndex(d)
 		return p
 	}
 	cases := []struct {
@@ -464,7 +465,7 @@ type embedsFIFO struct{ core.Policy }
 func TestWrapperMustStateCapabilities(t *testing.T) {
 	tr := &trace.Trace{Jobs: []trace.Job{{ID: "a", GPUs: 1, Duration: 10}}}
 	cl := mustCluster(t)(cluster.Uniform("n1g8", 1, 1, 8))
-	_, err := Run(Config{Trace: tr, Cluster: cl, Policy: embedsFIFO{core.FIFO{}}})
+	_, err := Run(Config{Trace: tr, Cluster: cl, Policy: embedsFIFO{policies.FIFO{}}})
 	if err == nil || !strings.Contains(err.Error(), "must state its own") {
 		t.Fatalf("Run with a wrapper = %v, want it refused", err)
 	}

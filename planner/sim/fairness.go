@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/themis-nomad/themis/planner/cluster"
-	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -71,7 +71,7 @@ func Floors(tr *trace.Trace, cl *cluster.Cluster, seed int64) (map[string]float6
 	out := make(map[string]float64, len(order))
 	for _, id := range order {
 		sub := &trace.Trace{Name: tr.Name, Format: tr.Format, Jobs: byApp[id], Start: tr.Start}
-		r, err := Run(Config{Trace: sub, Cluster: cl, Policy: core.Gandiva{}, Seed: seed})
+		r, err := Run(Config{Trace: sub, Cluster: cl, Policy: policies.Gandiva{}, Seed: seed})
 		if err != nil {
 			return nil, err
 		}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/themis-nomad/themis/planner/cluster"
-	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -67,7 +67,7 @@ func TestAppResultsFromJobResults(t *testing.T) {
 		{ID: "big", GPUs: 16, Duration: 80, Submit: 5},
 		{ID: "late", App: "l", GPUs: 8, Duration: 30, Submit: 60},
 	}}
-	r, err := Run(Config{Trace: tr, Cluster: cl, Policy: core.FIFO{}, Seed: 1})
+	r, err := Run(Config{Trace: tr, Cluster: cl, Policy: policies.FIFO{}, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestUnknownUntilRun(t *testing.T) {
 		{ID: "short", GPUs: 4, Duration: 10, Submit: 2},
 	}}
 	ends := func(unknown bool) map[string]float64 {
-		r, err := Run(Config{Trace: tr, Cluster: cl, Policy: core.SRTF{}, Seed: 1, UnknownUntilRun: unknown})
+		r, err := Run(Config{Trace: tr, Cluster: cl, Policy: policies.SRTF{}, Seed: 1, UnknownUntilRun: unknown})
 		if err != nil {
 			t.Fatal(err)
 		}

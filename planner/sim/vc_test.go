@@ -10,11 +10,12 @@ import (
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/stack"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
-func fifoPolicy() (core.Policy, error) { return core.FIFO{}, nil }
+func fifoPolicy() (core.Policy, error) { return policies.FIFO{}, nil }
 
 func vcJob(id, vc string, submit, duration float64, gpus int) trace.Job {
 	return trace.Job{ID: id, VC: vc, Submit: submit, Duration: duration, GPUs: gpus, Model: "resnet50"}
@@ -256,7 +257,7 @@ func TestHivedPlacerPreemptsOpportunistic(t *testing.T) {
 		{Key: opp, VC: "b", GPUs: 8, Priority: -1, Phase: core.Granted},
 		{Key: core.JobKey{Namespace: "sim", ID: "mine"}, VC: "a", GPUs: 4, Phase: core.Queued, Seq: 1},
 	}
-	p := core.Scheduler{Policy: core.FIFO{}, Placer: &vcCounter{Placer: hived.NewPlacer(c), queued: map[string]int{"a": 1}, waiting: 1}}
+	p := core.Scheduler{Policy: policies.FIFO{}, Placer: &vcCounter{Placer: hived.NewPlacer(c), queued: map[string]int{"a": 1}, waiting: 1}}
 	d := p.Decide(core.State{Nodes: cl.Nodes, Jobs: jobs, Grants: []core.Grant{a.Grant()}}, at(0))
 	var got []string
 	for _, act := range d.Actions {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/sim/peer"
 )
 
@@ -100,7 +101,7 @@ func TestPerVCCapabilities(t *testing.T) {
 		}
 		vcs[name] = p
 	}
-	c := core.NewPerVC(core.FIFO{}, vcs).Capabilities()
+	c := core.NewPerVC(policies.FIFO{}, vcs).Capabilities()
 	if c.RoomMaker == nil || c.Promoter == nil || c.Rechecker == nil || c.Seeder == nil {
 		t.Errorf("per-VC capabilities %+v: want room, promotion, recheck and seeding from its VCs", has(c))
 	}
@@ -113,10 +114,10 @@ func TestPerVCCapabilities(t *testing.T) {
 	if got := c.Of("tiresias-las"); got.Learner == nil || got.RoomMaker != nil {
 		t.Errorf("Of(tiresias-las) = %+v, want Tiresias's", has(got))
 	}
-	if got := c.Of("other"); got.Policy != (core.FIFO{}) || got.RoomMaker != nil {
+	if got := c.Of("other"); got.Policy != (policies.FIFO{}) || got.RoomMaker != nil {
 		t.Errorf("Of(other) = %+v, want the default's", has(got))
 	}
-	plain := core.NewPerVC(core.FIFO{}, map[string]core.Policy{"a": core.LAS{}}).Capabilities()
+	plain := core.NewPerVC(policies.FIFO{}, map[string]core.Policy{"a": policies.LAS{}}).Capabilities()
 	if plain.RoomMaker != nil || plain.Promoter != nil || plain.Rechecker != nil {
 		t.Errorf("per-VC of fifo and las: %+v, want no room, promotion or recheck", has(plain))
 	}

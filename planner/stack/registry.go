@@ -7,6 +7,7 @@ import (
 	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/gittins"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/trace"
 )
 
@@ -57,21 +58,21 @@ func value[P core.Policy](p P) func() P { return func() P { return p } }
 // registry is the only list of the policies, in the order Names lists
 // them.
 var registry = []entry{
-	policy("fifo", Traits{}, nil, plain(value(core.FIFO{}))),
-	policy("fifo-skip", Traits{}, nil, plain(value(core.FIFOSkip{}))),
-	policy("srtf", Traits{NeedsRemaining: true}, nil, plain(value(core.SRTF{}))),
-	policy("srsf", Traits{NeedsRemaining: true}, nil, plain(value(core.SRSF{}))),
-	policy("las", Traits{}, nil, plain(value(core.LAS{}))),
-	policy("gandiva", Traits{}, nil, plain(value(core.Gandiva{}))),
+	policy("fifo", Traits{}, nil, plain(value(policies.FIFO{}))),
+	policy("fifo-skip", Traits{}, nil, plain(value(policies.FIFOSkip{}))),
+	policy("srtf", Traits{NeedsRemaining: true}, nil, plain(value(policies.SRTF{}))),
+	policy("srsf", Traits{NeedsRemaining: true}, nil, plain(value(policies.SRSF{}))),
+	policy("las", Traits{}, nil, plain(value(policies.LAS{}))),
+	policy("gandiva", Traits{}, nil, plain(value(policies.Gandiva{}))),
 	policy("tiresias-las", Traits{}, []string{"tiresias"}, tiresias(false)),
 	policy("tiresias-gittins", Traits{}, []string{"tiresias"}, tiresias(true)),
-	policy("fitgpp", Traits{}, []string{"fitgpp"}, core.NewFitGpp),
-	policy("lrtp", Traits{}, nil, plain(value(core.LRTP{}))),
-	policy("rand", Traits{}, nil, plain(core.NewRandomPreempt)),
-	policy("optimus", Traits{NeedsRemaining: true}, nil, plain(value(core.Optimus{}))),
-	policy("app-las", Traits{NeedsApps: true}, nil, plain(core.NewAppLAS)),
-	policy("app-srtf", Traits{NeedsApps: true, NeedsRemaining: true}, nil, plain(core.NewAppSRTF)),
-	policy("app-srsf", Traits{NeedsApps: true, NeedsRemaining: true}, nil, plain(core.NewAppSRSF)),
+	policy("fitgpp", Traits{}, []string{"fitgpp"}, policies.NewFitGpp),
+	policy("lrtp", Traits{}, nil, plain(value(policies.LRTP{}))),
+	policy("rand", Traits{}, nil, plain(policies.NewRandomPreempt)),
+	policy("optimus", Traits{NeedsRemaining: true}, nil, plain(value(policies.Optimus{}))),
+	policy("app-las", Traits{NeedsApps: true}, nil, plain(policies.NewAppLAS)),
+	policy("app-srtf", Traits{NeedsApps: true, NeedsRemaining: true}, nil, plain(policies.NewAppSRTF)),
+	policy("app-srsf", Traits{NeedsApps: true, NeedsRemaining: true}, nil, plain(policies.NewAppSRSF)),
 	policy(arbiter.Name, Traits{NeedsApps: true}, []string{"themis"}, arbiter.FromKnobs),
 }
 
@@ -115,9 +116,9 @@ func NewPolicy(name string, k core.Knobs) (core.Policy, error) {
 
 // tiresias builds Tiresias and gives 2D-Gittins its job-size distribution:
 // from tiresias.gittins_dist, or learned from the jobs that finish.
-func tiresias(gittinsIndex bool) func(core.Knobs) (*core.Tiresias, error) {
-	return func(k core.Knobs) (*core.Tiresias, error) {
-		t, err := core.NewTiresias(gittinsIndex, k)
+func tiresias(gittinsIndex bool) func(core.Knobs) (*policies.Tiresias, error) {
+	return func(k core.Knobs) (*policies.Tiresias, error) {
+		t, err := policies.NewTiresias(gittinsIndex, k)
 		if err != nil || !gittinsIndex {
 			return t, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/themis-nomad/themis/planner/cluster"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/policies"
 	"github.com/themis-nomad/themis/planner/quota"
 )
 
@@ -137,7 +138,7 @@ vc "c" {
 	if !ok {
 		t.Fatalf("policy %T, want *core.PerVC", s.Policy)
 	}
-	thresholds := func(vc string) []float64 { return pv.Of(vc).(*core.Tiresias).Thresholds }
+	thresholds := func(vc string) []float64 { return pv.Of(vc).(*policies.Tiresias).Thresholds }
 	if got := thresholds("a"); !slices.Equal(got, []float64{3600}) {
 		t.Errorf("vc a: thresholds %v, want its own 1h", got)
 	}

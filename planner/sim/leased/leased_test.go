@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/policies"
 )
 
 func node8(name string) core.Node {
@@ -48,10 +49,10 @@ func TestLeasedPreemptsOnlyAtLeaseEnds(t *testing.T) {
 		}
 		return false
 	}
-	if d := (core.Scheduler{Policy: core.SRTF{}}).Decide(st, time.Unix(1, 0)); !preempted(d) {
+	if d := (core.Scheduler{Policy: policies.SRTF{}}).Decide(st, time.Unix(1, 0)); !preempted(d) {
 		t.Fatalf("instant srtf: want long preempted at once, got %v", d.Actions)
 	}
-	p, _, err := Wrap(core.SRTF{}, 600)
+	p, _, err := Wrap(policies.SRTF{}, 600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestLeasedRenewsAWinner(t *testing.T) {
 	b := job("b", 8, 1, core.Queued)
 	b.Remaining = 1000
 	st := core.State{Nodes: nodes, Jobs: []core.Job{a, b}, Grants: []core.Grant{grant("a", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")}}
-	p, _, _ := Wrap(core.SRTF{}, 60)
+	p, _, _ := Wrap(policies.SRTF{}, 60)
 	l := p.(*Policy)
 	l.Rank(time.Unix(0, 0), []*core.Job{&st.Jobs[0], &st.Jobs[1]})
 	d := (core.Scheduler{Policy: l}).Decide(st, time.Unix(60, 0))
@@ -121,17 +122,17 @@ func TestFromKnobs(t *testing.T) {
 // Only ranking policies are wrapped: non-preemptive ones are returned as
 // they are, and policies with promotion or room-making are refused.
 func TestWrapScope(t *testing.T) {
-	if p, leased, err := Wrap(core.Gandiva{}, 600); err != nil || leased || p != (core.Gandiva{}) {
+	if p, leased, err := Wrap(policies.Gandiva{}, 600); err != nil || leased || p != (policies.Gandiva{}) {
 		t.Errorf("gandiva: %v, %v; want it unchanged", p, err)
 	}
-	tr, err := core.NewTiresias(false, core.Knobs{})
+	tr, err := policies.NewTiresias(false, core.Knobs{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := Wrap(tr, 600); err == nil {
 		t.Error("tiresias-las: want an error (promotion is not modelled under leases)")
 	}
-	if p, leased, err := Wrap(core.NewAppSRTF(), 0); err != nil || leased || p.Name() != "app-srtf" {
+	if p, leased, err := Wrap(policies.NewAppSRTF(), 0); err != nil || leased || p.Name() != "app-srtf" {
 		t.Errorf("instant: %v, %v", p, err)
 	}
 }

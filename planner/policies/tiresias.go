@@ -1,10 +1,12 @@
-package core
+package policies
 
 import (
 	"encoding/json"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // Tiresias is Discretized 2D-LAS or 2D-Gittins (Gu et al., NSDI'19, section
@@ -54,20 +56,14 @@ type GittinsIndex interface {
 	Index(attained, delta float64) float64
 }
 
-// Learner is implemented by policies that learn from finished jobs; the
-// simulator and the live planner report each finished job's GPU-seconds.
-type Learner interface {
-	Observe(gpuSeconds float64)
-}
-
 // ObservationLog is a Learner that lists what it observed, so that a
 // restarted planner learns the same (Tiresias's Stateful state).
 type ObservationLog interface {
-	Learner
+	core.Learner
 	Observed() []float64
 }
 
-var _ Stateful = (*Tiresias)(nil)
+var _ core.Stateful = (*Tiresias)(nil)
 
 // ExportState implements Stateful: the job sizes 2D-Gittins learned from
 // finished jobs (nil when it learns nothing: 2D-LAS, or a fixed
@@ -101,7 +97,7 @@ func (t *Tiresias) ImportState(b []byte) error {
 }
 
 // NewTiresias configures Tiresias from knobs.
-func NewTiresias(gittins bool, k Knobs) (*Tiresias, error) {
+func NewTiresias(gittins bool, k core.Knobs) (*Tiresias, error) {
 	t := &Tiresias{gittins: gittins}
 	var err error
 	if t.Thresholds, err = k.Seconds("tiresias.queues", []float64{3200}); err != nil {
@@ -142,7 +138,7 @@ func (t *Tiresias) Index() GittinsIndex { return t.index }
 
 // Observe feeds a finished job's size to a learning distribution.
 func (t *Tiresias) Observe(gpuSeconds float64) {
-	if l, ok := t.index.(Learner); ok {
+	if l, ok := t.index.(core.Learner); ok {
 		l.Observe(gpuSeconds)
 	}
 }
@@ -159,16 +155,16 @@ func (t *Tiresias) Preemptive() bool { return true }
 // Capabilities implements Policy: Tiresias promotes, re-ranks as jobs cross
 // its queues' thresholds, ranks by queue level, learns job sizes
 // (2D-Gittins without a distribution) and keeps them as its state.
-func (t *Tiresias) Capabilities() Capabilities {
-	return Capabilities{Policy: t, Promoter: t, Rechecker: t, Learner: t, Leveler: t, State: t}
+func (t *Tiresias) Capabilities() core.Capabilities {
+	return core.Capabilities{Policy: t, Promoter: t, Rechecker: t, Learner: t, Leveler: t, State: t}
 }
 func (t *Tiresias) Blocking() bool { return false }
 
 // Consolidate packs placement-sensitive jobs (skew above PACKLIMIT).
-func (t *Tiresias) Consolidate(j *Job) bool { return j.Skew > t.PackLimit }
+func (t *Tiresias) Consolidate(j *core.Job) bool { return j.Skew > t.PackLimit }
 
 // Level is a job's queue: 0 is the highest priority.
-func (t *Tiresias) Level(j *Job) int {
+func (t *Tiresias) Level(j *core.Job) int {
 	a := j.AttainedSinceReset()
 	for i, q := range t.Thresholds { // few thresholds, ascending
 		if a < q {
@@ -190,15 +186,15 @@ func (t *Tiresias) quantum(level int) float64 {
 }
 
 // toDemotion is the service a job has left before it is demoted.
-func (t *Tiresias) toDemotion(j *Job, level int) float64 {
+func (t *Tiresias) toDemotion(j *core.Job, level int) float64 {
 	return t.Thresholds[level] - j.AttainedSinceReset()
 }
 
 // Rank implements Policy.
-func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
+func (t *Tiresias) Rank(_ time.Time, jobs []*core.Job) {
 	r := newRankRecs(jobs)
 	if !t.records(r, true) {
-		SortFIFO(jobs)
+		core.SortFIFO(jobs)
 		t.records(r, false)
 	}
 	r.sort()
@@ -208,7 +204,7 @@ func (t *Tiresias) Rank(_ time.Time, jobs []*Job) {
 // at the first job out of FIFO order.
 func (t *Tiresias) records(r *rankKeys, check bool) bool {
 	for i, j := range r.jobs {
-		if check && i > 0 && !fifoOrdered(r.jobs[i-1], j) {
+		if check && i > 0 && !core.FIFOOrdered(r.jobs[i-1], j) {
 			return false
 		}
 		l := t.Level(j)
@@ -222,7 +218,7 @@ func (t *Tiresias) records(r *rankKeys, check bool) bool {
 		// startKey's, bucketed rather than sorted, and each bucket nearly
 		// in order already (rankKeys.sort).
 		level := 2 * l
-		if !t.StartOrder && j.Phase != Granted {
+		if !t.StartOrder && j.Phase != core.Granted {
 			level++
 		}
 		start := math.Inf(1)
@@ -237,7 +233,7 @@ func (t *Tiresias) records(r *rankKeys, check bool) bool {
 // startKey orders a queue's jobs (after the Gittins index, for
 // 2D-Gittins): its running jobs first, then the waiting jobs that ran
 // before, each by first start time, then the jobs never started, in
-// submission order (fifoCompare breaks the ties). A running job is thus
+// submission order (core.CompareFIFO breaks the ties). A running job is thus
 // never preempted for a waiting one of its own queue: FIFO by start time
 // is there to avoid "unnecessary preemptions" (Tiresias, section 3.2),
 // and the authors' simulator keeps each queue's running jobs ahead of its
@@ -246,13 +242,13 @@ func (t *Tiresias) records(r *rankKeys, check bool) bool {
 // a higher queue and fell behind, take the GPUs back from the jobs of its
 // queue that started later: the job with the most attained service first,
 // the opposite of LAS (TestTiresiasRunningFirst works an example).
-func (t *Tiresias) startKey(j *Job) float64 {
+func (t *Tiresias) startKey(j *core.Job) float64 {
 	if !j.Started {
 		return math.Inf(1)
 	}
 	// Seconds, so that the running jobs' offset keeps microseconds.
 	at := float64(j.FirstStart.UnixNano()) / 1e9
-	if j.Phase == Granted && !t.StartOrder {
+	if j.Phase == core.Granted && !t.StartOrder {
 		at -= runningFirst
 	}
 	return at
@@ -263,13 +259,13 @@ const runningFirst = 1e12
 
 // Promote implements Promoter: queued jobs below the first queue that have
 // waited PROMOTEKNOB times their execution time.
-func (t *Tiresias) Promote(_ time.Time, jobs []*Job) []JobKey {
+func (t *Tiresias) Promote(_ time.Time, jobs []*core.Job) []core.JobKey {
 	if math.IsInf(t.PromoteKnob, 1) {
 		return nil
 	}
-	var out []JobKey
+	var out []core.JobKey
 	for _, j := range jobs {
-		if j.Phase == Queued && t.Level(j) > 0 && j.Waited >= t.PromoteKnob*j.Executed {
+		if j.Phase == core.Queued && t.Level(j) > 0 && j.Waited >= t.PromoteKnob*j.Executed {
 			out = append(out, j.Key)
 		}
 	}
@@ -278,16 +274,16 @@ func (t *Tiresias) Promote(_ time.Time, jobs []*Job) []JobKey {
 
 // NextChange implements RecheckAfter: the next time a running job crosses
 // its queue's threshold, or a waiting job becomes due for promotion.
-func (t *Tiresias) NextChange(now time.Time, jobs []*Job) time.Time {
+func (t *Tiresias) NextChange(now time.Time, jobs []*core.Job) time.Time {
 	next, promo := math.Inf(1), math.Inf(1)
 	for _, j := range jobs {
 		switch j.Phase {
-		case Granted:
+		case core.Granted:
 			if l := t.Level(j); l < len(t.Thresholds) && j.GPUs > 0 {
 				// Service resumes once the job has restored.
 				next = min(next, j.RestoreLeft+t.toDemotion(j, l)/float64(j.GPUs))
 			}
-		case Queued:
+		case core.Queued:
 			if !math.IsInf(t.PromoteKnob, 1) && t.Level(j) > 0 {
 				promo = min(promo, t.PromoteKnob*j.Executed-j.Waited)
 			}

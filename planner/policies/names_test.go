@@ -1,18 +1,22 @@
-package core
+package policies
 
-import "fmt"
+import (
+	"fmt"
 
-// The core's tests build its policies by name here. The binaries build
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// The tests build the policies by name here. The binaries build
 // them through the registry (planner/stack), the only list of policy names
 // outside tests, which adds themis and knob files (tiresias.gittins_dist).
 
-// testNames are the core's policies, in the registry's order.
+// testNames are this package's policies, in the registry's order.
 var testNames = []string{"fifo", "fifo-skip", "srtf", "srsf", "las", "gandiva", "tiresias-las", "tiresias-gittins", "fitgpp", "lrtp", "rand", "optimus", "app-las", "app-srtf", "app-srsf"}
 
 // newPolicy builds one of testNames, refusing knobs of its namespace it did
 // not read, as the registry does.
-func newPolicy(name string, k Knobs) (Policy, error) {
-	var p Policy
+func newPolicy(name string, k core.Knobs) (core.Policy, error) {
+	var p core.Policy
 	var own []string
 	switch name {
 	case "fifo":

@@ -1,4 +1,4 @@
-package core
+package policies
 
 import (
 	"fmt"
@@ -6,28 +6,30 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // fgNode is a node of gpus GPUs, 32 CPUs and 256 GB.
-func fgNode(name string, gpus int) Node {
-	n := Node{ID: name, Name: name, Schedulable: true, CPU: 32, Memory: 256}
+func fgNode(name string, gpus int) core.Node {
+	n := core.Node{ID: name, Name: name, Schedulable: true, CPU: 32, Memory: 256}
 	for i := 0; i < gpus; i++ {
-		n.GPUs = append(n.GPUs, GPU{ID: fmt.Sprintf("%s-%d", name, i), Index: i, Healthy: true})
+		n.GPUs = append(n.GPUs, core.GPU{ID: fmt.Sprintf("%s-%d", name, i), Index: i, Healthy: true})
 	}
 	return n
 }
 
 // fgJob is a job of class, GPUs, CPUs and memory, grace period gp,
 // submitted at sub.
-func fgJob(id, class string, gpus int, cpu, mem, gp float64, sub int) Job {
-	return Job{Key: JobKey{"default", id}, Class: class, GPUs: gpus, CPU: cpu, Memory: mem, GracePeriod: gp,
-		Submitted: time.Unix(int64(sub), 0), Phase: Queued, Remaining: -1}
+func fgJob(id, class string, gpus int, cpu, mem, gp float64, sub int) core.Job {
+	return core.Job{Key: core.JobKey{Namespace: "default", ID: id}, Class: class, GPUs: gpus, CPU: cpu, Memory: mem, GracePeriod: gp,
+		Submitted: time.Unix(int64(sub), 0), Phase: core.Queued, Remaining: -1}
 }
 
 // running marks j granted the first gpus GPUs from index from of node.
-func running(j Job, node Node, from int) (Job, Grant) {
-	j.Phase = Granted
-	g := Grant{Job: j.Key, Node: node.ID}
+func running(j core.Job, node core.Node, from int) (core.Job, core.Grant) {
+	j.Phase = core.Granted
+	g := core.Grant{Job: j.Key, Node: node.ID}
 	for i := from; i < from+j.GPUs; i++ {
 		g.GPUs = append(g.GPUs, node.GPUs[i].ID)
 	}
@@ -40,16 +42,16 @@ func running(j Job, node Node, from int) (Job, Grant) {
 func TestFitGppVictims(t *testing.T) {
 	a, b := fgNode("a", 8), fgNode("b", 8)
 	type run struct {
-		job  Job
-		node Node
+		job  core.Job
+		node core.Node
 		from int
 	}
 	cases := []struct {
 		name     string
-		nodes    []Node // default a and b
+		nodes    []core.Node // default a and b
 		settings []string
 		running  []run
-		queued   []Job
+		queued   []core.Job
 		// want is the preempted jobs, then the granted ones.
 		preempted, granted []string
 	}{
@@ -62,7 +64,7 @@ func TestFitGppVictims(t *testing.T) {
 				{fgJob("big", "be", 4, 0, 0, 60, 1), a, 0}, {fgJob("fill-a", "be", 4, 0, 0, 60, 2), a, 4},
 				{fgJob("slow", "be", 2, 0, 0, 600, 3), b, 0}, {fgJob("fill-b", "be", 6, 0, 0, 600, 4), b, 2},
 			},
-			queued:    []Job{fgJob("te", "te", 2, 0, 0, 0, 10)},
+			queued:    []core.Job{fgJob("te", "te", 2, 0, 0, 0, 10)},
 			preempted: []string{"big"}, granted: []string{"te"},
 		},
 		{
@@ -74,37 +76,37 @@ func TestFitGppVictims(t *testing.T) {
 				{fgJob("big", "be", 4, 0, 0, 60, 1), a, 0}, {fgJob("fill-a", "be", 4, 0, 0, 60, 2), a, 4},
 				{fgJob("slow", "be", 2, 0, 0, 600, 3), b, 0}, {fgJob("fill-b", "be", 6, 0, 0, 600, 4), b, 2},
 			},
-			queued:    []Job{fgJob("te", "te", 2, 0, 0, 0, 10)},
+			queued:    []core.Job{fgJob("te", "te", 2, 0, 0, 0, 10)},
 			preempted: []string{"slow"}, granted: []string{"te"},
 		},
 		{
 			name:  "ties go to the first job in FIFO order",
-			nodes: []Node{a},
+			nodes: []core.Node{a},
 			running: []run{
 				{fgJob("first", "be", 4, 0, 0, 60, 1), a, 0}, {fgJob("second", "be", 4, 0, 0, 60, 2), a, 4},
 			},
-			queued:    []Job{fgJob("te", "te", 1, 0, 0, 0, 10)},
+			queued:    []core.Job{fgJob("te", "te", 1, 0, 0, 0, 10)},
 			preempted: []string{"first"}, granted: []string{"te"},
 		},
 		{
 			name:  "a job preempted P times is spared",
-			nodes: []Node{a},
+			nodes: []core.Node{a},
 			running: []run{
-				{func() Job { j := fgJob("first", "be", 4, 0, 0, 60, 1); j.Preemptions = 1; return j }(), a, 0},
+				{func() core.Job { j := fgJob("first", "be", 4, 0, 0, 60, 1); j.Preemptions = 1; return j }(), a, 0},
 				{fgJob("second", "be", 4, 0, 0, 60, 2), a, 4},
 			},
-			queued:    []Job{fgJob("te", "te", 1, 0, 0, 0, 10)},
+			queued:    []core.Job{fgJob("te", "te", 1, 0, 0, 0, 10)},
 			preempted: []string{"second"}, granted: []string{"te"},
 		},
 		{
 			name:     "P = 2 allows a second preemption",
-			nodes:    []Node{a},
+			nodes:    []core.Node{a},
 			settings: []string{"fitgpp.max_preemptions=2"},
 			running: []run{
-				{func() Job { j := fgJob("first", "be", 4, 0, 0, 60, 1); j.Preemptions = 1; return j }(), a, 0},
+				{func() core.Job { j := fgJob("first", "be", 4, 0, 0, 60, 1); j.Preemptions = 1; return j }(), a, 0},
 				{fgJob("second", "be", 4, 0, 0, 600, 2), a, 4},
 			},
-			queued:    []Job{fgJob("te", "te", 1, 0, 0, 0, 10)},
+			queued:    []core.Job{fgJob("te", "te", 1, 0, 0, 0, 10)},
 			preempted: []string{"first"}, granted: []string{"te"},
 		},
 		{
@@ -116,7 +118,7 @@ func TestFitGppVictims(t *testing.T) {
 				{fgJob("a1", "be", 4, 0, 0, 60, 1), a, 0}, {fgJob("a2", "be", 4, 0, 0, 60, 2), a, 4},
 				{fgJob("b1", "be", 4, 0, 0, 60, 3), b, 0}, {fgJob("b2", "be", 3, 0, 0, 60, 4), b, 4},
 			},
-			queued: []Job{fgJob("te", "te", 8, 0, 0, 0, 10), fgJob("be", "be", 1, 0, 0, 0, 5)},
+			queued: []core.Job{fgJob("te", "te", 8, 0, 0, 0, 10), fgJob("be", "be", 1, 0, 0, 0, 5)},
 		},
 		{
 			name: "TE jobs are never victims",
@@ -124,7 +126,7 @@ func TestFitGppVictims(t *testing.T) {
 				{fgJob("te-old", "te", 8, 0, 0, 60, 1), a, 0},
 				{fgJob("be-b", "be", 8, 0, 0, 60, 2), b, 0},
 			},
-			queued:    []Job{fgJob("te", "te", 2, 0, 0, 0, 10)},
+			queued:    []core.Job{fgJob("te", "te", 2, 0, 0, 0, 10)},
 			preempted: []string{"be-b"}, granted: []string{"te"},
 		},
 		{
@@ -136,20 +138,20 @@ func TestFitGppVictims(t *testing.T) {
 				{fgJob("cpu-hog", "be", 2, 32, 10, 60, 1), a, 0},
 				{fgJob("gpu-hog", "be", 8, 30, 10, 60, 2), b, 0},
 			},
-			queued:    []Job{fgJob("te", "te", 1, 4, 10, 0, 10)},
+			queued:    []core.Job{fgJob("te", "te", 1, 4, 10, 0, 10)},
 			preempted: []string{"cpu-hog"}, granted: []string{"te"},
 		},
 		{
 			name:      "a TE job that fits is placed without preemption",
 			running:   []run{{fgJob("a1", "be", 4, 0, 0, 60, 1), a, 0}, {fgJob("b1", "be", 8, 0, 0, 60, 2), b, 0}},
-			queued:    []Job{fgJob("be-wait", "be", 8, 0, 0, 0, 5), fgJob("te", "te", 4, 0, 0, 0, 10)},
+			queued:    []core.Job{fgJob("be-wait", "be", 8, 0, 0, 0, 5), fgJob("te", "te", 4, 0, 0, 0, 10)},
 			preempted: nil, granted: []string{"te"},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var jobs []Job
-			var grants []Grant
+			var jobs []core.Job
+			var grants []core.Grant
 			for _, r := range tc.running {
 				j, g := running(r.job, r.node, r.from)
 				jobs, grants = append(jobs, j), append(grants, g)
@@ -157,7 +159,7 @@ func TestFitGppVictims(t *testing.T) {
 			jobs = append(jobs, tc.queued...)
 			nodes := tc.nodes
 			if nodes == nil {
-				nodes = []Node{a, b}
+				nodes = []core.Node{a, b}
 			}
 			o := decideOnce(t, policy(t, "fitgpp", tc.settings...), nodes, jobs, grants)
 			if !slices.Equal(o.preempted, tc.preempted) || !slices.Equal(o.granted, tc.granted) {
@@ -171,16 +173,16 @@ func TestFitGppVictims(t *testing.T) {
 // whether or not they help, until the TE job fits; RAND takes random ones.
 func TestLRTPPreemptsUntilItFits(t *testing.T) {
 	a, b := fgNode("a", 8), fgNode("b", 8)
-	mk := func(id string, gpus int, rem float64, sub int) Job {
+	mk := func(id string, gpus int, rem float64, sub int) core.Job {
 		j := fgJob(id, "be", gpus, 0, 0, 60, sub)
 		j.Remaining = rem
 		return j
 	}
-	var jobs []Job
-	var grants []Grant
+	var jobs []core.Job
+	var grants []core.Grant
 	for _, r := range []struct {
-		j    Job
-		n    Node
+		j    core.Job
+		n    core.Node
 		from int
 	}{
 		{mk("a-long", 4, 900, 1), a, 0}, {mk("a-short", 4, 10, 2), a, 4},
@@ -192,15 +194,15 @@ func TestLRTPPreemptsUntilItFits(t *testing.T) {
 	// The TE job needs 8 GPUs: b-longest (b: 4 free) then a-long (a: 4
 	// free) do not fit it; b-short does (b: 8 free).
 	jobs = append(jobs, fgJob("te", "te", 8, 0, 0, 0, 10))
-	o := decideOnce(t, policy(t, "lrtp"), []Node{a, b}, jobs, grants)
+	o := decideOnce(t, policy(t, "lrtp"), []core.Node{a, b}, jobs, grants)
 	if want := []string{"b-longest", "a-long", "b-short"}; !slices.Equal(o.preempted, want) || !slices.Equal(o.granted, []string{"te"}) {
 		t.Errorf("lrtp preempted %v granted %v, want %v and [te]", o.preempted, o.granted, want)
 	}
 	// FitGpp finds no single job whose preemption fits 8 GPUs.
-	if o := decideOnce(t, policy(t, "fitgpp"), []Node{a, b}, jobs, grants); len(o.preempted)+len(o.granted) != 0 {
+	if o := decideOnce(t, policy(t, "fitgpp"), []core.Node{a, b}, jobs, grants); len(o.preempted)+len(o.granted) != 0 {
 		t.Errorf("fitgpp preempted %v granted %v, want nothing", o.preempted, o.granted)
 	}
-	o = decideOnce(t, policy(t, "rand"), []Node{a, b}, jobs, grants)
+	o = decideOnce(t, policy(t, "rand"), []core.Node{a, b}, jobs, grants)
 	if len(o.preempted) < 2 || !slices.Equal(o.granted, []string{"te"}) {
 		t.Errorf("rand preempted %v granted %v, want at least two victims and te", o.preempted, o.granted)
 	}
@@ -211,7 +213,7 @@ func TestLRTPPreemptsUntilItFits(t *testing.T) {
 func TestFitGppQueueOrder(t *testing.T) {
 	pre := fgJob("preempted", "be", 1, 0, 0, 0, 5)
 	pre.Preemptions = 1
-	jobs := []*Job{
+	jobs := []*core.Job{
 		ptr(fgJob("be-early", "be", 1, 0, 0, 0, 1)), ptr(pre), ptr(fgJob("te-late", "te", 1, 0, 0, 0, 9)),
 		ptr(fgJob("te-early", "te", 1, 0, 0, 0, 3)), ptr(fgJob("be-late", "be", 1, 0, 0, 0, 7)),
 	}
@@ -225,7 +227,7 @@ func TestFitGppQueueOrder(t *testing.T) {
 	}
 }
 
-func ptr(j Job) *Job { return &j }
+func ptr(j core.Job) *core.Job { return &j }
 
 // TestFitGppProperties drives random rounds and checks, after each, that
 // no BE job is preempted more than P times and that no TE job is left
@@ -237,13 +239,13 @@ func TestFitGppProperties(t *testing.T) {
 		rng := rand.New(rand.NewSource(seed))
 		p := 1 + rng.Intn(2)
 		pol := policy(t, "fitgpp", fmt.Sprintf("fitgpp.max_preemptions=%d", p), fmt.Sprintf("fitgpp.s=%d", rng.Intn(5)))
-		var nodes []Node
+		var nodes []core.Node
 		for i := 0; i < 1+rng.Intn(4); i++ {
 			nodes = append(nodes, fgNode(fmt.Sprintf("n%d", i), []int{2, 4, 8}[rng.Intn(3)]))
 		}
-		jobs := map[JobKey]*Job{}
-		grants := map[JobKey]Grant{}
-		var order []JobKey
+		jobs := map[core.JobKey]*core.Job{}
+		grants := map[core.JobKey]core.Grant{}
+		var order []core.JobKey
 		for round := 0; round < 30; round++ {
 			// Arrivals.
 			for k := rng.Intn(3); k > 0; k-- {
@@ -258,32 +260,32 @@ func TestFitGppProperties(t *testing.T) {
 			}
 			// Completions.
 			for _, key := range order {
-				if j := jobs[key]; j.Phase == Granted && rng.Intn(6) == 0 {
-					j.Phase = Finished
+				if j := jobs[key]; j.Phase == core.Granted && rng.Intn(6) == 0 {
+					j.Phase = core.Finished
 					delete(grants, key)
 				}
 			}
-			st := State{Nodes: nodes}
+			st := core.State{Nodes: nodes}
 			for _, key := range order {
 				st.Jobs = append(st.Jobs, *jobs[key])
 				if g, ok := grants[key]; ok {
 					st.Grants = append(st.Grants, g)
 				}
 			}
-			d := Scheduler{Policy: pol}.Decide(st, time.Unix(int64(round), 0))
-			preempted := map[JobKey]bool{}
+			d := core.Scheduler{Policy: pol}.Decide(st, time.Unix(int64(round), 0))
+			preempted := map[core.JobKey]bool{}
 			for _, a := range d.Actions {
 				switch a := a.(type) {
-				case PreemptAction:
+				case core.PreemptAction:
 					j := jobs[a.Grant.Job]
-					j.Phase, j.Preemptions = Queued, j.Preemptions+1
+					j.Phase, j.Preemptions = core.Queued, j.Preemptions+1
 					delete(grants, a.Grant.Job)
 					preempted[a.Grant.Job] = true
-					if j.Class != ClassBestEffort || j.Preemptions > p {
+					if j.Class != core.ClassBestEffort || j.Preemptions > p {
 						t.Fatalf("seed %d round %d: preempted %s (class %s) a %d-th time, P = %d", seed, round, j.Key, j.Class, j.Preemptions, p)
 					}
-				case GrantAction:
-					jobs[a.Grant.Job].Phase = Granted
+				case core.GrantAction:
+					jobs[a.Grant.Job].Phase = core.Granted
 					grants[a.Grant.Job] = a.Grant
 				}
 			}
@@ -316,12 +318,12 @@ func TestFitGppProperties(t *testing.T) {
 			}
 			for _, key := range order {
 				te := jobs[key]
-				if te.Class != ClassTrialAndError || te.Phase != Queued {
+				if te.Class != core.ClassTrialAndError || te.Phase != core.Queued {
 					continue
 				}
 				for vk, g := range grants {
 					v := jobs[vk]
-					if v.Class != ClassBestEffort || v.Preemptions >= p {
+					if v.Class != core.ClassBestEffort || v.Preemptions >= p {
 						continue
 					}
 					f := free[g.Node]

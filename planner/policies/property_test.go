@@ -1,4 +1,4 @@
-package core
+package policies
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // TestPropertyGrantsAreSafe runs every policy through random rounds of
@@ -31,9 +33,9 @@ func TestPropertyGrantsAreSafe(t *testing.T) {
 
 func runProperty(t *testing.T, name string, seed int64, rounds int) {
 	rng := rand.New(rand.NewSource(seed))
-	knobs, _ := ParseKnobs([]string{"tiresias.queues=100,400", "tiresias.promote_knob=2"})
+	knobs, _ := core.ParseKnobs([]string{"tiresias.queues=100,400", "tiresias.promote_knob=2"})
 	if name != "tiresias-las" && name != "tiresias-gittins" {
-		knobs, _ = ParseKnobs(nil)
+		knobs, _ = core.ParseKnobs(nil)
 	}
 	pol, err := newPolicy(name, knobs)
 	if err != nil {
@@ -46,29 +48,29 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := []Node{node8("n0"), node8("n1"), node8("n2"), node8("n3")}
+	nodes := []core.Node{node8("n0"), node8("n1"), node8("n2"), node8("n3")}
 	nodes[2].Rack, nodes[3].Rack = "r1", "r1"
 	single := rng.Intn(2) == 0
-	var jobs []Job
-	grants := map[JobKey]Grant{}
+	var jobs []core.Job
+	grants := map[core.JobKey]core.Grant{}
 	seq := 0
 	now := time.Unix(0, 0)
 	for r := 0; r < rounds; r++ {
 		now = now.Add(time.Duration(1+rng.Intn(100)) * time.Second)
 		for e := rng.Intn(3); e > 0; e-- {
 			seq++
-			j := job(fmt.Sprintf("j%d", seq), 1+rng.Intn(12), int(now.Unix()), Queued)
+			j := job(fmt.Sprintf("j%d", seq), 1+rng.Intn(12), int(now.Unix()), core.Queued)
 			j.Remaining = float64(rng.Intn(500))
 			j.Skew = 1 + rng.Float64()
 			jobs = append(jobs, j)
 		}
 		for i := range jobs {
 			j := &jobs[i]
-			if j.Phase == Granted {
+			if j.Phase == core.Granted {
 				j.Executed += 10
 				j.Attained += 10 * float64(j.GPUs)
 				if rng.Intn(4) == 0 {
-					j.Phase = Finished
+					j.Phase = core.Finished
 				}
 			} else {
 				j.Waited += 10
@@ -78,29 +80,29 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 		n.GPUs[rng.Intn(8)].Healthy = rng.Intn(5) != 0
 		n.Schedulable = rng.Intn(10) != 0
 
-		var gs []Grant
+		var gs []core.Grant
 		for _, g := range grants {
 			gs = append(gs, g)
 		}
-		d := Scheduler{Policy: pol, SingleNode: single}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs}, now)
+		d := core.Scheduler{Policy: pol, SingleNode: single}.Decide(core.State{Nodes: nodes, Jobs: jobs, Grants: gs}, now)
 		gj := make([]int, len(gs))
 		for gi, g := range gs {
-			gj[gi] = slices.IndexFunc(jobs, func(j Job) bool { return j.Key == g.Job })
+			gj[gi] = slices.IndexFunc(jobs, func(j core.Job) bool { return j.Key == g.Job })
 		}
 		if len(gj) > 0 && r%5 == 4 {
 			gj[rng.Intn(len(gj))] = rng.Intn(len(jobs)+2) - 1
 		}
 		// ... and with State.Free, right or (every third round) missing a
 		// grant, when Decide must take them all itself.
-		idx := NewClusterIndex(nodes)
+		idx := core.NewClusterIndex(nodes)
 		kept := idx.Free(gs)
 		if len(gs) > 0 && r%3 == 1 {
 			kept = idx.Free(gs[1:])
 		}
-		if dt := (Scheduler{Policy: twin, SingleNode: single}).Decide(State{Nodes: nodes, Jobs: jobs, Grants: gs, GrantJobs: gj, Index: idx, Free: kept}, now); decisionString(dt) != decisionString(d) {
+		if dt := (core.Scheduler{Policy: twin, SingleNode: single}).Decide(core.State{Nodes: nodes, Jobs: jobs, Grants: gs, GrantJobs: gj, Index: idx, Free: kept}, now); decisionString(dt) != decisionString(d) {
 			t.Fatalf("%s round %d: with GrantJobs %v\n%s\nwithout\n%s", name, r, gj, decisionString(dt), decisionString(d))
 		}
-		byKey := map[JobKey]*Job{}
+		byKey := map[core.JobKey]*core.Job{}
 		for i := range jobs {
 			byKey[jobs[i].Key] = &jobs[i]
 		}
@@ -108,51 +110,51 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 		seenGrant := false
 		for _, a := range d.Actions {
 			switch a := a.(type) {
-			case ReleaseAction:
+			case core.ReleaseAction:
 				if seenGrant {
 					t.Fatal("release after a grant")
 				}
 				delete(grants, a.Grant.Job)
-			case PreemptAction:
+			case core.PreemptAction:
 				if seenGrant {
 					t.Fatal("preemption after a grant")
 				}
 				j := byKey[a.Grant.Job]
-				if j == nil || j.Phase != Granted {
+				if j == nil || j.Phase != core.Granted {
 					t.Fatalf("preempted a job that is not running: %v", a.Grant)
 				}
 				if !pol.Preemptive() {
 					t.Fatalf("%s is not preemptive but preempted %v", name, a.Grant)
 				}
 				delete(grants, a.Grant.Job)
-				j.Phase = Queued
+				j.Phase = core.Queued
 				j.Preemptions++
-			case PromoteAction:
+			case core.PromoteAction:
 				byKey[a.Job].Executed, byKey[a.Job].Waited = 0, 0
-			case GrantAction:
+			case core.GrantAction:
 				seenGrant = true
 			}
 		}
 		// Free GPUs after releases and preemptions.
-		var held []Grant
+		var held []core.Grant
 		for _, g := range grants {
 			held = append(held, g)
 		}
-		free := map[string]*Node{}
-		f := NewFreeGPUs(nodes, held)
-		for i, in := range f.x.nodes {
-			for _, g := range f.freeOn(i) {
-				free[g.ID] = in.node
+		free := map[string]*core.Node{}
+		freeNodes := core.NewFreeGPUs(nodes, held).FreeNodes()
+		for i := range freeNodes {
+			for _, g := range freeNodes[i].GPUs {
+				free[g.ID] = &freeNodes[i]
 			}
 		}
 		for _, a := range d.Actions {
-			ga, ok := a.(GrantAction)
+			ga, ok := a.(core.GrantAction)
 			if !ok {
 				continue
 			}
 			g := ga.Grant
 			j := byKey[g.Job]
-			if j == nil || j.Phase != Queued {
+			if j == nil || j.Phase != core.Queued {
 				t.Fatalf("granted a job that is not queued: %v", g)
 			}
 			if len(g.GPUs) != j.GPUs {
@@ -170,13 +172,13 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 			if (single || g.Node != "") && (len(onNodes) != 1 || (g.Node != "" && !onNodes[g.Node])) {
 				t.Fatalf("grant %v: node %q but GPUs on %v", g, g.Node, onNodes)
 			}
-			j.Phase = Granted
+			j.Phase = core.Granted
 			j.Started = true
 			grants[g.Job] = g
 		}
-		var live []Job
+		var live []core.Job
 		for _, j := range jobs {
-			if j.Phase != Finished {
+			if j.Phase != core.Finished {
 				live = append(live, j)
 			}
 		}
@@ -185,17 +187,17 @@ func runProperty(t *testing.T, name string, seed int64, rounds int) {
 }
 
 // decisionString is a decision's actions and waits, one a line.
-func decisionString(d Decision) string {
+func decisionString(d core.Decision) string {
 	var b strings.Builder
 	for _, a := range d.Actions {
 		switch a := a.(type) {
-		case GrantAction:
+		case core.GrantAction:
 			fmt.Fprintf(&b, "grant %v\n", a.Grant)
-		case ReleaseAction:
+		case core.ReleaseAction:
 			fmt.Fprintf(&b, "release %v\n", a.Grant)
-		case PreemptAction:
+		case core.PreemptAction:
 			fmt.Fprintf(&b, "preempt %v\n", a.Grant)
-		case PromoteAction:
+		case core.PromoteAction:
 			fmt.Fprintf(&b, "promote %v\n", a.Job)
 		}
 	}

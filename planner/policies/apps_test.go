@@ -1,16 +1,18 @@
-package core
+package policies
 
 import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
 )
 
-func appJob(id, app string, gpus int, attained, rem float64, later int) *Job {
-	return &Job{Key: JobKey{"default", id}, App: app, GPUs: gpus, Attained: attained, Remaining: rem, LaterPhases: later, Phase: Queued}
+func appJob(id, app string, gpus int, attained, rem float64, later int) *core.Job {
+	return &core.Job{Key: core.JobKey{Namespace: "default", ID: id}, App: app, GPUs: gpus, Attained: attained, Remaining: rem, LaterPhases: later, Phase: core.Queued}
 }
 
-func jobIDs(jobs []*Job) []string {
+func jobIDs(jobs []*core.Job) []string {
 	var out []string
 	for _, j := range jobs {
 		out = append(out, j.Key.ID)
@@ -23,14 +25,14 @@ func jobIDs(jobs []*Job) []string {
 func TestAppRankedOrder(t *testing.T) {
 	for _, tc := range []struct {
 		policy string
-		jobs   []*Job
+		jobs   []*core.Job
 		want   []string
 	}{
 		{
 			// Sweep s has attained 3 x 40 = 120 GPU-s in all, more than the
 			// single job x (100), though each of its jobs has less.
 			policy: "app-las",
-			jobs: []*Job{
+			jobs: []*core.Job{
 				appJob("s1", "s", 1, 40, 10, 0), appJob("s2", "s", 1, 30, 10, 0),
 				appJob("s3", "s", 1, 50, 10, 0), appJob("x", "", 2, 100, 10, 0),
 			},
@@ -40,7 +42,7 @@ func TestAppRankedOrder(t *testing.T) {
 			// las would run s's short jobs first; app-srtf counts s's later
 			// phase: 20 + 1 x (10/1 + 20) = 50 > x's 40.
 			policy: "app-srtf",
-			jobs: []*Job{
+			jobs: []*core.Job{
 				appJob("s1", "s", 1, 10, 20, 1), appJob("s2", "s", 1, 10, 5, 1),
 				appJob("x", "", 1, 0, 40, 0),
 			},
@@ -49,7 +51,7 @@ func TestAppRankedOrder(t *testing.T) {
 		{
 			// Without later phases s's remaining time is 20 < 40.
 			policy: "app-srtf",
-			jobs: []*Job{
+			jobs: []*core.Job{
 				appJob("s1", "s", 1, 10, 20, 0), appJob("s2", "s", 1, 10, 5, 0),
 				appJob("x", "", 1, 0, 40, 0),
 			},
@@ -59,7 +61,7 @@ func TestAppRankedOrder(t *testing.T) {
 			// app-srsf: s has 2 x 10 x 4 = 80 GPU-s left, x 1 x 60 = 60;
 			// srsf would put s's jobs (40 each) first.
 			policy: "app-srsf",
-			jobs: []*Job{
+			jobs: []*core.Job{
 				appJob("s1", "s", 4, 0, 10, 0), appJob("s2", "s", 4, 0, 10, 0),
 				appJob("x", "", 1, 0, 60, 0),
 			},
@@ -69,7 +71,7 @@ func TestAppRankedOrder(t *testing.T) {
 			// One later phase adds the current phase's whole work: s has 8
 			// GPU-s left + 1 x 16 = 24 > x's 20 (8 alone would go first).
 			policy: "app-srsf",
-			jobs: []*Job{
+			jobs: []*core.Job{
 				appJob("s1", "s", 2, 4, 2, 1), appJob("s2", "s", 2, 4, 2, 1),
 				appJob("x", "", 1, 0, 20, 0),
 			},
@@ -78,13 +80,13 @@ func TestAppRankedOrder(t *testing.T) {
 		{
 			// Unknown remaining times sort last.
 			policy: "app-srtf",
-			jobs: []*Job{
+			jobs: []*core.Job{
 				appJob("u", "", 1, 0, -1, 0), appJob("x", "", 1, 0, 40, 0),
 			},
 			want: []string{"x", "u"},
 		},
 	} {
-		p, err := newPolicy(tc.policy, Knobs{})
+		p, err := newPolicy(tc.policy, core.Knobs{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,13 +107,13 @@ func TestAppLASCountsFinishedJobs(t *testing.T) {
 	p := NewAppLAS()
 	t0 := time.Unix(1000, 0)
 	run := appJob("s-p1", "s", 4, 400, 50, 1)
-	run.Phase = Granted
+	run.Phase = core.Granted
 	other := appJob("y", "", 1, 300, 1000, 0)
-	p.Rank(t0, []*Job{run, other})
+	p.Rank(t0, []*core.Job{run, other})
 	// s-p1 finished 50 s later (4 GPUs x 50 s more), and its app's next
 	// phase arrived; y has attained 300 GPU-s.
 	next := appJob("s-p2", "s", 8, 0, 50, 0)
-	jobs := []*Job{next, other}
+	jobs := []*core.Job{next, other}
 	p.Rank(t0.Add(50*time.Second), jobs)
 	if got := jobIDs(jobs); !slices.Equal(got, []string{"y", "s-p2"}) {
 		t.Fatalf("rank = %v, want y first (s has 600 GPU-s)", got)
@@ -120,7 +122,7 @@ func TestAppLASCountsFinishedJobs(t *testing.T) {
 		t.Errorf("service of s's finished jobs = %v, want 600", got)
 	}
 	// A queued job that leaves adds only what it had.
-	p.Rank(t0.Add(60*time.Second), []*Job{next})
+	p.Rank(t0.Add(60*time.Second), []*core.Job{next})
 	if got := p.gone[appOf(other)]; got != 300 {
 		t.Errorf("service of y after it left = %v, want 300", got)
 	}

@@ -1,9 +1,12 @@
-package core
+package policies
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // FitGpp is Fitting Grace Period Preemption (Yabuuchi et al., OpML'19):
@@ -31,7 +34,7 @@ type FitGpp struct {
 }
 
 // NewFitGpp configures FitGpp from knobs.
-func NewFitGpp(k Knobs) (*FitGpp, error) {
+func NewFitGpp(k core.Knobs) (*FitGpp, error) {
 	f := &FitGpp{}
 	var err error
 	if f.S, err = k.Float("fitgpp.s", 4.0); err != nil {
@@ -41,43 +44,43 @@ func NewFitGpp(k Knobs) (*FitGpp, error) {
 		return nil, err
 	}
 	if f.S < 0 || f.MaxPreemptions < 0 {
-		return nil, errNegative("fitgpp.s and fitgpp.max_preemptions")
+		return nil, fmt.Errorf("fitgpp.s and fitgpp.max_preemptions must not be negative")
 	}
 	return f, nil
 }
 
-func (*FitGpp) Name() string                { return "fitgpp" }
-func (*FitGpp) Rank(_ time.Time, js []*Job) { rankTEFirst(js) }
-func (*FitGpp) Preemptive() bool            { return false }
-func (*FitGpp) Blocking() bool              { return true }
-func (*FitGpp) Consolidate(*Job) bool       { return true }
-func (*FitGpp) MakesRoom(j *Job) bool       { return j.Class == ClassTrialAndError }
+func (*FitGpp) Name() string                     { return "fitgpp" }
+func (*FitGpp) Rank(_ time.Time, js []*core.Job) { rankTEFirst(js) }
+func (*FitGpp) Preemptive() bool                 { return false }
+func (*FitGpp) Blocking() bool                   { return true }
+func (*FitGpp) Consolidate(*core.Job) bool       { return true }
+func (*FitGpp) MakesRoom(j *core.Job) bool       { return j.Class == core.ClassTrialAndError }
 
 // Capabilities implements Policy: FitGpp makes room, one victim or a set.
-func (f *FitGpp) Capabilities() Capabilities {
-	return Capabilities{Policy: f, RoomMaker: f, GangRoom: f}
+func (f *FitGpp) Capabilities() core.Capabilities {
+	return core.Capabilities{Policy: f, RoomMaker: f, GangRoom: f}
 }
 
 // Victim implements Preemptor (Equation 2).
-func (f *FitGpp) Victim(j *Job, running []*Job, room *Room) *Job {
-	return f.pick(running, room, func(v *Job) bool { return room.FitsWith(j, v) })
+func (f *FitGpp) Victim(j *core.Job, running []*core.Job, room *core.Room) *core.Job {
+	return f.pick(running, room, func(v *core.Job) bool { return room.FitsWith(j, v) })
 }
 
 // pick is the BE job of running that minimises Score among those preempted
 // fewer than P times for which ok holds, or nil. The maxima of Score are
 // over all running BE jobs.
-func (f *FitGpp) pick(running []*Job, room *Room, ok func(*Job) bool) *Job {
+func (f *FitGpp) pick(running []*core.Job, room *core.Room, ok func(*core.Job) bool) *core.Job {
 	maxNorm, maxGP := 0.0, 0.0
 	for _, v := range running {
-		if v.Class == ClassBestEffort {
+		if v.Class == core.ClassBestEffort {
 			maxNorm = math.Max(maxNorm, norm(room.Share(v)))
 			maxGP = math.Max(maxGP, v.GracePeriod)
 		}
 	}
-	var best *Job
+	var best *core.Job
 	bestScore := math.Inf(1)
 	for _, v := range running {
-		if v.Class != ClassBestEffort || v.Preemptions >= f.MaxPreemptions || !ok(v) {
+		if v.Class != core.ClassBestEffort || v.Preemptions >= f.MaxPreemptions || !ok(v) {
 			continue
 		}
 		score := 0.0
@@ -115,20 +118,20 @@ func norm(v []float64) float64 {
 // FIFO order, or under LeastLostWork to the least lost work.
 type LRTP struct{}
 
-func (LRTP) Name() string                 { return "lrtp" }
-func (LRTP) Rank(_ time.Time, js []*Job)  { rankTEFirst(js) }
-func (LRTP) Preemptive() bool             { return false }
-func (LRTP) Blocking() bool               { return true }
-func (LRTP) Consolidate(*Job) bool        { return true }
-func (LRTP) MakesRoom(j *Job) bool        { return j.Class == ClassTrialAndError }
-func (p LRTP) Capabilities() Capabilities { return Capabilities{Policy: p, RoomMaker: p} }
+func (LRTP) Name() string                      { return "lrtp" }
+func (LRTP) Rank(_ time.Time, js []*core.Job)  { rankTEFirst(js) }
+func (LRTP) Preemptive() bool                  { return false }
+func (LRTP) Blocking() bool                    { return true }
+func (LRTP) Consolidate(*core.Job) bool        { return true }
+func (LRTP) MakesRoom(j *core.Job) bool        { return j.Class == core.ClassTrialAndError }
+func (p LRTP) Capabilities() core.Capabilities { return core.Capabilities{Policy: p, RoomMaker: p} }
 
 // Victim implements Preemptor.
-func (LRTP) Victim(_ *Job, running []*Job, room *Room) *Job {
+func (LRTP) Victim(_ *core.Job, running []*core.Job, room *core.Room) *core.Job {
 	least := room != nil && room.LeastLostWork()
-	var best *Job
+	var best *core.Job
 	for _, v := range running {
-		if v.Class != ClassBestEffort {
+		if v.Class != core.ClassBestEffort {
 			continue
 		}
 		switch {
@@ -155,23 +158,23 @@ func NewRandomPreempt() *RandomPreempt { return &RandomPreempt{rng: rand.New(ran
 // Seed makes the victims a function of the run's seed.
 func (r *RandomPreempt) Seed(seed int64) { r.rng = rand.New(rand.NewSource(seed)) }
 
-func (*RandomPreempt) Name() string                { return "rand" }
-func (*RandomPreempt) Rank(_ time.Time, js []*Job) { rankTEFirst(js) }
-func (*RandomPreempt) Preemptive() bool            { return false }
-func (*RandomPreempt) Blocking() bool              { return true }
-func (*RandomPreempt) Consolidate(*Job) bool       { return true }
-func (*RandomPreempt) MakesRoom(j *Job) bool       { return j.Class == ClassTrialAndError }
+func (*RandomPreempt) Name() string                     { return "rand" }
+func (*RandomPreempt) Rank(_ time.Time, js []*core.Job) { rankTEFirst(js) }
+func (*RandomPreempt) Preemptive() bool                 { return false }
+func (*RandomPreempt) Blocking() bool                   { return true }
+func (*RandomPreempt) Consolidate(*core.Job) bool       { return true }
+func (*RandomPreempt) MakesRoom(j *core.Job) bool       { return j.Class == core.ClassTrialAndError }
 
 // Capabilities implements Policy: rand makes room, drawing its victims.
-func (r *RandomPreempt) Capabilities() Capabilities {
-	return Capabilities{Policy: r, RoomMaker: r, Seeder: r}
+func (r *RandomPreempt) Capabilities() core.Capabilities {
+	return core.Capabilities{Policy: r, RoomMaker: r, Seeder: r}
 }
 
 // Victim implements Preemptor.
-func (r *RandomPreempt) Victim(_ *Job, running []*Job, _ *Room) *Job {
+func (r *RandomPreempt) Victim(_ *core.Job, running []*core.Job, _ *core.Room) *core.Job {
 	n := 0
 	for _, v := range running {
-		if v.Class == ClassBestEffort {
+		if v.Class == core.ClassBestEffort {
 			n++
 		}
 	}
@@ -180,7 +183,7 @@ func (r *RandomPreempt) Victim(_ *Job, running []*Job, _ *Room) *Job {
 	}
 	k := r.rng.Intn(n)
 	for _, v := range running {
-		if v.Class == ClassBestEffort {
+		if v.Class == core.ClassBestEffort {
 			if k == 0 {
 				return v
 			}
@@ -192,11 +195,11 @@ func (r *RandomPreempt) Victim(_ *Job, running []*Job, _ *Room) *Job {
 
 // rankTEFirst is FitGpp's queue: TE jobs, then preempted BE jobs (back at
 // the head of the queue), then the rest, each in FIFO order.
-func rankTEFirst(jobs []*Job) {
+func rankTEFirst(jobs []*core.Job) {
 	r := newRankKeys(jobs)
 	for i, j := range r.jobs {
 		switch {
-		case j.Class == ClassTrialAndError:
+		case j.Class == core.ClassTrialAndError:
 			r.level[i] = 0
 		case j.Preemptions > 0:
 			r.level[i] = 1

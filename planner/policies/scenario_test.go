@@ -1,4 +1,4 @@
-package core
+package policies
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/gittins"
 )
 
@@ -22,7 +23,7 @@ type outcome struct {
 	nodes map[string]int
 }
 
-func decideOnce(t *testing.T, pol Policy, nodes []Node, jobs []Job, grants []Grant) outcome {
+func decideOnce(t *testing.T, pol core.Policy, nodes []core.Node, jobs []core.Job, grants []core.Grant) outcome {
 	t.Helper()
 	where := map[string]string{}
 	for _, n := range nodes {
@@ -30,20 +31,20 @@ func decideOnce(t *testing.T, pol Policy, nodes []Node, jobs []Job, grants []Gra
 			where[g.ID] = n.ID
 		}
 	}
-	d := Scheduler{Policy: pol, ExplainWaits: true}.Decide(State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(1000, 0))
+	d := core.Scheduler{Policy: pol, ExplainWaits: true}.Decide(core.State{Nodes: nodes, Jobs: jobs, Grants: grants}, time.Unix(1000, 0))
 	o := outcome{nodes: map[string]int{}}
 	for _, a := range d.Actions {
 		switch a := a.(type) {
-		case GrantAction:
+		case core.GrantAction:
 			o.granted = append(o.granted, a.Grant.Job.ID)
 			on := map[string]bool{}
 			for _, id := range a.Grant.GPUs {
 				on[where[id]] = true
 			}
 			o.nodes[a.Grant.Job.ID] = len(on)
-		case PreemptAction:
+		case core.PreemptAction:
 			o.preempted = append(o.preempted, a.Grant.Job.ID)
-		case PromoteAction:
+		case core.PromoteAction:
 			o.promoted = append(o.promoted, a.Job.ID)
 		}
 	}
@@ -51,9 +52,9 @@ func decideOnce(t *testing.T, pol Policy, nodes []Node, jobs []Job, grants []Gra
 }
 
 // policy builds a policy by name with knobs, failing the test on error.
-func policy(t *testing.T, name string, settings ...string) Policy {
+func policy(t *testing.T, name string, settings ...string) core.Policy {
 	t.Helper()
-	k, err := ParseKnobs(settings)
+	k, err := core.ParseKnobs(settings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,25 +66,25 @@ func policy(t *testing.T, name string, settings ...string) Policy {
 }
 
 // with sets service counters on a job built by job().
-func with(j Job, f func(*Job)) Job { f(&j); return j }
+func with(j core.Job, f func(*core.Job)) core.Job { f(&j); return j }
 
-func started(at int64, executed float64) func(*Job) {
-	return func(j *Job) {
+func started(at int64, executed float64) func(*core.Job) {
+	return func(j *core.Job) {
 		j.Started, j.FirstStart = true, time.Unix(at, 0)
 		j.Executed = executed
 		j.Attained = executed * float64(j.GPUs)
 	}
 }
 
-func twoNodes() []Node {
-	n := []Node{node8("n0"), node8("n1")}
+func twoNodes() []core.Node {
+	n := []core.Node{node8("n0"), node8("n1")}
 	n[0].Rack, n[1].Rack = "r0", "r0"
 	return n
 }
 
 // sixAndSix holds 6 GPUs on each of n0 and n1, leaving 2 + 2 free.
-func sixAndSix() []Grant {
-	return []Grant{
+func sixAndSix() []core.Grant {
+	return []core.Grant{
 		grant("run0", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5"),
 		grant("run1", "id-n1", "n1-0", "n1-1", "n1-2", "n1-3", "n1-4", "n1-5"),
 	}
@@ -92,34 +93,34 @@ func sixAndSix() []Grant {
 func TestScenarios(t *testing.T) {
 	// Running jobs in the sixAndSix grants; under the preemptive policies
 	// they have first rank (started, little service, short remaining).
-	running := func() []Job {
-		r0 := with(job("run0", 6, 0, Granted), started(0, 1))
-		r1 := with(job("run1", 6, 0, Granted), started(0, 1))
+	running := func() []core.Job {
+		r0 := with(job("run0", 6, 0, core.Granted), started(0, 1))
+		r1 := with(job("run1", 6, 0, core.Granted), started(0, 1))
 		r0.Remaining, r1.Remaining = 1, 1
-		return []Job{r0, r1}
+		return []core.Job{r0, r1}
 	}
 	type tc struct {
 		name   string
-		pol    Policy
-		nodes  []Node
-		jobs   []Job
-		grants []Grant
+		pol    core.Policy
+		nodes  []core.Node
+		jobs   []core.Job
+		grants []core.Grant
 		want   outcome // nodes: only the listed jobs are checked
 	}
 	// Perfect-knowledge jobs on one node: a (8 GPUs, 10 s left, 80 GPU-s),
 	// b (1 GPU, 50 s, 50 GPU-s), c (4 GPUs, 15 s, 60 GPU-s).
-	oracle := []Job{
-		with(job("a", 8, 1, Queued), func(j *Job) { j.Remaining = 10 }),
-		with(job("b", 1, 2, Queued), func(j *Job) { j.Remaining = 50 }),
-		with(job("c", 4, 3, Queued), func(j *Job) { j.Remaining = 15 }),
+	oracle := []core.Job{
+		with(job("a", 8, 1, core.Queued), func(j *core.Job) { j.Remaining = 10 }),
+		with(job("b", 1, 2, core.Queued), func(j *core.Job) { j.Remaining = 50 }),
+		with(job("c", 4, 3, core.Queued), func(j *core.Job) { j.Remaining = 15 }),
 	}
-	big := job("big", 4, 1, Queued) // fits only when spread over n0 and n1
-	small := job("small", 1, 2, Queued)
+	big := job("big", 4, 1, core.Queued) // fits only when spread over n0 and n1
+	small := job("small", 1, 2, core.Queued)
 	cases := []tc{
 		{
 			name: "fifo grants in submission order, not ID order",
-			pol:  FIFO{}, nodes: []Node{node8("n0")},
-			jobs: []Job{job("z", 4, 1, Queued), job("a", 4, 2, Queued), job("m", 1, 3, Queued)},
+			pol:  FIFO{}, nodes: []core.Node{node8("n0")},
+			jobs: []core.Job{job("z", 4, 1, core.Queued), job("a", 4, 2, core.Queued), job("m", 1, 3, core.Queued)},
 			want: outcome{granted: []string{"z", "a"}},
 		},
 		{
@@ -139,85 +140,85 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name: "srtf runs the shortest remaining time first: a (10 s) takes the whole node",
-			pol:  SRTF{}, nodes: []Node{node8("n0")}, jobs: oracle,
+			pol:  SRTF{}, nodes: []core.Node{node8("n0")}, jobs: oracle,
 			want: outcome{granted: []string{"a"}},
 		},
 		{
 			name: "srsf runs the least remaining service first: b (50) and c (60), not a (80)",
-			pol:  SRSF{}, nodes: []Node{node8("n0")}, jobs: oracle,
+			pol:  SRSF{}, nodes: []core.Node{node8("n0")}, jobs: oracle,
 			want: outcome{granted: []string{"b", "c"}},
 		},
 		{
 			name: "srtf preempts a running job with more time left for a shorter one",
-			pol:  SRTF{}, nodes: []Node{node8("n0")},
-			jobs: []Job{
-				with(job("long", 8, 0, Granted), func(j *Job) { started(0, 10)(j); j.Remaining = 100 }),
-				with(job("short", 2, 5, Queued), func(j *Job) { j.Remaining = 5 }),
+			pol:  SRTF{}, nodes: []core.Node{node8("n0")},
+			jobs: []core.Job{
+				with(job("long", 8, 0, core.Granted), func(j *core.Job) { started(0, 10)(j); j.Remaining = 100 }),
+				with(job("short", 2, 5, core.Queued), func(j *core.Job) { j.Remaining = 5 }),
 			},
-			grants: []Grant{grant("long", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")},
+			grants: []core.Grant{grant("long", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")},
 			want:   outcome{granted: []string{"short"}, preempted: []string{"long"}},
 		},
 		{
 			name: "srtf ranks unknown remaining time last: the known job runs",
-			pol:  SRTF{}, nodes: []Node{node8("n0")},
-			jobs: []Job{
-				with(job("unknown", 8, 0, Queued), func(j *Job) { j.Remaining = -1 }),
-				with(job("known", 8, 5, Queued), func(j *Job) { j.Remaining = 1e6 }),
+			pol:  SRTF{}, nodes: []core.Node{node8("n0")},
+			jobs: []core.Job{
+				with(job("unknown", 8, 0, core.Queued), func(j *core.Job) { j.Remaining = -1 }),
+				with(job("known", 8, 5, core.Queued), func(j *core.Job) { j.Remaining = 1e6 }),
 			},
 			want: outcome{granted: []string{"known"}},
 		},
 		{
 			name: "las preempts a job with more attained service for a new one",
-			pol:  LAS{}, nodes: []Node{node8("n0")},
-			jobs: []Job{
-				with(job("old", 8, 0, Granted), started(0, 100)),
-				job("new", 4, 50, Queued),
+			pol:  LAS{}, nodes: []core.Node{node8("n0")},
+			jobs: []core.Job{
+				with(job("old", 8, 0, core.Granted), started(0, 100)),
+				job("new", 4, 50, core.Queued),
 			},
-			grants: []Grant{grant("old", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")},
+			grants: []core.Grant{grant("old", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")},
 			want:   outcome{granted: []string{"new"}, preempted: []string{"old"}},
 		},
 		{
 			name: "las keeps the running job when the new job fits beside it",
-			pol:  LAS{}, nodes: []Node{node8("n0")},
-			jobs: []Job{
-				with(job("old", 4, 0, Granted), started(0, 100)),
-				job("new", 4, 50, Queued),
+			pol:  LAS{}, nodes: []core.Node{node8("n0")},
+			jobs: []core.Job{
+				with(job("old", 4, 0, core.Granted), started(0, 100)),
+				job("new", 4, 50, core.Queued),
 			},
-			grants: []Grant{grant("old", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3")},
+			grants: []core.Grant{grant("old", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3")},
 			want:   outcome{granted: []string{"new"}},
 		},
 		{
 			// queues=100: old has 8 x 12.5 = 100 GPU-s, on the threshold, so it
 			// is in the second queue and the new job outranks it.
 			name: "tiresias-las demotes a job at its threshold and preempts it for a new job",
-			pol:  policy(t, "tiresias-las", "tiresias.queues=100"), nodes: []Node{node8("n0")},
-			jobs: []Job{
-				with(job("old", 8, 0, Granted), started(0, 12.5)),
-				job("new", 8, 50, Queued),
+			pol:  policy(t, "tiresias-las", "tiresias.queues=100"), nodes: []core.Node{node8("n0")},
+			jobs: []core.Job{
+				with(job("old", 8, 0, core.Granted), started(0, 12.5)),
+				job("new", 8, 50, core.Queued),
 			},
-			grants: []Grant{grant("old", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")},
+			grants: []core.Grant{grant("old", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")},
 			want:   outcome{granted: []string{"new"}, preempted: []string{"old"}},
 		},
 		{
 			// 8 x 12 = 96 GPU-s < 100: same queue, and a started job comes
 			// before one never started (FIFO by first start).
 			name: "tiresias-las keeps a job below its threshold",
-			pol:  policy(t, "tiresias-las", "tiresias.queues=100"), nodes: []Node{node8("n0")},
-			jobs: []Job{
-				with(job("old", 8, 0, Granted), started(0, 12)),
-				job("new", 8, 50, Queued),
+			pol:  policy(t, "tiresias-las", "tiresias.queues=100"), nodes: []core.Node{node8("n0")},
+			jobs: []core.Job{
+				with(job("old", 8, 0, core.Granted), started(0, 12)),
+				job("new", 8, 50, core.Queued),
 			},
-			grants: []Grant{grant("old", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")},
+			grants: []core.Grant{grant("old", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")},
 			want:   outcome{},
 		},
 		{
 			// Both in the second queue; early was submitted later but first
 			// started earlier.
 			name: "tiresias-las orders a queue by first start time, not submission",
-			pol:  policy(t, "tiresias-las", "tiresias.queues=100"), nodes: []Node{node8("n0")},
-			jobs: []Job{
-				with(job("late", 8, 0, Queued), started(30, 20)),
-				with(job("early", 8, 5, Queued), started(10, 20)),
+			pol:  policy(t, "tiresias-las", "tiresias.queues=100"), nodes: []core.Node{node8("n0")},
+			jobs: []core.Job{
+				with(job("late", 8, 0, core.Queued), started(30, 20)),
+				with(job("early", 8, 5, core.Queued), started(10, 20)),
 			},
 			want: outcome{granted: []string{"early"}},
 		},
@@ -226,46 +227,46 @@ func TestScenarios(t *testing.T) {
 			// promoted to the first queue, counters reset, so it outranks
 			// runner (240 GPU-s, second queue), which is preempted.
 			name: "tiresias-las promotes a starving job (PROMOTEKNOB) and runs it",
-			pol:  policy(t, "tiresias-las", "tiresias.queues=100", "tiresias.promote_knob=2"), nodes: []Node{node8("n0")},
-			jobs: []Job{
-				with(job("runner", 8, 0, Granted), started(0, 30)),
-				with(job("starved", 8, 1, Queued), func(j *Job) { started(5, 20)(j); j.Waited = 40 }),
+			pol:  policy(t, "tiresias-las", "tiresias.queues=100", "tiresias.promote_knob=2"), nodes: []core.Node{node8("n0")},
+			jobs: []core.Job{
+				with(job("runner", 8, 0, core.Granted), started(0, 30)),
+				with(job("starved", 8, 1, core.Queued), func(j *core.Job) { started(5, 20)(j); j.Waited = 40 }),
 			},
-			grants: []Grant{grant("runner", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")},
+			grants: []core.Grant{grant("runner", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")},
 			want:   outcome{promoted: []string{"starved"}, granted: []string{"starved"}, preempted: []string{"runner"}},
 		},
 		{
 			name: "tiresias-las does not promote before waited reaches PROMOTEKNOB x executed",
-			pol:  policy(t, "tiresias-las", "tiresias.queues=100", "tiresias.promote_knob=2"), nodes: []Node{node8("n0")},
-			jobs: []Job{
-				with(job("runner", 8, 0, Granted), started(0, 30)),
-				with(job("starved", 8, 1, Queued), func(j *Job) { started(5, 20)(j); j.Waited = 39.9 }),
+			pol:  policy(t, "tiresias-las", "tiresias.queues=100", "tiresias.promote_knob=2"), nodes: []core.Node{node8("n0")},
+			jobs: []core.Job{
+				with(job("runner", 8, 0, core.Granted), started(0, 30)),
+				with(job("starved", 8, 1, core.Queued), func(j *core.Job) { started(5, 20)(j); j.Waited = 39.9 }),
 			},
-			grants: []Grant{grant("runner", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")},
+			grants: []core.Grant{grant("runner", "id-n0", "n0-0", "n0-1", "n0-2", "n0-3", "n0-4", "n0-5", "n0-6", "n0-7")},
 			want:   outcome{},
 		},
 		{
 			name: "tiresias-las never promotes a job in the first queue",
-			pol:  policy(t, "tiresias-las", "tiresias.queues=100", "tiresias.promote_knob=2"), nodes: []Node{node8("n0")},
-			jobs: []Job{with(job("fresh", 8, 1, Queued), func(j *Job) { j.Waited = 1000 })},
+			pol:  policy(t, "tiresias-las", "tiresias.queues=100", "tiresias.promote_knob=2"), nodes: []core.Node{node8("n0")},
+			jobs: []core.Job{with(job("fresh", 8, 1, core.Queued), func(j *core.Job) { j.Waited = 1000 })},
 			want: outcome{granted: []string{"fresh"}},
 		},
 		{
 			name: "tiresias-las consolidates a job with skew above PACKLIMIT: waits rather than spread",
 			pol:  policy(t, "tiresias-las"), nodes: twoNodes(), grants: sixAndSix(),
-			jobs: append(running(), with(big, func(j *Job) { j.Skew = 1.5 })),
+			jobs: append(running(), with(big, func(j *core.Job) { j.Skew = 1.5 })),
 			want: outcome{},
 		},
 		{
 			name: "tiresias-las spreads a job with skew at PACKLIMIT over two nodes",
 			pol:  policy(t, "tiresias-las"), nodes: twoNodes(), grants: sixAndSix(),
-			jobs: append(running(), with(big, func(j *Job) { j.Skew = 1.0 })),
+			jobs: append(running(), with(big, func(j *core.Job) { j.Skew = 1.0 })),
 			want: outcome{granted: []string{"big"}, nodes: map[string]int{"big": 2}},
 		},
 		{
 			name: "tiresias-las spreads a job with skew below a raised PACKLIMIT",
 			pol:  policy(t, "tiresias-las", "tiresias.pack_limit=2"), nodes: twoNodes(), grants: sixAndSix(),
-			jobs: append(running(), with(big, func(j *Job) { j.Skew = 1.5 })),
+			jobs: append(running(), with(big, func(j *core.Job) { j.Skew = 1.5 })),
 			want: outcome{granted: []string{"big"}, nodes: map[string]int{"big": 2}},
 		},
 	}
@@ -299,14 +300,14 @@ func TestTiresiasLevels(t *testing.T) {
 		{1, 0, 0}, {1, 99.5, 0}, {1, 100, 1}, {4, 25, 1}, {4, 99.75, 1}, {8, 50, 2}, {2, 1e9, 2},
 	}
 	for _, c := range cases {
-		j := Job{GPUs: c.gpus, Executed: c.executed}
+		j := core.Job{GPUs: c.gpus, Executed: c.executed}
 		if got := tr.Level(&j); got != c.want {
 			t.Errorf("%d GPUs x %g s = %g GPU-s: queue %d, want %d", c.gpus, c.executed, j.AttainedSinceReset(), got, c.want)
 		}
 	}
 	// Promotion resets Executed, not Attained: a promoted job's queue is
 	// computed from service since the reset.
-	j := Job{GPUs: 8, Executed: 0, Attained: 1e6}
+	j := core.Job{GPUs: 8, Executed: 0, Attained: 1e6}
 	if got := tr.Level(&j); got != 0 {
 		t.Errorf("job with reset counters and 1e6 GPU-s in total: queue %d, want 0", got)
 	}
@@ -317,14 +318,14 @@ func TestTiresiasLevels(t *testing.T) {
 // caller's State is left alone.
 func TestTiresiasPromoteResetsCounters(t *testing.T) {
 	pol := policy(t, "tiresias-las", "tiresias.queues=100", "tiresias.promote_knob=1")
-	jobs := []Job{with(job("s", 8, 0, Queued), func(j *Job) { started(0, 20)(j); j.Waited = 20 })}
-	var seen []Job
+	jobs := []core.Job{with(job("s", 8, 0, core.Queued), func(j *core.Job) { started(0, 20)(j); j.Waited = 20 })}
+	var seen []core.Job
 	spy := rankSpy{Policy: pol, seen: &seen}
-	d := Scheduler{Policy: spy}.Decide(State{Nodes: []Node{node8("n0")}, Jobs: jobs}, time.Unix(100, 0))
+	d := core.Scheduler{Policy: spy}.Decide(core.State{Nodes: []core.Node{node8("n0")}, Jobs: jobs}, time.Unix(100, 0))
 	if len(d.Actions) != 2 {
 		t.Fatalf("actions %v, want a promotion and a grant", d.Actions)
 	}
-	if p, ok := d.Actions[0].(PromoteAction); !ok || p.Job.ID != "s" {
+	if p, ok := d.Actions[0].(core.PromoteAction); !ok || p.Job.ID != "s" {
 		t.Fatalf("first action %v, want PromoteAction for s", d.Actions[0])
 	}
 	if len(seen) != 1 || seen[0].Executed != 0 || seen[0].Waited != 0 || seen[0].Attained != 160 {
@@ -337,19 +338,19 @@ func TestTiresiasPromoteResetsCounters(t *testing.T) {
 
 // rankSpy records the jobs a policy ranks; it forwards Promote.
 type rankSpy struct {
-	Policy
-	seen *[]Job
+	core.Policy
+	seen *[]core.Job
 }
 
-func (r rankSpy) Rank(now time.Time, jobs []*Job) {
+func (r rankSpy) Rank(now time.Time, jobs []*core.Job) {
 	for _, j := range jobs {
 		*r.seen = append(*r.seen, *j)
 	}
 	r.Policy.Rank(now, jobs)
 }
 
-func (r rankSpy) Promote(now time.Time, jobs []*Job) []JobKey {
-	return r.Policy.(Promoter).Promote(now, jobs)
+func (r rankSpy) Promote(now time.Time, jobs []*core.Job) []core.JobKey {
+	return r.Policy.(core.Promoter).Promote(now, jobs)
 }
 
 // TestTiresiasGittinsOrder checks 2D-Gittins inside the first queue
@@ -371,22 +372,22 @@ func TestTiresiasGittinsOrder(t *testing.T) {
 	}
 	// 8-GPU jobs: a60 first started at 0 (60 GPU-s), a40 at 10 (40 GPU-s),
 	// fresh never started. One 8-GPU node: only the first ranked runs.
-	jobs := func(with60, with40, withNew bool) []Job {
-		var js []Job
+	jobs := func(with60, with40, withNew bool) []core.Job {
+		var js []core.Job
 		if with60 {
-			js = append(js, with(job("a60", 8, 0, Queued), started(0, 7.5)))
+			js = append(js, with(job("a60", 8, 0, core.Queued), started(0, 7.5)))
 		}
 		if with40 {
-			js = append(js, with(job("a40", 8, 1, Queued), started(10, 5)))
+			js = append(js, with(job("a40", 8, 1, core.Queued), started(10, 5)))
 		}
 		if withNew {
-			js = append(js, job("fresh", 8, 2, Queued))
+			js = append(js, job("fresh", 8, 2, core.Queued))
 		}
 		return js
 	}
 	cases := []struct {
 		name           string
-		jobs           []Job
+		jobs           []core.Job
 		gittins, las2d string
 	}{
 		{"a40 before a60", jobs(true, true, false), "a40", "a60"},
@@ -398,11 +399,11 @@ func TestTiresiasGittinsOrder(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			g := policy(t, "tiresias-gittins", "tiresias.queues=100").(*Tiresias)
 			g.SetIndex(dist)
-			got := decideOnce(t, g, []Node{node8("n0")}, c.jobs, nil)
+			got := decideOnce(t, g, []core.Node{node8("n0")}, c.jobs, nil)
 			if !slices.Equal(got.granted, []string{c.gittins}) {
 				t.Errorf("tiresias-gittins granted %v, want [%s]", got.granted, c.gittins)
 			}
-			got = decideOnce(t, policy(t, "tiresias-las", "tiresias.queues=100"), []Node{node8("n0")}, c.jobs, nil)
+			got = decideOnce(t, policy(t, "tiresias-las", "tiresias.queues=100"), []core.Node{node8("n0")}, c.jobs, nil)
 			if !slices.Equal(got.granted, []string{c.las2d}) {
 				t.Errorf("tiresias-las granted %v, want [%s]", got.granted, c.las2d)
 			}
@@ -412,8 +413,8 @@ func TestTiresiasGittinsOrder(t *testing.T) {
 	// first start: with both jobs past 100 GPU-s, the earlier start runs.
 	g := policy(t, "tiresias-gittins", "tiresias.queues=100").(*Tiresias)
 	g.SetIndex(dist)
-	last := []Job{with(job("later", 8, 0, Queued), started(20, 100)), with(job("earlier", 8, 1, Queued), started(10, 13))}
-	if got := decideOnce(t, g, []Node{node8("n0")}, last, nil); !slices.Equal(got.granted, []string{"earlier"}) {
+	last := []core.Job{with(job("later", 8, 0, core.Queued), started(20, 100)), with(job("earlier", 8, 1, core.Queued), started(10, 13))}
+	if got := decideOnce(t, g, []core.Node{node8("n0")}, last, nil); !slices.Equal(got.granted, []string{"earlier"}) {
 		t.Errorf("last queue: tiresias-gittins granted %v, want [earlier]", got.granted)
 	}
 }
@@ -437,7 +438,7 @@ func TestKnobErrorsNameTheKnob(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.policy+" "+strings.Join(c.settings, " "), func(t *testing.T) {
-			k, err := ParseKnobs(c.settings)
+			k, err := core.ParseKnobs(c.settings)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -457,7 +458,7 @@ func TestKnobErrorsNameTheKnob(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseKnobs([]string{"tiresias.queues"}); err == nil || !strings.Contains(err.Error(), "tiresias.queues") {
+	if _, err := core.ParseKnobs([]string{"tiresias.queues"}); err == nil || !strings.Contains(err.Error(), "tiresias.queues") {
 		t.Errorf("ParseKnobs without '=': error %v, want one naming the setting", err)
 	}
 	// Accepted forms.
@@ -472,7 +473,7 @@ func TestKnobErrorsNameTheKnob(t *testing.T) {
 // still an error (Knobs.Unused, checked once every owner read its knobs),
 // naming the knob that was read nearest to it.
 func TestKnobsAcrossPolicies(t *testing.T) {
-	k, err := ParseKnobs([]string{"tiresias.queues=100", "tiresias.qeueus=5"})
+	k, err := core.ParseKnobs([]string{"tiresias.queues=100", "tiresias.qeueus=5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +486,7 @@ func TestKnobsAcrossPolicies(t *testing.T) {
 	if err := k.Unused(); err == nil || !strings.Contains(err.Error(), "tiresias.qeueus (did you mean tiresias.queues?)") {
 		t.Fatalf("the run-wide check missed the misspelt knob: %v", err)
 	}
-	ok, _ := ParseKnobs([]string{"tiresias.queues=100"})
+	ok, _ := core.ParseKnobs([]string{"tiresias.queues=100"})
 	if _, err := newPolicy("fifo", ok); err != nil {
 		t.Fatal(err)
 	}
@@ -494,52 +495,21 @@ func TestKnobsAcrossPolicies(t *testing.T) {
 	}
 }
 
-// TestKnobsWith: derived knobs add settings and share the record of use.
-func TestKnobsWith(t *testing.T) {
-	k, err := ParseKnobs([]string{"tiresias.queues=100", "fitgpp.s=2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := k.With("fitgpp.s=8", "fitgpp.max_preemptions=3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s, _ := d.Float("fitgpp.s", 0); s != 8 {
-		t.Errorf("derived fitgpp.s = %g, want 8", s)
-	}
-	if s, _ := k.Float("fitgpp.s", 0); s != 2 {
-		t.Errorf("base fitgpp.s = %g, want 2 (unchanged)", s)
-	}
-	if err := k.Unused(); err == nil || !strings.Contains(err.Error(), "tiresias.queues") {
-		t.Errorf("base: %v, want tiresias.queues unused", err)
-	}
-	d.Has("tiresias.queues")
-	if err := k.Unused(); err != nil {
-		t.Errorf("base after the derived knobs used tiresias.queues: %v", err)
-	}
-	if err := d.Unused(); err == nil || !strings.Contains(err.Error(), "fitgpp.max_preemptions") {
-		t.Errorf("derived: %v, want fitgpp.max_preemptions unused", err)
-	}
-	if _, err := k.With("novalue"); err == nil {
-		t.Error("With(novalue): no error")
-	}
-}
-
 // tiresias.promote_every batches promotion checks on multiples of the
 // interval; demotions of running jobs stay exact.
 func TestTiresiasPromoteEvery(t *testing.T) {
 	now := time.Unix(1000, 0)
-	waiting := &Job{Key: JobKey{"default", "w"}, GPUs: 1, Phase: Queued, Executed: 100, Waited: 50} // due in 2 x 100 - 50 = 150 s
-	running := &Job{Key: JobKey{"default", "r"}, GPUs: 1, Phase: Granted, Executed: 10}             // demoted in 90 s
+	waiting := &core.Job{Key: core.JobKey{Namespace: "default", ID: "w"}, GPUs: 1, Phase: core.Queued, Executed: 100, Waited: 50} // due in 2 x 100 - 50 = 150 s
+	running := &core.Job{Key: core.JobKey{Namespace: "default", ID: "r"}, GPUs: 1, Phase: core.Granted, Executed: 10}             // demoted in 90 s
 	for _, tc := range []struct {
 		every string
-		jobs  []*Job
+		jobs  []*core.Job
 		want  int64
 	}{
-		{"", []*Job{waiting}, 1150},
-		{"60s", []*Job{waiting}, 1200},
-		{"1m", []*Job{waiting, running}, 1090},
-		{"7", []*Job{waiting}, 1155},
+		{"", []*core.Job{waiting}, 1150},
+		{"60s", []*core.Job{waiting}, 1200},
+		{"1m", []*core.Job{waiting, running}, 1090},
+		{"7", []*core.Job{waiting}, 1155},
 	} {
 		settings := []string{"tiresias.queues=100", "tiresias.promote_knob=2"}
 		if tc.every != "" {
@@ -551,7 +521,7 @@ func TestTiresiasPromoteEvery(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"-1", "0", "1,2", "soon"} {
-		k, _ := ParseKnobs([]string{"tiresias.promote_every=" + bad})
+		k, _ := core.ParseKnobs([]string{"tiresias.promote_every=" + bad})
 		if _, err := newPolicy("tiresias-las", k); err == nil {
 			t.Errorf("promote_every=%s: no error", bad)
 		}

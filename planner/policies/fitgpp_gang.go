@@ -1,4 +1,6 @@
-package core
+package policies
+
+import "github.com/themis-nomad/themis/planner/core"
 
 // VictimSet implements GangPreemptor: live (equal parts), a TE gang split
 // over several nodes that no single preemption lets be placed may preempt
@@ -9,24 +11,24 @@ package core
 // first), so that no preempted job fails to contribute. If even all those
 // candidates together do not make room, it preempts nothing. The set is
 // greedy, not searched: it is irreducible, not always the smallest.
-func (f *FitGpp) VictimSet(j *Job, running []*Job, room *Room) []*Job {
+func (f *FitGpp) VictimSet(j *core.Job, running []*core.Job, room *core.Room) []*core.Job {
 	per, ok := room.PartsGang(j)
 	if !ok {
 		return nil
 	}
-	var cands []*Job
+	var cands []*core.Job
 	for _, v := range running {
-		if v.Class == ClassBestEffort && v.Preemptions < f.MaxPreemptions && room.OnPartNodes(v, per) {
+		if v.Class == core.ClassBestEffort && v.Preemptions < f.MaxPreemptions && room.OnPartNodes(v, per) {
 			cands = append(cands, v)
 		}
 	}
 	if len(cands) < 2 || !room.FitsWithAll(j, cands) {
 		return nil
 	}
-	chosen := map[*Job]bool{}
-	var set []*Job
+	chosen := map[*core.Job]bool{}
+	var set []*core.Job
 	for !room.FitsWithAll(j, set) {
-		v := f.pick(running, room, func(v *Job) bool { return !chosen[v] && room.OnPartNodes(v, per) })
+		v := f.pick(running, room, func(v *core.Job) bool { return !chosen[v] && room.OnPartNodes(v, per) })
 		if v == nil {
 			return nil
 		}

@@ -1,4 +1,4 @@
-package core
+package policies
 
 import (
 	"cmp"
@@ -8,13 +8,15 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // referenceRank is the ranking's definition, written plainly: a stable
 // sort by level, key, key2, then FIFO order.
-func referenceRank(jobs []*Job, level []int, key, key2 []float64) []*Job {
+func referenceRank(jobs []*core.Job, level []int, key, key2 []float64) []*core.Job {
 	type row struct {
-		j       *Job
+		j       *core.Job
 		l       int
 		k, k2   float64
 		written int
@@ -47,9 +49,9 @@ func referenceRank(jobs []*Job, level []int, key, key2 []float64) []*Job {
 			}
 			return c
 		}
-		return fifoCompare(a.j, b.j)
+		return core.CompareFIFO(a.j, b.j)
 	})
-	out := make([]*Job, len(rows))
+	out := make([]*core.Job, len(rows))
 	for i, r := range rows {
 		out[i] = r.j
 	}
@@ -75,17 +77,17 @@ func TestRankMatchesReference(t *testing.T) {
 		if c%50 == 0 {
 			n = 2000 + rng.Intn(500)
 		}
-		jobs := make([]*Job, n)
+		jobs := make([]*core.Job, n)
 		for i := range jobs {
-			jobs[i] = &Job{Key: JobKey{"ns", fmt.Sprintf("j%04d", i)}, Submitted: time.Unix(int64(rng.Intn(n/3+1)), 0), Seq: uint64(rng.Intn(4))}
+			jobs[i] = &core.Job{Key: core.JobKey{Namespace: "ns", ID: fmt.Sprintf("j%04d", i)}, Submitted: time.Unix(int64(rng.Intn(n/3+1)), 0), Seq: uint64(rng.Intn(4))}
 		}
 		if rng.Intn(2) == 0 {
-			SortFIFO(jobs)
+			core.SortFIFO(jobs)
 		} else {
 			rng.Shuffle(n, func(a, b int) { jobs[a], jobs[b] = jobs[b], jobs[a] })
 		}
 		// The keys belong to the jobs, whatever order they are ranked in.
-		lvl, k1, k2 := map[*Job]int{}, map[*Job]float64{}, map[*Job]float64{}
+		lvl, k1, k2 := map[*core.Job]int{}, map[*core.Job]float64{}, map[*core.Job]float64{}
 		levels := 1 + rng.Intn(4)
 		for i, j := range jobs {
 			switch rng.Intn(20) {
@@ -114,7 +116,7 @@ func TestRankMatchesReference(t *testing.T) {
 			}
 		}
 		fifo := slices.Clone(jobs)
-		SortFIFO(fifo)
+		core.SortFIFO(fifo)
 		level, key, key2 := make([]int, n), make([]float64, n), make([]float64, n)
 		for i, j := range fifo {
 			level[i], key[i], key2[i] = lvl[j], k1[j], k2[j]

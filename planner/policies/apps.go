@@ -1,9 +1,11 @@
-package core
+package policies
 
 import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // App-level baselines: the Themis paper's baselines as it ran them
@@ -32,11 +34,11 @@ type AppRanked struct {
 	// app is the app's metric from its current jobs (and, for app-las, the
 	// service of its jobs that are gone); job orders jobs inside an app.
 	app func(s *appStat) float64
-	job func(j *Job) float64
+	job func(j *core.Job) float64
 
 	// Service bookkeeping for app-las: what each job had attained when
 	// last seen, and the service of the app's jobs no longer active.
-	seen    map[JobKey]seenJob
+	seen    map[core.JobKey]seenJob
 	gone    map[string]float64
 	lastNow time.Time
 	round   uint64
@@ -65,8 +67,8 @@ type appStat struct {
 func NewAppLAS() *AppRanked {
 	return &AppRanked{name: "app-las",
 		app:  func(s *appStat) float64 { return s.gone + s.attained },
-		job:  func(j *Job) float64 { return j.Attained },
-		seen: map[JobKey]seenJob{}, gone: map[string]float64{}}
+		job:  func(j *core.Job) float64 { return j.Attained },
+		seen: map[core.JobKey]seenJob{}, gone: map[string]float64{}}
 }
 
 func NewAppSRTF() *AppRanked {
@@ -78,17 +80,17 @@ func NewAppSRTF() *AppRanked {
 func NewAppSRSF() *AppRanked {
 	return &AppRanked{name: "app-srsf",
 		app: func(s *appStat) float64 { return s.service + float64(s.laterPhases)*s.phaseWork },
-		job: func(j *Job) float64 { return remaining(j) * float64(j.GPUs) }}
+		job: func(j *core.Job) float64 { return remaining(j) * float64(j.GPUs) }}
 }
 
-func (p *AppRanked) Name() string               { return p.name }
-func (p *AppRanked) Preemptive() bool           { return true }
-func (p *AppRanked) Blocking() bool             { return false }
-func (p *AppRanked) Consolidate(*Job) bool      { return true }
-func (p *AppRanked) Capabilities() Capabilities { return RankOnly(p) }
+func (p *AppRanked) Name() string                    { return p.name }
+func (p *AppRanked) Preemptive() bool                { return true }
+func (p *AppRanked) Blocking() bool                  { return false }
+func (p *AppRanked) Consolidate(*core.Job) bool      { return true }
+func (p *AppRanked) Capabilities() core.Capabilities { return core.RankOnly(p) }
 
 // appOf is the job's app; a job without one is its own.
-func appOf(j *Job) string {
+func appOf(j *core.Job) string {
 	if j.App != "" {
 		return j.App
 	}
@@ -99,7 +101,7 @@ func appOf(j *Job) string {
 // apps are ordered by metric (ties by name, so that an app's jobs stay
 // together) and each job ranks at its app's place as its level in the
 // core's ranking (rankKeys), with its own metric as the key.
-func (p *AppRanked) Rank(now time.Time, jobs []*Job) {
+func (p *AppRanked) Rank(now time.Time, jobs []*core.Job) {
 	if p.seen != nil {
 		p.account(now, jobs)
 	}
@@ -151,11 +153,11 @@ func (p *AppRanked) Rank(now time.Time, jobs []*Job) {
 // last decision and absent now finished (or was removed) in between; it
 // attained what it had then plus, if it was running, its GPUs for the time
 // since (at most its known remaining time).
-func (p *AppRanked) account(now time.Time, jobs []*Job) {
+func (p *AppRanked) account(now time.Time, jobs []*core.Job) {
 	p.round++
 	for _, j := range jobs {
 		rate := 0.0
-		if j.Phase == Granted {
+		if j.Phase == core.Granted {
 			rate = float64(j.GPUs)
 		}
 		p.seen[j.Key] = seenJob{app: appOf(j), attained: j.Attained, rate: rate, remain: remaining(j), round: p.round}

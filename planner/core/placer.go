@@ -5,6 +5,41 @@ import (
 	"slices"
 )
 
+// Placer places jobs for a Scheduler (see Scheduler.Placer). It may keep state
+// between rounds (HiveD's cell bindings): whoever applies the decision
+// tells it of the jobs that finish or are preempted.
+type Placer interface {
+	// Place chooses GPUs for queued job j and takes them from free (with
+	// FreeGPUs.Take); ok is false when j must wait, and why then says why.
+	// A running job it must preempt first it passes to preempt, which
+	// gives that job's GPUs back to free and preempts it in the decision.
+	Place(j *Job, free *FreeGPUs, preempt func(JobKey)) (g Grant, ok bool, why string)
+	// Never reports whether j can never be placed, however empty its
+	// virtual cluster: such a job waits without blocking its queue.
+	Never(j *Job) (never bool, why string)
+	// WaitingVCs is the number of virtual clusters with queued jobs this
+	// round (0: unknown): once that many queues are blocked, nothing more
+	// can start.
+	WaitingVCs() int
+	// Overflow places a job that Place could not place in its virtual
+	// cluster outside it, on GPUs nobody is guaranteed now, as a job the
+	// Placer may later preempt for a guaranteed one (Scheduler.Overflow); it
+	// preempts nothing. ok is false when the job must wait.
+	Overflow(j *Job, free *FreeGPUs) (g Grant, ok bool, why string)
+	// Guaranteed is the number of GPUs virtual cluster vc is guaranteed
+	// (its cells, or its quota): the budget of a preemptive VC policy.
+	Guaranteed(vc string) int
+	// Release frees a running job's placement: the decision preempts it
+	// (a VC policy's ranking, or room made for a job). Whoever applies
+	// the decision may release it again; that does nothing.
+	Release(job JobKey)
+	// SetVictimCost gives the cost of preempting a running job (the work
+	// it would lose) to a placer that chooses victims among several
+	// (HiveD's opportunistic jobs, preempt.victims=least-lost-work); nil
+	// restores its default order. Placers that choose none ignore it.
+	SetVictimCost(cost func(JobKey) float64)
+}
+
 // placed is the scheduler with a Placer (virtual clusters). Each VC's jobs
 // are ranked by its policy (Scheduler.Policy, or a PerVC's policy of the VC),
 // and the placer places them, higher priorities first (guaranteed jobs
@@ -237,3 +272,36 @@ func (p Scheduler) runSets(ranked []*Job, preempt func(*Job)) map[JobKey]bool {
 	}
 	return outranked
 }
+
+// overflow is the second pass of placed with Scheduler.Overflow: once every
+// job that fits its virtual cluster has been placed (so none of them can
+// evict, this round, a job that overflows), the jobs that did not start try
+// the Placer's Overflow in rank order, a VC's queue blocking at its first
+// job that cannot overflow either (for blocking policies).
+func (p Scheduler) overflow(d *Decision, blocked []*Job, free *FreeGPUs) {
+	stop := map[string]bool{}
+	started := map[JobKey]bool{}
+	for _, j := range blocked {
+		if stop[j.VC] || free.Total() == 0 {
+			continue
+		}
+		if never, _ := p.Placer.Never(j); never {
+			continue
+		}
+		g, ok, _ := p.Placer.Overflow(j, free)
+		if !ok {
+			if p.policyOf(j).Blocking() {
+				stop[j.VC] = true
+			}
+			continue
+		}
+		d.Actions = append(d.Actions, GrantAction{Grant: g})
+		started[j.Key] = true
+	}
+	if len(started) > 0 && len(d.Waits) > 0 {
+		d.Waits = slices.DeleteFunc(d.Waits, func(w Wait) bool { return started[w.Job] })
+	}
+}
+
+// byPriority orders jobs by priority, highest first.
+func byPriority(a, b *Job) int { return b.Priority - a.Priority }

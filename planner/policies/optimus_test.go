@@ -1,17 +1,19 @@
-package core
+package policies
 
 import (
 	"testing"
 	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // Optimus ranks by remaining time x GPUs x skew, least first; unknown
 // remaining times last.
 func TestOptimusRank(t *testing.T) {
-	mk := func(id string, gpus int, rem, skew float64) *Job {
-		return &Job{Key: JobKey{"default", id}, GPUs: gpus, Remaining: rem, Skew: skew}
+	mk := func(id string, gpus int, rem, skew float64) *core.Job {
+		return &core.Job{Key: core.JobKey{Namespace: "default", ID: id}, GPUs: gpus, Remaining: rem, Skew: skew}
 	}
-	jobs := []*Job{
+	jobs := []*core.Job{
 		mk("unknown", 1, -1, 1),
 		mk("big", 8, 100, 1),    // 800
 		mk("skewed", 2, 100, 2), // 400
@@ -25,7 +27,7 @@ func TestOptimusRank(t *testing.T) {
 			t.Fatalf("rank %d = %s, want %v", i, j.Key.ID, want)
 		}
 	}
-	if p, err := newPolicy("optimus", Knobs{}); err != nil || p.Name() != "optimus" || !p.Preemptive() {
+	if p, err := newPolicy("optimus", core.Knobs{}); err != nil || p.Name() != "optimus" || !p.Preemptive() {
 		t.Errorf("newPolicy(optimus) = %v, %v", p, err)
 	}
 }

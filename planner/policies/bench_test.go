@@ -1,34 +1,36 @@
-package core
+package policies
 
 import (
 	"fmt"
 	"math/rand"
 	"testing"
 	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // BenchmarkDecideFIFO measures one planner round on a 512-GPU cluster (64
 // DGX-like nodes) with half the GPUs granted and 1,000 queued jobs.
 func BenchmarkDecideFIFO(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
-	var nodes []Node
+	var nodes []core.Node
 	for i := 0; i < 64; i++ {
 		nodes = append(nodes, node8(fmt.Sprintf("n%02d", i)))
 	}
-	var jobs []Job
-	var grants []Grant
+	var jobs []core.Job
+	var grants []core.Grant
 	for i := 0; i < 64; i++ {
 		// Half of every node is busy with a 4-GPU job.
 		id := fmt.Sprintf("run%d", i)
-		jobs = append(jobs, job(id, 4, i, Granted))
+		jobs = append(jobs, job(id, 4, i, core.Granted))
 		n := nodes[i]
 		grants = append(grants, grant(id, n.ID, n.GPUs[0].ID, n.GPUs[1].ID, n.GPUs[2].ID, n.GPUs[3].ID))
 	}
 	for i := 0; i < 1000; i++ {
-		jobs = append(jobs, job(fmt.Sprintf("q%d", i), 1<<rng.Intn(4), 100+i, Queued))
+		jobs = append(jobs, job(fmt.Sprintf("q%d", i), 1<<rng.Intn(4), 100+i, core.Queued))
 	}
-	s := State{Nodes: nodes, Jobs: jobs, Grants: grants}
-	p := Scheduler{Policy: FIFO{}}
+	s := core.State{Nodes: nodes, Jobs: jobs, Grants: grants}
+	p := core.Scheduler{Policy: FIFO{}}
 	now := time.Unix(1000, 0)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -48,16 +50,16 @@ func BenchmarkDecideFIFO(b *testing.B) {
 // op is one simulator event.
 func BenchmarkDecideTiresias(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
-	var nodes []Node
+	var nodes []core.Node
 	for i := 0; i < 60; i++ {
 		nodes = append(nodes, node8(fmt.Sprintf("n%02d", i)))
 	}
-	var jobs []Job
-	var grants []Grant
+	var jobs []core.Job
+	var grants []core.Grant
 	base := time.Unix(0, 0)
 	used := 0 // GPUs granted, node after node
 	for i := 0; len(jobs) < 3800; i++ {
-		j := Job{Key: JobKey{"sim", fmt.Sprintf("j%05d", i)}, GPUs: 1 << rng.Intn(3), Submitted: base.Add(time.Duration(i) * time.Minute), Seq: uint64(i), Phase: Queued, Remaining: -1, Skew: 1.1}
+		j := core.Job{Key: core.JobKey{Namespace: "sim", ID: fmt.Sprintf("j%05d", i)}, GPUs: 1 << rng.Intn(3), Submitted: base.Add(time.Duration(i) * time.Minute), Seq: uint64(i), Phase: core.Queued, Remaining: -1, Skew: 1.1}
 		started := func() {
 			j.Started, j.FirstStart = true, j.Submitted.Add(time.Duration(rng.Intn(600))*time.Second)
 		}
@@ -66,11 +68,11 @@ func BenchmarkDecideTiresias(b *testing.B) {
 			if free := 8 - used%8; j.GPUs > free || used+j.GPUs > 479 {
 				j.GPUs = 1
 			}
-			j.Phase = Granted
+			j.Phase = core.Granted
 			started()
 			j.Executed = float64(rng.Intn(3200 / 8))
 			n := nodes[used/8]
-			g := Grant{Job: j.Key, Node: n.ID}
+			g := core.Grant{Job: j.Key, Node: n.ID}
 			for k := 0; k < j.GPUs; k++ {
 				g.GPUs = append(g.GPUs, n.GPUs[used%8+k].ID)
 			}
@@ -83,12 +85,12 @@ func BenchmarkDecideTiresias(b *testing.B) {
 		j.Attained = j.Executed * float64(j.GPUs)
 		jobs = append(jobs, j)
 	}
-	pol, err := newPolicy("tiresias-las", Knobs{})
+	pol, err := newPolicy("tiresias-las", core.Knobs{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := State{Nodes: nodes, Jobs: jobs, Grants: grants, Index: NewClusterIndex(nodes)}
-	p := Scheduler{Policy: pol}
+	s := core.State{Nodes: nodes, Jobs: jobs, Grants: grants, Index: core.NewClusterIndex(nodes)}
+	p := core.Scheduler{Policy: pol}
 	now := base.Add(4000 * time.Minute)
 	if d := p.Decide(s, now); len(d.Actions) != 1 {
 		b.Fatalf("the round does %d actions (%v), want one grant", len(d.Actions), d.Actions)

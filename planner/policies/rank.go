@@ -1,9 +1,11 @@
-package core
+package policies
 
 import (
 	"math"
 	"slices"
 	"sync"
+
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // rankKeys are the precomputed sort keys of jobs being ranked: a job ranks
@@ -25,13 +27,13 @@ import (
 //     are merged;
 //   - the buffers are pooled across rounds.
 type rankKeys struct {
-	jobs      []*Job
+	jobs      []*core.Job
 	level     []int
 	key, key2 []float64
 	recs, tmp []rankRec
 	count     []int
 	mixed     []levelKey
-	sorted    []*Job
+	sorted    []*core.Job
 	// direct: the records were set one by one (newRankRecs, set), not
 	// from the key arrays.
 	direct bool
@@ -71,8 +73,8 @@ var rankPool = sync.Pool{New: func() any { return new(rankKeys) }}
 
 // newRankKeys puts jobs in FIFO order and returns zeroed keys for them,
 // indexed like jobs. The caller fills the keys and calls sort.
-func newRankKeys(jobs []*Job) *rankKeys {
-	SortFIFO(jobs)
+func newRankKeys(jobs []*core.Job) *rankKeys {
+	core.SortFIFO(jobs)
 	r := rankPool.Get().(*rankKeys)
 	n := len(jobs)
 	r.jobs = jobs
@@ -84,10 +86,10 @@ func newRankKeys(jobs []*Job) *rankKeys {
 
 // newRankRecs is newRankKeys for a caller that sets every job's keys
 // with set (sparing the key arrays), then calls sort. It leaves jobs as
-// they are: the caller checks their FIFO order (fifoOrdered) as it sets
+// they are: the caller checks their FIFO order (core.FIFOOrdered) as it sets
 // the keys, and if they are not in it, puts them in it (SortFIFO) and
 // sets the keys again.
-func newRankRecs(jobs []*Job) *rankKeys {
+func newRankRecs(jobs []*core.Job) *rankKeys {
 	r := rankPool.Get().(*rankKeys)
 	r.jobs = jobs
 	r.recs = sized(r.recs, len(jobs))
@@ -273,33 +275,10 @@ func orderBits(f float64) uint64 {
 }
 
 // sortBy orders jobs by key (computed once per job), ties in FIFO order.
-func sortBy(jobs []*Job, key func(*Job) float64) {
+func sortBy(jobs []*core.Job, key func(*core.Job) float64) {
 	r := newRankKeys(jobs)
 	for i, j := range r.jobs {
 		r.key[i] = key(j)
 	}
 	r.sort()
-}
-
-// fifoOrdered reports whether a comes no later than b in FIFO order.
-func fifoOrdered(a, b *Job) bool {
-	switch a.Submitted.Compare(b.Submitted) {
-	case -1:
-		return true
-	case 1:
-		return false
-	}
-	return fifoCompare(a, b) <= 0
-}
-
-// SortFIFO orders jobs by submission time, then sequence, then key.
-func SortFIFO(jobs []*Job) {
-	sorted := true
-	for i := 1; i < len(jobs) && sorted; i++ {
-		sorted = fifoOrdered(jobs[i-1], jobs[i])
-	}
-	if sorted {
-		return // the usual case: callers keep jobs in arrival order
-	}
-	slices.SortStableFunc(jobs, fifoCompare)
 }

@@ -1,0 +1,119 @@
+package policies
+
+import (
+	"math"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// The baselines of the Tiresias and Themis papers. Each is a ranking plus
+// the two switches of the generic scheduler (preemptive, blocking).
+
+// FIFO is YARN's capacity scheduler as the Tiresias paper uses it: jobs in
+// submission order, consolidated placement, head-of-line blocking (nothing
+// starts behind a job that does not fit), no preemption.
+type FIFO struct{}
+
+func (FIFO) Name() string                       { return "fifo" }
+func (FIFO) Rank(_ time.Time, jobs []*core.Job) { core.SortFIFO(jobs) }
+func (FIFO) Preemptive() bool                   { return false }
+func (FIFO) Blocking() bool                     { return true }
+func (FIFO) Consolidate(*core.Job) bool         { return true }
+func (p FIFO) Capabilities() core.Capabilities  { return core.RankOnly(p) }
+
+// FIFOSkip is FIFO with best-effort backfilling: a later job may start when
+// the head of the queue does not fit.
+type FIFOSkip struct{}
+
+func (FIFOSkip) Name() string                       { return "fifo-skip" }
+func (FIFOSkip) Rank(_ time.Time, jobs []*core.Job) { core.SortFIFO(jobs) }
+func (FIFOSkip) Preemptive() bool                   { return false }
+func (FIFOSkip) Blocking() bool                     { return false }
+func (FIFOSkip) Consolidate(*core.Job) bool         { return true }
+func (p FIFOSkip) Capabilities() core.Capabilities  { return core.RankOnly(p) }
+
+// SRTF is shortest remaining time first, with perfect knowledge of job
+// durations (an oracle baseline), preemptive.
+type SRTF struct{}
+
+func (SRTF) Name() string { return "srtf" }
+func (SRTF) Rank(_ time.Time, jobs []*core.Job) {
+	sortBy(jobs, func(j *core.Job) float64 { return remaining(j) })
+}
+func (SRTF) Preemptive() bool                  { return true }
+func (SRTF) Blocking() bool                    { return false }
+func (SRTF) Consolidate(*core.Job) bool        { return true }
+func (p SRTF) Capabilities() core.Capabilities { return core.RankOnly(p) }
+
+// SRSF is shortest remaining service first: remaining time x GPUs, with
+// perfect knowledge, preemptive (Tiresias's 2D oracle baseline).
+type SRSF struct{}
+
+func (SRSF) Name() string { return "srsf" }
+func (SRSF) Rank(_ time.Time, jobs []*core.Job) {
+	sortBy(jobs, func(j *core.Job) float64 { return remaining(j) * float64(j.GPUs) })
+}
+func (SRSF) Preemptive() bool                  { return true }
+func (SRSF) Blocking() bool                    { return false }
+func (SRSF) Consolidate(*core.Job) bool        { return true }
+func (p SRSF) Capabilities() core.Capabilities { return core.RankOnly(p) }
+
+// LAS is least attained service first in two dimensions (GPUs x time), with
+// a continuous priority: preemptive, re-ranked at every decision (the Themis
+// paper's "Tiresias" baseline).
+type LAS struct{}
+
+func (LAS) Name() string { return "las" }
+func (LAS) Rank(_ time.Time, jobs []*core.Job) {
+	sortBy(jobs, func(j *core.Job) float64 { return j.Attained })
+}
+func (LAS) Preemptive() bool                  { return true }
+func (LAS) Blocking() bool                    { return false }
+func (LAS) Consolidate(*core.Job) bool        { return true }
+func (p LAS) Capabilities() core.Capabilities { return core.RankOnly(p) }
+
+// Gandiva packs greedily by placement preference: jobs in arrival order, each
+// started only where it can be consolidated, without head-of-line blocking or
+// preemption (Gandiva's time-slicing and migration are not modelled).
+type Gandiva struct{}
+
+func (Gandiva) Name() string                       { return "gandiva" }
+func (Gandiva) Rank(_ time.Time, jobs []*core.Job) { core.SortFIFO(jobs) }
+func (Gandiva) Preemptive() bool                   { return false }
+func (Gandiva) Blocking() bool                     { return false }
+func (Gandiva) Consolidate(*core.Job) bool         { return true }
+func (p Gandiva) Capabilities() core.Capabilities  { return core.RankOnly(p) }
+
+// Optimus is the Themis paper's "Optimus" baseline: resources go first to
+// the jobs whose throughput scales best with them. Optimus (Peng et al.,
+// EuroSys'18) gives each GPU to the job with the largest marginal gain, the
+// reduction of its remaining time per GPU. Jobs here are gangs that are not
+// resized, so the gain of running a job is modelled as the share of its
+// remaining work it does per GPU-second at a spread placement:
+//
+//	gain = 1 / (Skew x remaining time x GPUs)
+//
+// (Skew, the job's slowdown across machines, is its loss of scaling; 1 when
+// unknown). Highest gain first, i.e. least remaining service inflated by
+// the slowdown; preemptive and re-ranked at every decision (Optimus
+// re-allocates periodically), placed anywhere (it maximises throughput,
+// not locality). Unknown remaining times sort last.
+type Optimus struct{}
+
+func (Optimus) Name() string { return "optimus" }
+func (Optimus) Rank(_ time.Time, jobs []*core.Job) {
+	sortBy(jobs, func(j *core.Job) float64 { return remaining(j) * float64(j.GPUs) * max(1, j.Skew) })
+}
+func (Optimus) Preemptive() bool                  { return true }
+func (Optimus) Blocking() bool                    { return false }
+func (Optimus) Consolidate(*core.Job) bool        { return false }
+func (p Optimus) Capabilities() core.Capabilities { return core.RankOnly(p) }
+
+// remaining is a job's known remaining time; unknown sorts last.
+func remaining(j *core.Job) float64 {
+	if j.Remaining < 0 {
+		return math.Inf(1)
+	}
+	return j.Remaining
+}
