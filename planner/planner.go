@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-uuid"
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
@@ -135,6 +136,8 @@ type Planner struct {
 	// badKeys are the keys of the last round that could not be used, with
 	// their errors, so each is logged once (setaside.go).
 	badKeys map[string]string
+	// newLeaseID names a new lease (a random UUID).
+	newLeaseID func() (string, error)
 }
 
 // stack is the decision stack in force.
@@ -158,7 +161,7 @@ func New(cfg Config) *Planner {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	p := &Planner{cfg: cfg, log: cfg.Log}
+	p := &Planner{cfg: cfg, log: cfg.Log, newLeaseID: uuid.GenerateUUID}
 	p.st.Store(cfg.Stack)
 	if cfg.OnRound != nil {
 		p.cfg.Store = recorder{Store: cfg.Store, p: p}
