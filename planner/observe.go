@@ -111,9 +111,9 @@ func (p *Planner) observeJob(r *round, j *nomad.Job) (core.Job, bool) {
 		// Granted but never pinned: the planner stopped in between.
 		phase = core.Granted
 		r.add(r.pin(j, l))
-	case j.Pool() != p.cfg.Nomad.PendingPool():
+	case j.Pool() != r.world.pendingPool:
 		p.adopt(r, j)
-		r.status[j.Key] = consul.JobStatus{State: "queued", Reason: "moved to node pool " + p.cfg.Nomad.PendingPool() + " to wait for a grant"}
+		r.status[j.Key] = consul.JobStatus{State: "queued", Reason: "moved to node pool " + r.world.pendingPool + " to wait for a grant"}
 		return core.Job{}, false
 	}
 	rec := p.record(r, j)
@@ -154,7 +154,7 @@ func (p *Planner) jobError(r *round, j *nomad.Job, own ownVersion, leased bool) 
 // elsewhere, or re-registered there by its user) into it, where Nomad
 // cannot place it, to wait for a grant like every other themis job.
 func (p *Planner) adopt(r *round, j *nomad.Job) {
-	if j.Pool() == p.cfg.Nomad.PendingPool() {
+	if j.Pool() == r.world.pendingPool {
 		return
 	}
 	r.add(step{Kind: stepAdopt, Job: j.Key, Nomad: j})

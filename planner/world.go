@@ -19,6 +19,8 @@ type world struct {
 	now   time.Time
 	snap  *nomad.Snapshot
 	store *store
+	// pendingPool is the node pool themis jobs wait for a grant in.
+	pendingPool string
 	// gpuLeases are the GPU keys, read only when a job lease could not be
 	// used (store.badLease): they say which GPUs it holds; badGPUKeys are
 	// those GPU keys that could not be used either.
@@ -37,7 +39,7 @@ func (p *Planner) read(ctx context.Context) (*world, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &world{now: p.cfg.Now(), snap: snap, store: st}
+	w := &world{now: p.cfg.Now(), snap: snap, store: st, pendingPool: p.cfg.Nomad.PendingPool()}
 	if st.badLease {
 		gpus, err := p.cfg.Store.GPULeases(ctx)
 		w.badGPUKeys, err = consul.Unreadable(err)
