@@ -121,27 +121,7 @@ func (a *applier) do(ctx context.Context, s step) error {
 	p, k := a.p, s.Job
 	switch s.Kind {
 	case stepRevoke:
-		marked, err := p.cfg.Store.Revoke(ctx, s.Lease, s.Revoke)
-		if err != nil {
-			return err
-		}
-		if want := s.Revoke.Suspends; want != nil && (marked.Revoke.Suspends == nil || *marked.Revoke.Suspends != *want) {
-			// Another planner marked it first: the suspension this round
-			// registers is still recorded before it happens.
-			rv := *marked.Revoke
-			rv.Suspends = want
-			marked.Revoke = &rv
-			if marked, err = p.cfg.Store.SetVersions(ctx, marked); err != nil {
-				return err
-			}
-		}
-		a.leases[k] = &marked
-		if st, ok := a.pl.status[k]; ok && st.State == "revoking" {
-			st.Reason, st.Deadline = marked.Revoke.Reason, marked.Revoke.Deadline
-			a.pl.status[k] = st
-		}
-		p.log.Info("revoking", "job", k, "gpus", s.Lease.GPUs, "lease", s.Lease.LeaseID, "reason", marked.Revoke.Reason,
-			"deadline", marked.Revoke.Deadline)
+		return a.revoke(ctx, s)
 	case stepSetVersions:
 		marked, err := p.cfg.Store.SetVersions(ctx, s.Lease)
 		if err != nil {
@@ -152,16 +132,7 @@ func (a *applier) do(ctx context.Context, s step) error {
 			p.log.Info(s.Why, "job", k, "lease", marked.LeaseID, "version", s.Lease.Pinned.Version)
 		}
 	case stepSuspend:
-		err := p.cfg.Nomad.Suspend(ctx, s.Nomad, s.Lease.LeaseID)
-		switch {
-		case errors.Is(err, nomad.ErrJobChanged):
-			// The user changed the job meanwhile: the next round reads
-			// the new version and suspends that.
-		case err != nil:
-			return err
-		default:
-			p.log.Info("suspended: Nomad stops the allocation with the job's grace period", "job", k, "lease", s.Lease.LeaseID)
-		}
+		return a.suspend(ctx, s)
 	case stepRelease:
 		return a.release(ctx, s.Lease, a.record(s.Record), s.Why)
 	case stepWithdraw:
@@ -209,6 +180,52 @@ func (a *applier) do(ctx context.Context, s step) error {
 		if p.carriedOut() || s.Learned {
 			return p.saveState(ctx)
 		}
+	}
+	return nil
+}
+
+// revoke marks a lease as taken back. When another planner marked it
+// first, the suspension this round registers is still recorded before it
+// happens, and the job's status shows that mark.
+func (a *applier) revoke(ctx context.Context, s step) error {
+	p, k := a.p, s.Job
+	marked, err := p.cfg.Store.Revoke(ctx, s.Lease, s.Revoke)
+	if err != nil {
+		return err
+	}
+	if want := s.Revoke.Suspends; want != nil && (marked.Revoke.Suspends == nil || *marked.Revoke.Suspends != *want) {
+		// Another planner marked it first: the suspension this round
+		// registers is still recorded before it happens.
+		rv := *marked.Revoke
+		rv.Suspends = want
+		marked.Revoke = &rv
+		if marked, err = p.cfg.Store.SetVersions(ctx, marked); err != nil {
+			return err
+		}
+	}
+	a.leases[k] = &marked
+	if st, ok := a.pl.status[k]; ok && st.State == "revoking" {
+		st.Reason, st.Deadline = marked.Revoke.Reason, marked.Revoke.Deadline
+		a.pl.status[k] = st
+	}
+	p.log.Info("revoking", "job", k, "gpus", s.Lease.GPUs, "lease", s.Lease.LeaseID, "reason", marked.Revoke.Reason,
+		"deadline", marked.Revoke.Deadline)
+	return nil
+}
+
+// suspend re-registers a job with count 0; a job its user changed
+// meanwhile is suspended by the next round, which reads the new version.
+func (a *applier) suspend(ctx context.Context, s step) error {
+	p, k := a.p, s.Job
+	err := p.cfg.Nomad.Suspend(ctx, s.Nomad, s.Lease.LeaseID)
+	switch {
+	case errors.Is(err, nomad.ErrJobChanged):
+		// The user changed the job meanwhile: the next round reads
+		// the new version and suspends that.
+	case err != nil:
+		return err
+	default:
+		p.log.Info("suspended: Nomad stops the allocation with the job's grace period", "job", k, "lease", s.Lease.LeaseID)
 	}
 	return nil
 }
