@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"time"
 
 	"github.com/themis-nomad/themis/planner/consul"
@@ -25,7 +26,7 @@ func (p *Planner) record(r *round, j *nomad.Job) consul.JobRecord {
 	}
 	rec := consul.JobRecord{Namespace: j.Key.Namespace, JobID: j.Key.ID, FirstSubmit: j.CoreJob(core.Queued).Submitted.UTC()}
 	r.add(step{Kind: stepPutRecord, Job: j.Key, Record: &rec})
-	r.records[j.Key] = rec
+	r.setRecord(j.Key, rec)
 	return rec
 }
 
@@ -126,7 +127,7 @@ func (p *Planner) promote(r *round, k core.JobKey) {
 	}
 	rec.PromotedAt, rec.ExecutedAtPromotion = r.now.UTC(), executed
 	r.add(step{Kind: stepPromote, Job: k, Record: &rec})
-	r.records[k] = rec
+	r.setRecord(k, rec)
 }
 
 // learn tells a policy that learns job sizes (Tiresias-Gittins without a
@@ -148,19 +149,24 @@ func (r *round) dropRecord(k core.JobKey) {
 		return
 	}
 	r.add(step{Kind: stepDropRecord, Job: k})
-	delete(r.records, k)
+	r.dropRecordOf(k)
 }
 
 // forget deletes the records of jobs that finished or left Nomad and hold no
 // lease (a planner stopped between a release and the record's deletion).
 func (r *round) forget() {
-	for _, k := range sortedKeys(r.records) {
+	var gone []core.JobKey
+	for k := range r.records {
 		if _, leased := r.leases[k]; leased || r.aside[k] != "" {
 			continue
 		}
 		if j := r.jobs[k]; j != nil && !r.finished(j) {
 			continue
 		}
+		gone = append(gone, k)
+	}
+	slices.SortFunc(gone, compareKeys)
+	for _, k := range gone {
 		r.dropRecord(k)
 	}
 }

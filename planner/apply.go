@@ -265,7 +265,7 @@ func (a *applier) grant(ctx context.Context, s step) error {
 			return errors.Join(err, rerr)
 		}
 		a.pl.status[k] = consul.JobStatus{State: "queued", Reason: "changed while being granted"}
-		delete(a.pl.r.leases, k)
+		a.pl.r.dropLease(k)
 		return nil
 	case err != nil:
 		return err
@@ -292,27 +292,27 @@ func (a *applier) keepStatuses() {
 func (a *applier) settle() {
 	r, w := a.pl.r, a.pl.r.world.store
 	for k := range a.failed {
-		restore(r.leases, w.leases, k)
+		restore(r.setLease, r.dropLease, w.leases, k)
 		if l, ok := a.leases[k]; ok {
 			if l == nil {
-				delete(r.leases, k)
+				r.dropLease(k)
 			} else {
-				r.leases[k] = *l
+				r.setLease(k, *l)
 			}
 		}
-		restore(r.records, w.records, k)
+		restore(r.setRecord, r.dropRecordOf, w.records, k)
 		if rec, ok := a.records[k]; ok {
-			r.records[k] = rec
+			r.setRecord(k, rec)
 		}
-		restore(r.pending, w.pending, k)
+		restore(r.setPending, r.dropPending, w.pending, k)
 	}
 }
 
-// restore sets m[k] to was[k], or deletes it when was has none.
-func restore[V any](m, was map[core.JobKey]V, k core.JobKey) {
+// restore sets k to what was has for it, or drops it when was has none.
+func restore[V any](set func(core.JobKey, V), drop func(core.JobKey), was map[core.JobKey]V, k core.JobKey) {
 	if v, ok := was[k]; ok {
-		m[k] = v
+		set(k, v)
 	} else {
-		delete(m, k)
+		drop(k)
 	}
 }

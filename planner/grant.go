@@ -43,7 +43,7 @@ func (p *Planner) grant(r *round, g core.Grant) bool {
 	s := r.pin(j, l)
 	s.Kind = stepGrant
 	r.add(s)
-	r.leases[g.Job] = l
+	r.setLease(g.Job, l)
 	r.status[g.Job] = consul.JobStatus{State: "granted", Node: l.NodeNames(), GPUs: g.GPUs, LeaseID: id, Preemptions: r.records[g.Job].Preemptions}
 	return true
 }

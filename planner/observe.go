@@ -17,10 +17,15 @@ import (
 func (p *Planner) observe(r *round) core.State {
 	r.setAside()
 	// Leases being taken back, and leases of jobs gone from Nomad.
-	for _, k := range sortedKeys(r.world.store.leases) {
-		if l := r.leases[k]; l.Revoke != nil && r.aside[k] == "" {
-			p.advanceRevoke(r, r.jobs[k], l)
+	var revoking []core.JobKey
+	for k, l := range r.leases {
+		if l.Revoke != nil && r.aside[k] == "" {
+			revoking = append(revoking, k)
 		}
+	}
+	slices.SortFunc(revoking, compareKeys)
+	for _, k := range revoking {
+		p.advanceRevoke(r, r.jobs[k], r.leases[k])
 	}
 	for _, k := range sortedKeys(r.pending) {
 		if r.jobs[k] == nil && r.aside[k] == "" {

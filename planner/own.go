@@ -105,5 +105,5 @@ func (r *round) adoptLegacy(j *nomad.Job, l lease.JobLease) {
 	v := j.Version()
 	l.Pinned = &v
 	r.add(step{Kind: stepSetVersions, Job: j.Key, Lease: l, Why: "recorded the pinned version of a lease written by an earlier planner"})
-	r.leases[j.Key] = l
+	r.setLease(j.Key, l)
 }

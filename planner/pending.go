@@ -96,14 +96,14 @@ func (p *Planner) pend(r *round, g core.Grant, why string) {
 		}
 	}
 	r.add(step{Kind: stepPend, Job: g.Job, Pending: pg, Why: why})
-	r.pending[g.Job] = pg
+	r.setPending(g.Job, pg)
 	r.status[g.Job] = consul.JobStatus{State: "queued", Reason: why, GPUs: g.GPUs, Node: r.nodeNames(g), Preemptions: r.records[g.Job].Preemptions}
 }
 
 // withdraw deletes a pending grant that no longer stands.
 func (r *round) withdraw(k core.JobKey, why string) {
 	r.add(step{Kind: stepWithdraw, Job: k, Why: why})
-	delete(r.pending, k)
+	r.dropPending(k)
 }
 
 // carryOut leases to each job with a pending grant its GPUs once none is
@@ -125,7 +125,7 @@ func (p *Planner) carryOut(r *round) {
 			continue
 		}
 		r.add(step{Kind: stepDropPending, Job: k})
-		delete(r.pending, k)
+		r.dropPending(k)
 	}
 }
 

@@ -89,7 +89,7 @@ func (p *Planner) renewLeases(r *round) {
 		}
 		l.Ends = e.UTC()
 		r.add(step{Kind: stepRenew, Job: k, Lease: l})
-		r.leases[k] = l
+		r.setLease(k, l)
 	}
 }
 

@@ -62,7 +62,7 @@ func (p *Planner) revoke(r *round, j *nomad.Job, l lease.JobLease, rv lease.Revo
 	r.add(step{Kind: stepRevoke, Job: k, Nomad: j, Lease: l, Revoke: rv})
 	marked := l
 	marked.Revoke = &rv
-	r.leases[k] = marked
+	r.setLease(k, marked)
 	p.markHeld(r, marked)
 	p.advanceRevoke(r, j, marked)
 }
@@ -126,7 +126,7 @@ func (r *round) suspends(j *nomad.Job, l lease.JobLease) lease.JobLease {
 	rv.Suspends = &next
 	l.Revoke = &rv
 	r.add(step{Kind: stepSetVersions, Job: j.Key, Lease: l})
-	r.leases[j.Key] = l
+	r.setLease(j.Key, l)
 	return l
 }
 
@@ -174,8 +174,8 @@ func (r *round) release(l lease.JobLease, rec *consul.JobRecord, why string) {
 	if rec != nil {
 		c := *rec
 		s.Record = &c
-		r.records[k] = c
+		r.setRecord(k, c)
 	}
 	r.add(s)
-	delete(r.leases, k)
+	r.dropLease(k)
 }

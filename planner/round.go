@@ -61,6 +61,9 @@ type round struct {
 	// the GPUs their leases hold (setaside.go).
 	aside     map[core.JobKey]string
 	asideGPUs map[string]bool
+	// owns says which of leases, records and pending are the round's own
+	// copies yet (write).
+	owns struct{ leases, records, pending bool }
 }
 
 // add plans a step.

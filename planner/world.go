@@ -51,35 +51,28 @@ func (p *Planner) read(ctx context.Context) (*world, error) {
 	return w, nil
 }
 
-// newRound is the model reconcile starts from: the world's records in maps
-// of the round's own, and its jobs as copies whose Err the round sets
+// newRound is the model reconcile starts from: the world's leases, records
+// and pending grants, which the round copies before its first change to
+// each (write), and its jobs as copies whose Err the round sets
 // (nomad.Job.Reset: the snapshot keeps parsed jobs across rounds).
 func newRound(w *world) *round {
 	st := w.store
 	r := &round{
-		now: w.now, snap: w.snap, jobs: map[core.JobKey]*nomad.Job{}, nodes: map[string]core.Node{},
-		leases: maps.Clone(st.leases), records: maps.Clone(st.records), checkpoints: st.checkpoints, progress: st.progress,
-		pending: maps.Clone(st.pending), held: map[string]lease.JobLease{}, status: map[core.JobKey]consul.JobStatus{},
-		aside: maps.Clone(st.aside), world: w,
-	}
-	if r.leases == nil {
-		r.leases = map[core.JobKey]lease.JobLease{}
-	}
-	if r.records == nil {
-		r.records = map[core.JobKey]consul.JobRecord{}
-	}
-	if r.pending == nil {
-		r.pending = map[core.JobKey]lease.Pending{}
+		now: w.now, snap: w.snap, jobs: make(map[core.JobKey]*nomad.Job, len(w.snap.Jobs)), nodes: make(map[string]core.Node, len(w.snap.Nodes)),
+		leases: st.leases, records: st.records, checkpoints: st.checkpoints, progress: st.progress, pending: st.pending,
+		held: map[string]lease.JobLease{}, status: map[core.JobKey]consul.JobStatus{}, aside: maps.Clone(st.aside), world: w,
 	}
 	if r.aside == nil {
 		r.aside = map[core.JobKey]string{}
 	}
 	r.list = make([]*nomad.Job, len(w.snap.Jobs))
+	copies := make([]nomad.Job, len(w.snap.Jobs))
 	for i, j := range w.snap.Jobs {
-		c := *j
+		copies[i] = *j
+		c := &copies[i]
 		c.Reset() // this round says what else is wrong with it
-		r.list[i] = &c
-		r.jobs[c.Key] = &c
+		r.list[i] = c
+		r.jobs[c.Key] = c
 	}
 	for k, why := range w.snap.Unreadable {
 		r.aside[k] = why
@@ -89,3 +82,29 @@ func newRound(w *world) *round {
 	}
 	return r
 }
+
+// write returns *m for a change, made the round's own copy first when it
+// is still the world's (*own false), so the world stays as read.
+func write[V any](m *map[core.JobKey]V, own *bool) map[core.JobKey]V {
+	if !*own {
+		*m = maps.Clone(*m)
+		if *m == nil {
+			*m = map[core.JobKey]V{}
+		}
+		*own = true
+	}
+	return *m
+}
+
+// setLease, dropLease, setRecord, dropRecordOf, setPending and dropPending
+// change the model's leases, records and pending grants.
+func (r *round) setLease(k core.JobKey, l lease.JobLease) { write(&r.leases, &r.owns.leases)[k] = l }
+func (r *round) dropLease(k core.JobKey)                  { delete(write(&r.leases, &r.owns.leases), k) }
+func (r *round) setRecord(k core.JobKey, rec consul.JobRecord) {
+	write(&r.records, &r.owns.records)[k] = rec
+}
+func (r *round) dropRecordOf(k core.JobKey) { delete(write(&r.records, &r.owns.records), k) }
+func (r *round) setPending(k core.JobKey, pg lease.Pending) {
+	write(&r.pending, &r.owns.pending)[k] = pg
+}
+func (r *round) dropPending(k core.JobKey) { delete(write(&r.pending, &r.owns.pending), k) }
