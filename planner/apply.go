@@ -22,17 +22,20 @@ import (
 //     free (a GPU is leased to one job at a time: Consul's check-and-set
 //     would refuse the grant anyway).
 //
-// Other jobs' steps go on: one bad job does not block the rest. A job with
-// a step that did not happen keeps the status it had (it is not written
-// this round), and the round returns every error, joined; the next round
-// reads again and plans what is left. Where a step needs what an earlier
+// Other jobs' steps go on: one bad job does not block the rest. A job
+// whose revoke, release, withdrawal, pending grant or grant did not happen
+// keeps the status it had (it is not written this round: the plan's says
+// what those steps would have left); the status planned with a suspension,
+// pin or adoption that failed still says what is so (the lease is being
+// taken back, is granted, the job is rejected). The round returns every
+// error, joined; the next round reads again and plans what is left. Where a step needs what an earlier
 // one wrote, the applier threads it: a record's Consul index after the
 // write that created or changed it, a revoke mark another planner wrote
 // first. A failure to record the policy's state stops the round before the
 // decision is acted on (decided is false then: the View keeps the last
 // decided round).
 func (p *Planner) apply(ctx context.Context, pl *plan) (decided bool, err error) {
-	a := &applier{p: p, pl: pl, failed: map[core.JobKey]bool{}, notFreed: map[string]bool{},
+	a := &applier{p: p, pl: pl, failed: map[core.JobKey]bool{}, stale: map[core.JobKey]bool{}, notFreed: map[string]bool{},
 		records: map[core.JobKey]consul.JobRecord{}, leases: map[core.JobKey]*lease.JobLease{}}
 	errs := pl.errs
 	for _, s := range pl.steps {
@@ -68,9 +71,11 @@ func (p *Planner) apply(ctx context.Context, pl *plan) (decided bool, err error)
 type applier struct {
 	p  *Planner
 	pl *plan
-	// failed are the jobs with a step that failed or was skipped, notFreed
-	// the GPUs of releases that did not happen.
+	// failed are the jobs with a step that failed or was skipped, stale
+	// those of them whose planned status that makes untrue (statusSteps),
+	// notFreed the GPUs of releases that did not happen.
 	failed   map[core.JobKey]bool
+	stale    map[core.JobKey]bool
 	notFreed map[string]bool
 	// records are the job records written this round, with their new
 	// Consul index; leases the job leases as this round left them in
@@ -93,10 +98,17 @@ func (a *applier) blocked(s step) bool {
 	return false
 }
 
+// statusSteps are the steps whose job's planned status is untrue when
+// they do not happen.
+var statusSteps = map[stepKind]bool{stepRevoke: true, stepRelease: true, stepWithdraw: true, stepPend: true, stepGrant: true}
+
 // skip notes a step that did not happen.
 func (a *applier) skip(s step) {
 	if s.Job != (core.JobKey{}) {
 		a.failed[s.Job] = true
+		if statusSteps[s.Kind] {
+			a.stale[s.Job] = true
+		}
 	}
 	for _, id := range s.frees() {
 		a.notFreed[id] = true
@@ -274,10 +286,10 @@ func (a *applier) grant(ctx context.Context, s step) error {
 	return nil
 }
 
-// keepStatuses leaves the status of every job with a step that did not
-// happen as it was: the plan's was what the steps would have left.
+// keepStatuses leaves the status of every job whose planned status is
+// untrue as it was.
 func (a *applier) keepStatuses() {
-	for k := range a.failed {
+	for k := range a.stale {
 		if st, ok := a.p.statuses[k]; ok {
 			a.pl.status[k] = st
 		} else {

@@ -699,7 +699,7 @@ func TestReconcileRoundSteps(t *testing.T) {
 // steps of its job and the grants of the GPUs its release was to free;
 // other jobs' steps go on.
 func TestApplierSkipsWhatDependsOnAFailedStep(t *testing.T) {
-	a := &applier{failed: map[core.JobKey]bool{}, notFreed: map[string]bool{}}
+	a := &applier{failed: map[core.JobKey]bool{}, stale: map[core.JobKey]bool{}, notFreed: map[string]bool{}}
 	release := step{Kind: stepRelease, Job: keyB, Lease: leaseOf(keyB, leaseB, "g0", "g1")}
 	a.skip(release)
 	cases := []struct {
@@ -716,5 +716,11 @@ func TestApplierSkipsWhatDependsOnAFailedStep(t *testing.T) {
 		if got := a.blocked(tc.s); got != tc.blocked {
 			t.Errorf("%s %s on %v: blocked %v, want %v", tc.s.Kind, tc.s.Job, tc.s.Lease.GPUs, got, tc.blocked)
 		}
+	}
+	// b's planned status (released) is untrue; a job whose adoption
+	// failed keeps its planned one (rejected, or moved to the pool).
+	a.skip(step{Kind: stepAdopt, Job: keyA})
+	if !a.stale[keyB] || a.stale[keyA] || !a.failed[keyA] {
+		t.Errorf("stale %v, failed %v; want b stale, a failed but not stale", a.stale, a.failed)
 	}
 }
