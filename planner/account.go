@@ -1,7 +1,7 @@
 package planner
 
 import (
-	"context"
+	"slices"
 	"time"
 
 	"github.com/themis-nomad/themis/planner/consul"
@@ -20,17 +20,14 @@ import (
 
 // record returns the job's record, creating it the first time the planner
 // sees the job.
-func (p *Planner) record(ctx context.Context, r *round, j *nomad.Job) (consul.JobRecord, error) {
+func (p *Planner) record(r *round, j *nomad.Job) consul.JobRecord {
 	if rec, ok := r.records[j.Key]; ok {
-		return rec, nil
+		return rec
 	}
 	rec := consul.JobRecord{Namespace: j.Key.Namespace, JobID: j.Key.ID, FirstSubmit: j.CoreJob(core.Queued).Submitted.UTC()}
-	rec, err := p.cfg.Store.PutRecord(ctx, rec)
-	if err != nil {
-		return rec, err
-	}
-	r.records[j.Key] = rec
-	return rec, nil
+	r.add(step{Kind: stepPutRecord, Job: j.Key, Record: &rec})
+	r.setRecord(j.Key, rec)
+	return rec
 }
 
 // served adds the service a lease gave (its allocations' run time) to rec.
@@ -118,10 +115,10 @@ func checkpointAge(run time.Duration, start time.Time, c lease.CheckpointRecord,
 
 // promote records a Tiresias starvation promotion: the job's executed and
 // waited counters restart from now.
-func (p *Planner) promote(ctx context.Context, r *round, k core.JobKey) error {
+func (p *Planner) promote(r *round, k core.JobKey) {
 	rec, ok := r.records[k]
 	if !ok {
-		return nil
+		return
 	}
 	executed := rec.Executed
 	if l, ok := r.leases[k]; ok {
@@ -129,43 +126,36 @@ func (p *Planner) promote(ctx context.Context, r *round, k core.JobKey) error {
 		executed += run.Seconds()
 	}
 	rec.PromotedAt, rec.ExecutedAtPromotion = r.now.UTC(), executed
-	rec, err := p.cfg.Store.PutRecord(ctx, rec)
-	if err != nil {
-		return err
-	}
-	r.records[k] = rec
-	p.log.Info("promoted a starving job to the highest-priority queue", "job", k)
-	return nil
+	r.add(step{Kind: stepPromote, Job: k, Record: &rec})
+	r.setRecord(k, rec)
 }
 
 // learn tells a policy that learns job sizes (Tiresias-Gittins without a
 // distribution file) the GPU-seconds a finished job received. What it
 // learned lives in the planner's memory only: give tiresias.gittins_dist
 // for a ranking that survives a planner restart.
-func (p *Planner) learn(r *round, k core.JobKey, l lease.JobLease) {
+func (r *round) learn(k core.JobKey, l lease.JobLease) {
 	rec, known := r.records[k]
 	if !known {
 		return
 	}
 	run, _ := leaseRun(l, r.snap.Allocs[k], r.now)
-	p.stack().Caps.Observe(l.VC, rec.Attained+run.Seconds()*float64(len(l.GPUs)))
+	r.add(step{Kind: stepLearn, Job: k, Lease: l, Learn: rec.Attained + run.Seconds()*float64(len(l.GPUs))})
 }
 
 // dropRecord deletes a finished job's record.
-func (p *Planner) dropRecord(ctx context.Context, r *round, k core.JobKey) error {
+func (r *round) dropRecord(k core.JobKey) {
 	if _, ok := r.records[k]; !ok {
-		return nil
+		return
 	}
-	if err := p.cfg.Store.DeleteRecord(ctx, k); err != nil {
-		return err
-	}
-	delete(r.records, k)
-	return nil
+	r.add(step{Kind: stepDropRecord, Job: k})
+	r.dropRecordOf(k)
 }
 
 // forget deletes the records of jobs that finished or left Nomad and hold no
 // lease (a planner stopped between a release and the record's deletion).
-func (p *Planner) forget(ctx context.Context, r *round) error {
+func (r *round) forget() {
+	var gone []core.JobKey
 	for k := range r.records {
 		if _, leased := r.leases[k]; leased || r.aside[k] != "" {
 			continue
@@ -173,11 +163,12 @@ func (p *Planner) forget(ctx context.Context, r *round) error {
 		if j := r.jobs[k]; j != nil && !r.finished(j) {
 			continue
 		}
-		if err := p.dropRecord(ctx, r, k); err != nil {
-			return err
-		}
+		gone = append(gone, k)
 	}
-	return nil
+	slices.SortFunc(gone, compareKeys)
+	for _, k := range gone {
+		r.dropRecord(k)
+	}
 }
 
 // progressSkew is how far ahead of the planner's clock a progress record's

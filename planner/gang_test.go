@@ -182,11 +182,7 @@ func TestProgressGivesRemainingTime(t *testing.T) {
 	h.Store.ProgressRecords = map[core.JobKey]lease.ProgressRecord{
 		{Namespace: "default", ID: "reports"}: {Namespace: "default", JobID: "reports", Iteration: 100, Total: 1100, Rate: 10},
 	}
-	r, state, err := h.P.observe(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = r
+	state := observed(t, h.P)
 	got := map[string]core.Job{}
 	for _, j := range state.Jobs {
 		got[j.Key.ID] = j
@@ -215,10 +211,7 @@ func TestProgressAgesWhileTheJobRuns(t *testing.T) {
 		{Namespace: "default", ID: "runs"}:  {Namespace: "default", JobID: "runs", AllocID: allocOf("runs"), Iteration: 100, Total: 1100, Rate: 10, At: read},
 		{Namespace: "default", ID: "moved"}: {Namespace: "default", JobID: "moved", AllocID: "an-earlier-alloc", Iteration: 100, Total: 1100, Rate: 10, At: read},
 	}
-	_, state, err := h.P.observe(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	state := observed(t, h.P)
 	got := map[string]core.Job{}
 	for _, j := range state.Jobs {
 		got[j.Key.ID] = j
@@ -280,4 +273,17 @@ func TestGangFitGppPreemptsSeveralVictims(t *testing.T) {
 			}
 		})
 	}
+}
+
+// observed is the decision core's state as p's next round would build it
+// (read, then observe on the model: nothing is written).
+func observed(t *testing.T, p *Planner) core.State {
+	t.Helper()
+	w, err := p.read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRound(w)
+	r.plan = &plan{}
+	return p.observe(r)
 }

@@ -1,11 +1,7 @@
 package planner
 
 import (
-	"context"
-	"errors"
 	"fmt"
-
-	"github.com/hashicorp/go-uuid"
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
@@ -13,16 +9,20 @@ import (
 	"github.com/themis-nomad/themis/planner/nomad"
 )
 
-// grant leases GPUs to a job in Consul, then pins the job to them in Nomad.
-func (p *Planner) grant(ctx context.Context, r *round, g core.Grant) (consul.JobStatus, error) {
+// grant leases GPUs to a job in Consul, then pins the job to them in
+// Nomad (one step), and sets the job's status; false when the grant cannot
+// be made (its GPUs are not where Nomad says; the round fails with why).
+func (p *Planner) grant(r *round, g core.Grant) bool {
 	j := r.jobs[g.Job]
-	id, err := uuid.GenerateUUID()
+	id, err := p.newLeaseID()
 	if err != nil {
-		return consul.JobStatus{}, err
+		r.fail(err)
+		return false
 	}
 	parts, err := r.parts(g)
 	if err != nil {
-		return consul.JobStatus{}, err
+		r.fail(err)
+		return false
 	}
 	pinned := j.NextVersion() // what the pin registers (own.go)
 	l := lease.JobLease{
@@ -40,25 +40,12 @@ func (p *Planner) grant(ctx context.Context, r *round, g core.Grant) (consul.Job
 	if r.cells != nil {
 		l.Cells = r.cells(g.Job)
 	}
-	if err := p.cfg.Store.Grant(ctx, l); err != nil {
-		return consul.JobStatus{}, err
-	}
-	r.leases[g.Job] = l
-	if err := p.pin(ctx, r, j, l); err != nil {
-		if errors.Is(err, nomad.ErrJobChanged) {
-			// The user changed or removed the job meanwhile: undo, and let
-			// the next round see the new version.
-			if rerr := p.release(ctx, r, l, nil, "job changed while being granted"); rerr != nil {
-				return consul.JobStatus{}, errors.Join(err, rerr)
-			}
-			return consul.JobStatus{State: "queued", Reason: "changed while being granted"}, nil
-		}
-		// The lease stands; the next round pins again (SubmitIndex matches).
-		return consul.JobStatus{}, err
-	}
-	rec := r.records[g.Job]
-	p.log.Info("granted", "job", g.Job, "node", l.NodeNames(), "gpus", g.GPUs, "lease", id, "restarts", rec.Preemptions)
-	return consul.JobStatus{State: "granted", Node: l.NodeNames(), GPUs: g.GPUs, LeaseID: id, Preemptions: rec.Preemptions}, nil
+	s := r.pin(j, l)
+	s.Kind = stepGrant
+	r.add(s)
+	r.setLease(g.Job, l)
+	r.status[g.Job] = consul.JobStatus{State: "granted", Node: l.NodeNames(), GPUs: g.GPUs, LeaseID: id, Preemptions: r.records[g.Job].Preemptions}
+	return true
 }
 
 // parts splits a grant's GPUs by node, in the grant's order (a multi-node
@@ -110,17 +97,21 @@ func (r *round) gpuNodeOf(id string) (string, bool) {
 	return node, ok
 }
 
-func (p *Planner) pin(ctx context.Context, r *round, j *nomad.Job, l lease.JobLease) error {
-	var pool string
+// pin is the step that pins j to lease l: the node pool of the lease's
+// nodes, or why they give none.
+func (r *round) pin(j *nomad.Job, l lease.JobLease) step {
+	s := step{Kind: stepPin, Job: j.Key, Nomad: j, Lease: l, Restarts: r.records[j.Key].Preemptions}
 	for i, part := range l.Nodes() {
 		pp, ok := r.snap.Pools[part.NodeID]
 		if !ok {
-			return fmt.Errorf("pin %s: node %s (%s) of lease %s is not in Nomad", j.Key, part.NodeName, part.NodeID, l.LeaseID)
+			s.PoolErr = fmt.Errorf("pin %s: node %s (%s) of lease %s is not in Nomad", j.Key, part.NodeName, part.NodeID, l.LeaseID)
+			return s
 		}
-		if i > 0 && pp != pool {
-			return fmt.Errorf("pin %s: lease %s spans node pools %s and %s; a Nomad job runs in one pool", j.Key, l.LeaseID, pool, pp)
+		if i > 0 && pp != s.Pool {
+			s.PoolErr = fmt.Errorf("pin %s: lease %s spans node pools %s and %s; a Nomad job runs in one pool", j.Key, l.LeaseID, s.Pool, pp)
+			return s
 		}
-		pool = pp
+		s.Pool = pp
 	}
-	return p.cfg.Nomad.Pin(ctx, j, l, pool, r.records[j.Key].Preemptions)
+	return s
 }

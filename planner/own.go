@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"context"
-
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
 )
@@ -103,14 +101,9 @@ func (r *round) wantCount(j *nomad.Job, o ownVersion) int {
 // adoptLegacy records the version of a job running under a lease written
 // before planners recorded versions (taken as pinned by its meta this
 // once), so that from now on only that version is.
-func (p *Planner) adoptLegacy(ctx context.Context, r *round, j *nomad.Job, l lease.JobLease) {
+func (r *round) adoptLegacy(j *nomad.Job, l lease.JobLease) {
 	v := j.Version()
 	l.Pinned = &v
-	l, err := p.cfg.Store.SetVersions(ctx, l)
-	if err != nil {
-		r.fail(err)
-		return
-	}
-	r.leases[j.Key] = l
-	p.log.Info("recorded the pinned version of a lease written by an earlier planner", "job", j.Key, "lease", l.LeaseID, "version", v.Version)
+	r.add(step{Kind: stepSetVersions, Job: j.Key, Lease: l, Why: "recorded the pinned version of a lease written by an earlier planner"})
+	r.setLease(j.Key, l)
 }

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"context"
 	"fmt"
 	"slices"
 
@@ -39,18 +38,14 @@ func (p *Planner) defers() bool {
 // observePending is the core's view of a job with a pending grant: granted
 // those GPUs, when the grant still stands. ok is false when it does not
 // (it is withdrawn, and the job is classified as any other).
-func (p *Planner) observePending(ctx context.Context, r *round, j *nomad.Job, pg lease.Pending) (core.Job, bool) {
+func (p *Planner) observePending(r *round, j *nomad.Job, pg lease.Pending) (core.Job, bool) {
 	k := j.Key
 	_, has := r.leases[k] // a revoking lease: pendingStale drops any other
 	if why := p.pendingStale(r, j, pg); why != "" {
-		p.withdraw(ctx, r, k, why)
+		r.withdraw(k, why)
 		return core.Job{}, false
 	}
-	rec, err := p.record(ctx, r, j)
-	if err != nil {
-		r.fail(err)
-		return core.Job{}, false
-	}
+	rec := p.record(r, j)
 	g := pendingGrant(pg)
 	st := consul.JobStatus{State: "queued", Preemptions: rec.Preemptions, GPUs: pg.GPUs, Node: r.nodeNames(g)}
 	if victim, ok := p.heldBy(r, g); ok {
@@ -93,35 +88,30 @@ func (p *Planner) pendingStale(r *round, j *nomad.Job, pg lease.Pending) string 
 
 // pend records a grant that waits for its GPUs (before any of them is
 // released, so a planner that stops now finds it).
-func (p *Planner) pend(ctx context.Context, r *round, g core.Grant, why string) {
+func (p *Planner) pend(r *round, g core.Grant, why string) {
 	pg := lease.Pending{Namespace: g.Job.Namespace, JobID: g.Job.ID, Node: g.Node, GPUs: g.GPUs, DecidedAt: r.now.UTC()}
 	if le := p.stack().Caps.LeaseEnder; le != nil {
 		if e, ok := le.LeaseEnd(g.Job); ok {
 			pg.Ends = e.UTC()
 		}
 	}
-	if err := p.cfg.Store.PutPending(ctx, pg); err != nil {
-		r.fail(err)
-		return
-	}
-	r.pending[g.Job] = pg
+	r.add(step{Kind: stepPend, Job: g.Job, Pending: pg, Why: why})
+	r.setPending(g.Job, pg)
 	r.status[g.Job] = consul.JobStatus{State: "queued", Reason: why, GPUs: g.GPUs, Node: r.nodeNames(g), Preemptions: r.records[g.Job].Preemptions}
-	p.log.Info("grant pending until its GPUs are released", "job", g.Job, "gpus", g.GPUs, "lease_ends", pg.Ends, "why", why)
 }
 
 // withdraw deletes a pending grant that no longer stands.
-func (p *Planner) withdraw(ctx context.Context, r *round, k core.JobKey, why string) {
-	if err := p.cfg.Store.DeletePending(ctx, k); err != nil {
-		r.fail(err)
-		return
-	}
-	delete(r.pending, k)
-	p.log.Info("pending grant withdrawn", "job", k, "why", why)
+func (r *round) withdraw(k core.JobKey, why string) {
+	r.add(step{Kind: stepWithdraw, Job: k, Why: why})
+	r.dropPending(k)
 }
 
 // carryOut leases to each job with a pending grant its GPUs once none is
-// held any more and the job's own old lease is released.
-func (p *Planner) carryOut(ctx context.Context, r *round) {
+// held any more and the job's own old lease is released. The pending
+// record is deleted once the lease is written: a planner stopped in
+// between finds the pending grant stale (the job holds a lease) and
+// deletes it.
+func (p *Planner) carryOut(r *round) {
 	for _, k := range sortedKeys(r.pending) {
 		pg := r.pending[k]
 		g := pendingGrant(pg)
@@ -131,19 +121,11 @@ func (p *Planner) carryOut(ctx context.Context, r *round) {
 		if _, held := p.heldBy(r, g); held || r.jobs[k] == nil {
 			continue
 		}
-		st, err := p.grant(ctx, r, g)
-		if err != nil {
-			r.fail(err)
+		if !p.grant(r, g) {
 			continue
 		}
-		r.status[k] = st
-		// Once the lease is written: a planner stopped in between finds
-		// the pending grant stale (the job holds a lease) and deletes it.
-		if err := p.cfg.Store.DeletePending(ctx, k); err != nil {
-			r.fail(err)
-			continue
-		}
-		delete(r.pending, k)
+		r.add(step{Kind: stepDropPending, Job: k})
+		r.dropPending(k)
 	}
 }
 

@@ -8,18 +8,25 @@
 // in Consul, pins live in the jobs, and the next round picks up where the
 // last one stopped.
 //
-// A round is observe -> decide -> act:
+// A round is read -> reconcile -> apply (docs/design.md, "Read,
+// reconcile, apply"):
 //
-//	observe  Nomad snapshot (jobs, nodes, allocations) + Consul (leases,
-//	         job records) -> core.State; leases being taken back (revoking)
-//	         are driven on: the job is suspended, and once Nomad reports its
-//	         allocation terminal the lease is released and its service
-//	         recorded, in one transaction. A job that cannot be read, or
-//	         whose records do not decode, is set aside alone (setaside.go);
-//	         one that may be granted has its planner meta checked
-//	decide   core.Scheduler.Decide(state, now)
-//	act      releases, promotions, preemptions (revoke), grants (lease + pin);
-//	         a grant on GPUs that a stopping job still holds waits for them
+//	read       Nomad snapshot (jobs, nodes, allocations) + Consul (leases,
+//	           job records, pending grants, drivers' records) -> world
+//	           (world.go); nothing is written
+//	reconcile  pure: a model of the world after each planned step; leases
+//	           being taken back are driven on (the job suspended, the lease
+//	           released once Nomad reports its allocation terminal, with
+//	           its service recorded in the same transaction), stale leases
+//	           and pending grants dropped, each job classified (observe.go);
+//	           core.Scheduler.Decide on the state the model gives; its
+//	           releases, promotions, preemptions (revoke), grants (lease +
+//	           pin) and pending grants (act.go) -> a plan of typed steps
+//	           (plan.go). A job that cannot be read, or whose records do not
+//	           decode, is set aside alone (setaside.go)
+//	apply      the only writer (apply.go): the steps in order; a step that
+//	           fails skips the later steps of its job and the grants of the
+//	           GPUs it was to free, and the round returns the errors joined
 package planner
 
 import (
@@ -28,6 +35,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-uuid"
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
@@ -135,6 +143,8 @@ type Planner struct {
 	// badKeys are the keys of the last round that could not be used, with
 	// their errors, so each is logged once (setaside.go).
 	badKeys map[string]string
+	// newLeaseID names a new lease (a random UUID).
+	newLeaseID func() (string, error)
 }
 
 // stack is the decision stack in force.
@@ -158,7 +168,7 @@ func New(cfg Config) *Planner {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	p := &Planner{cfg: cfg, log: cfg.Log}
+	p := &Planner{cfg: cfg, log: cfg.Log, newLeaseID: uuid.GenerateUUID}
 	p.st.Store(cfg.Stack)
 	if cfg.OnRound != nil {
 		p.cfg.Store = recorder{Store: cfg.Store, p: p}

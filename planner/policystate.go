@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // A stateful policy's memory (core.Stateful: Themis's lease ends, app
@@ -71,12 +73,13 @@ func (p *Planner) carriedOut() bool {
 // renewLeases writes into each lease in force the end its policy now gives
 // it (a Themis winner that keeps its GPUs: the lease is renewed in place),
 // so the lease key shows it.
-func (p *Planner) renewLeases(ctx context.Context, r *round) {
+func (p *Planner) renewLeases(r *round) {
 	le := p.stack().Caps.LeaseEnder
 	if le == nil {
 		return
 	}
-	for k, l := range r.leases {
+	for _, k := range sortedKeys(r.leases) {
+		l := r.leases[k]
 		if l.Revoke != nil {
 			continue
 		}
@@ -85,25 +88,27 @@ func (p *Planner) renewLeases(ctx context.Context, r *round) {
 			continue
 		}
 		l.Ends = e.UTC()
-		if err := p.cfg.Store.SetLeaseEnd(ctx, l); err != nil {
-			r.fail(err)
-			continue
-		}
-		r.leases[k] = l
+		r.add(step{Kind: stepRenew, Job: k, Lease: l})
+		r.setLease(k, l)
 	}
 }
 
-// recordAuction logs and records the last auction round's result per app
-// when a new round ran (Themis), for operators.
-func (p *Planner) recordAuction(ctx context.Context) error {
+// recordAuction plans the recording of the last auction round's result
+// per app when a new round ran (Themis), for operators.
+func (p *Planner) recordAuction(r *round) {
 	ar := p.stack().Caps.Reporter
 	if ar == nil {
-		return nil
+		return
 	}
 	rep, ok := ar.LastRound()
 	if !ok || rep.Round == p.auctionRound {
-		return nil
+		return
 	}
+	r.add(step{Kind: stepAuction, Auction: &rep})
+}
+
+// putAuction logs and records an auction round.
+func (p *Planner) putAuction(ctx context.Context, rep *core.RoundReport) error {
 	for _, a := range rep.Apps {
 		p.log.Info("auction", "round", rep.Round, "app", a.App, "rho", a.Rho, "bid", a.Bid, "won", a.Won,
 			"rho_after", a.RhoAfter, "placed", a.Placed, "c", a.C, "lease_s", a.Lease)

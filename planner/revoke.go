@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,10 +30,11 @@ import (
 // Until step 3 the lease's GPUs are held: grants on them wait.
 
 // preempt starts taking a lease back (steps 1 and 2).
-func (p *Planner) preempt(ctx context.Context, r *round, g core.Grant, d core.Decision) error {
+func (p *Planner) preempt(r *round, g core.Grant, d core.Decision) {
 	l, ok := r.leases[g.Job]
 	if !ok {
-		return fmt.Errorf("preempt %s: no lease in Consul", g.Job)
+		r.fail(fmt.Errorf("preempt %s: no lease in Consul", g.Job))
+		return
 	}
 	// A guaranteed job is preempted by its own VC's policy (only that
 	// ranks and makes room among its VC's guaranteed jobs).
@@ -44,12 +43,12 @@ func (p *Planner) preempt(ctx context.Context, r *round, g core.Grant, d core.De
 		pol = p.stack().Caps.Of(l.VC).Policy
 	}
 	rv := lease.Revoke{Reason: fmt.Sprintf("preempted by %s%s", pol.Name(), beneficiaries(g, d))}
-	return p.revoke(ctx, r, r.jobs[g.Job], l, rv)
+	p.revoke(r, r.jobs[g.Job], l, rv)
 }
 
 // revoke marks lease l of job j (nil when purged) as taken back, with the
 // job's grace period as deadline, and drives it on.
-func (p *Planner) revoke(ctx context.Context, r *round, j *nomad.Job, l lease.JobLease, rv lease.Revoke) error {
+func (p *Planner) revoke(r *round, j *nomad.Job, l lease.JobLease, rv lease.Revoke) {
 	grace := 0 * time.Second
 	if j != nil {
 		grace = j.Intent.GracePeriod
@@ -59,17 +58,13 @@ func (p *Planner) revoke(ctx context.Context, r *round, j *nomad.Job, l lease.Jo
 		}
 	}
 	rv.Since, rv.Deadline = r.now.UTC(), r.now.Add(grace).UTC()
-	marked, err := p.cfg.Store.Revoke(ctx, l, rv)
-	if err != nil {
-		return err
-	}
 	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
-	r.leases[k] = marked
+	r.add(step{Kind: stepRevoke, Job: k, Nomad: j, Lease: l, Revoke: rv})
+	marked := l
+	marked.Revoke = &rv
+	r.setLease(k, marked)
 	p.markHeld(r, marked)
-	p.log.Info("revoking", "job", k, "gpus", l.GPUs, "lease", l.LeaseID, "reason", marked.Revoke.Reason,
-		"deadline", marked.Revoke.Deadline)
-	p.advanceRevoke(ctx, r, j, marked)
-	return nil
+	p.advanceRevoke(r, j, marked)
 }
 
 // beneficiaries names the jobs this round grants the preempted GPUs to.
@@ -88,30 +83,15 @@ func beneficiaries(g core.Grant, d core.Decision) string {
 
 // advanceRevoke drives a revoking lease one step on (steps 2 and 3). j is
 // nil when the job was purged from Nomad.
-func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l lease.JobLease) {
+func (p *Planner) advanceRevoke(r *round, j *nomad.Job, l lease.JobLease) {
 	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
 	if j != nil && !j.Stopped() && r.own(j).suspended != l.LeaseID && j.Count() > 0 {
 		// Not the planner's suspension (a version of count 0 runs
 		// nothing, whoever wrote it): record the version this one
-		// registers, then suspend.
-		marked, err := p.suspends(ctx, r, j, l)
-		if err != nil {
-			r.fail(err)
-			p.markHeld(r, l)
-			r.status[k] = revokingStatus(r, l)
-			return
-		}
-		l = marked
-		err = p.cfg.Nomad.Suspend(ctx, j, l.LeaseID)
-		switch {
-		case errors.Is(err, nomad.ErrJobChanged):
-			// The user changed the job meanwhile: the next round reads
-			// the new version and suspends that.
-		case err != nil:
-			r.fail(err)
-		default:
-			p.log.Info("suspended: Nomad stops the allocation with the job's grace period", "job", k, "lease", l.LeaseID)
-		}
+		// registers, then suspend. A job the user changed meanwhile is
+		// suspended by the next round, which reads the new version.
+		l = r.suspends(j, l)
+		r.add(step{Kind: stepSuspend, Job: k, Nomad: j, Lease: l})
 	}
 	if p.stillRunning(r, k, l) {
 		p.markHeld(r, l)
@@ -120,20 +100,11 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 	}
 	// Step 3: every allocation is terminal.
 	if j == nil || r.finished(j) {
-		if err := p.release(ctx, r, l, nil, "job stopped while being revoked"); err != nil {
-			r.fail(err)
-			p.markHeld(r, l)
-			return
-		}
-		r.fail(p.dropRecord(ctx, r, k))
+		r.release(l, nil, "job stopped while being revoked")
+		r.dropRecord(k)
 		return
 	}
-	rec, err := p.record(ctx, r, j)
-	if err != nil {
-		r.fail(err)
-		p.markHeld(r, l)
-		return
-	}
+	rec := p.record(r, j)
 	if rec.LastLease != l.LeaseID {
 		rec = served(rec, l, r.snap.Allocs[k], r.now)
 		if !l.Revoke.Resubmitted {
@@ -141,31 +112,22 @@ func (p *Planner) advanceRevoke(ctx context.Context, r *round, j *nomad.Job, l l
 		}
 	}
 	rec.Suspended = l.Revoke.Suspends
-	if err := p.release(ctx, r, l, &rec, "revoked: the job's allocation stopped"); err != nil {
-		r.fail(err)
-		p.markHeld(r, l)
-		return
-	}
-	r.records[k] = rec
-	delete(r.leases, k)
+	r.release(l, &rec, "revoked: the job's allocation stopped")
 }
 
 // suspends records on a revoking lease the job version its suspension of
 // j registers (own.go), unless it already names it, and returns the lease.
-func (p *Planner) suspends(ctx context.Context, r *round, j *nomad.Job, l lease.JobLease) (lease.JobLease, error) {
+func (r *round) suspends(j *nomad.Job, l lease.JobLease) lease.JobLease {
 	next := j.NextVersion()
 	if l.Revoke.Suspends != nil && *l.Revoke.Suspends == next {
-		return l, nil
+		return l
 	}
 	rv := *l.Revoke
 	rv.Suspends = &next
 	l.Revoke = &rv
-	marked, err := p.cfg.Store.SetVersions(ctx, l)
-	if err != nil {
-		return l, err
-	}
-	r.leases[j.Key] = marked
-	return marked, nil
+	r.add(step{Kind: stepSetVersions, Job: j.Key, Lease: l})
+	r.setLease(j.Key, l)
+	return l
 }
 
 // revokingStatus is the status of a job whose lease l is being taken back.
@@ -203,13 +165,17 @@ func (p *Planner) heldBy(r *round, g core.Grant) (lease.JobLease, bool) {
 	return lease.JobLease{}, false
 }
 
-// release deletes a lease's keys (with rec written in the same transaction
-// when not nil) and forgets it for the rest of the round.
-func (p *Planner) release(ctx context.Context, r *round, l lease.JobLease, rec *consul.JobRecord, why string) error {
-	if err := p.cfg.Store.Release(ctx, l, rec); err != nil {
-		return err
+// release deletes a lease's keys, with rec written in the same transaction
+// when not nil (the job's record from then on), and forgets the lease for
+// the rest of the round.
+func (r *round) release(l lease.JobLease, rec *consul.JobRecord, why string) {
+	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
+	s := step{Kind: stepRelease, Job: k, Lease: l, Why: why}
+	if rec != nil {
+		c := *rec
+		s.Record = &c
+		r.setRecord(k, c)
 	}
-	delete(r.leases, core.JobKey{Namespace: l.Namespace, ID: l.JobID})
-	p.log.Info("released", "job", l.Namespace+"/"+l.JobID, "gpus", l.GPUs, "lease", l.LeaseID, "why", why)
-	return nil
+	r.add(s)
+	r.dropLease(k)
 }

@@ -113,9 +113,10 @@ func (p *Planner) warnBadKeys(bad []consul.BadKey) {
 // gets status "unreadable", and the GPUs their leases name are held. When a
 // job lease could not be used, the GPU keys tell which GPUs it holds: every
 // GPU key that no usable lease accounts for is held too.
-func (p *Planner) setAside(ctx context.Context, r *round, s *store) error {
-	if len(r.aside) == 0 && !s.badLease {
-		return nil
+func (r *round) setAside() {
+	w := r.world
+	if len(r.aside) == 0 && !w.store.badLease {
+		return
 	}
 	listed := map[core.JobKey]bool{}
 	for k := range r.snap.Unreadable {
@@ -138,28 +139,22 @@ func (p *Planner) setAside(ctx context.Context, r *round, s *store) error {
 		}
 		r.status[k] = st
 	}
-	if !s.badLease {
-		return nil
+	if !w.store.badLease {
+		return
 	}
-	gpus, err := p.cfg.Store.GPULeases(ctx)
-	bad, err := consul.Unreadable(err)
-	if err != nil {
-		return err
-	}
-	for _, id := range sortedGPUs(gpus) {
-		g := gpus[id]
+	for _, id := range sortedGPUs(w.gpuLeases) {
+		g := w.gpuLeases[id]
 		k := core.JobKey{Namespace: g.Namespace, ID: g.JobID}
 		if l, ok := r.leases[k]; ok && l.LeaseID == g.LeaseID && slices.Contains(l.GPUs, id) {
 			continue // accounted for by a lease the round can use
 		}
 		r.holdAside(lease.JobLease{LeaseID: g.LeaseID, Namespace: g.Namespace, JobID: g.JobID, GPUs: []string{id}})
 	}
-	for _, b := range bad {
+	for _, b := range w.badGPUKeys {
 		if id, ok := gpuOfKey(b.Key); ok {
 			r.holdAside(lease.JobLease{Namespace: "?", JobID: "(GPU key " + b.Key + " cannot be used)", GPUs: []string{id}})
 		}
 	}
-	return nil
 }
 
 // holdAside holds the GPUs of a set-aside job's lease, and takes them from

@@ -1,0 +1,330 @@
+package planner
+
+import (
+	"context"
+	"errors"
+
+	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
+	"github.com/themis-nomad/themis/planner/nomad"
+)
+
+// apply carries out a plan, in order; it is the only code of the planner
+// that writes to Consul or Nomad. reconcile planned every step as if the
+// ones before it succeed, so a step that fails (or is skipped) makes the
+// applier skip what depends on it:
+//
+//   - every later step of the same job (a suspension after its revoke mark,
+//     a pin after its grant, a pending grant's deletion after the lease
+//     that carries it out, a record's deletion after the lease's release);
+//   - every later grant of a GPU that a failed or skipped release was to
+//     free (a GPU is leased to one job at a time: Consul's check-and-set
+//     would refuse the grant anyway).
+//
+// Other jobs' steps go on: one bad job does not block the rest. A job
+// whose revoke, release, withdrawal, pending grant or grant did not happen
+// keeps the status it had (it is not written this round: the plan's says
+// what those steps would have left); the status planned with a suspension,
+// pin or adoption that failed still says what is so (the lease is being
+// taken back, is granted, the job is rejected). The round returns every
+// error, joined; the next round reads again and plans what is left. Where a step needs what an earlier
+// one wrote, the applier threads it: a record's Consul index after the
+// write that created or changed it, a revoke mark another planner wrote
+// first. A failure to record the policy's state stops the round before the
+// decision is acted on (decided is false then: the View keeps the last
+// decided round).
+func (p *Planner) apply(ctx context.Context, pl *plan) (decided bool, err error) {
+	a := &applier{p: p, pl: pl, failed: map[core.JobKey]bool{}, stale: map[core.JobKey]bool{}, notFreed: map[string]bool{},
+		records: map[core.JobKey]consul.JobRecord{}, leases: map[core.JobKey]*lease.JobLease{}}
+	errs := pl.errs
+	for _, s := range pl.steps {
+		switch {
+		case s.Kind == stepSaveState:
+			if err := p.saveState(ctx); err != nil {
+				return false, errors.Join(append(append(errs, a.errs...), err)...)
+			}
+			decided = true
+			continue
+		case s.Kind == stepStatuses:
+			a.keepStatuses()
+			a.errs = append(a.errs, p.writeStatuses(ctx, pl.status, pl.r.now))
+			continue
+		case a.blocked(s):
+			a.skip(s)
+			continue
+		}
+		if err := a.do(ctx, s); err != nil {
+			a.errs = append(a.errs, err)
+			a.skip(s)
+		}
+	}
+	a.settle()
+	errs = append(errs, a.errs...)
+	if pl.fatal != nil {
+		errs = append(errs, pl.fatal)
+	}
+	return decided, errors.Join(errs...)
+}
+
+// applier is one plan's carrying out.
+type applier struct {
+	p  *Planner
+	pl *plan
+	// failed are the jobs with a step that failed or was skipped, stale
+	// those of them whose planned status that makes untrue (statusSteps),
+	// notFreed the GPUs of releases that did not happen.
+	failed   map[core.JobKey]bool
+	stale    map[core.JobKey]bool
+	notFreed map[string]bool
+	// records are the job records written this round, with their new
+	// Consul index; leases the job leases as this round left them in
+	// Consul (nil: released).
+	records map[core.JobKey]consul.JobRecord
+	leases  map[core.JobKey]*lease.JobLease
+	errs    []error
+}
+
+// blocked reports whether a step depends on one that did not happen.
+func (a *applier) blocked(s step) bool {
+	if s.Job != (core.JobKey{}) && a.failed[s.Job] {
+		return true
+	}
+	for _, id := range s.needs() {
+		if a.notFreed[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// statusSteps are the steps whose job's planned status is untrue when
+// they do not happen.
+var statusSteps = map[stepKind]bool{stepRevoke: true, stepRelease: true, stepWithdraw: true, stepPend: true, stepGrant: true}
+
+// skip notes a step that did not happen.
+func (a *applier) skip(s step) {
+	if s.Job != (core.JobKey{}) {
+		a.failed[s.Job] = true
+		if statusSteps[s.Kind] {
+			a.stale[s.Job] = true
+		}
+	}
+	for _, id := range s.frees() {
+		a.notFreed[id] = true
+	}
+}
+
+// record is the record a step writes, at the index of this round's last
+// write of it.
+func (a *applier) record(rec *consul.JobRecord) *consul.JobRecord {
+	if rec == nil {
+		return nil
+	}
+	c := *rec
+	if w, ok := a.records[c.Key()]; ok {
+		c = consul.WithIndex(c, w.Index())
+	}
+	return &c
+}
+
+// do carries out one step.
+func (a *applier) do(ctx context.Context, s step) error {
+	p, k := a.p, s.Job
+	switch s.Kind {
+	case stepRevoke:
+		return a.revoke(ctx, s)
+	case stepSetVersions:
+		marked, err := p.cfg.Store.SetVersions(ctx, s.Lease)
+		if err != nil {
+			return err
+		}
+		a.leases[k] = &marked
+		if s.Why != "" {
+			p.log.Info(s.Why, "job", k, "lease", marked.LeaseID, "version", s.Lease.Pinned.Version)
+		}
+	case stepSuspend:
+		return a.suspend(ctx, s)
+	case stepRelease:
+		return a.release(ctx, s.Lease, a.record(s.Record), s.Why)
+	case stepWithdraw:
+		if err := p.cfg.Store.DeletePending(ctx, k); err != nil {
+			return err
+		}
+		p.log.Info("pending grant withdrawn", "job", k, "why", s.Why)
+	case stepPend:
+		if err := p.cfg.Store.PutPending(ctx, s.Pending); err != nil {
+			return err
+		}
+		p.log.Info("grant pending until its GPUs are released", "job", k, "gpus", s.Pending.GPUs, "lease_ends", s.Pending.Ends, "why", s.Why)
+	case stepGrant:
+		return a.grant(ctx, s)
+	case stepDropPending:
+		return p.cfg.Store.DeletePending(ctx, k)
+	case stepPin:
+		if s.PoolErr != nil {
+			return s.PoolErr
+		}
+		return p.cfg.Nomad.Pin(ctx, s.Nomad, s.Lease, s.Pool, s.Restarts)
+	case stepAdopt:
+		if err := p.cfg.Nomad.Adopt(ctx, s.Nomad); err != nil && !errors.Is(err, nomad.ErrJobChanged) {
+			return err
+		}
+		p.log.Info("moved a themis job into the pending pool to wait for a grant", "job", k, "from_pool", s.Nomad.Pool())
+	case stepPutRecord, stepPromote:
+		rec, err := p.cfg.Store.PutRecord(ctx, *a.record(s.Record))
+		if err != nil {
+			return err
+		}
+		a.records[k] = rec
+		if s.Kind == stepPromote {
+			p.log.Info("promoted a starving job to the highest-priority queue", "job", k)
+		}
+	case stepDropRecord:
+		return p.cfg.Store.DeleteRecord(ctx, k)
+	case stepRenew:
+		return p.cfg.Store.SetLeaseEnd(ctx, s.Lease)
+	case stepLearn:
+		p.stack().Caps.Observe(s.Lease.VC, s.Learn)
+	case stepAuction:
+		return p.putAuction(ctx, s.Auction)
+	case stepCarriedOut:
+		if p.carriedOut() || s.Learned {
+			return p.saveState(ctx)
+		}
+	}
+	return nil
+}
+
+// revoke marks a lease as taken back. When another planner marked it
+// first, the suspension this round registers is still recorded before it
+// happens, and the job's status shows that mark.
+func (a *applier) revoke(ctx context.Context, s step) error {
+	p, k := a.p, s.Job
+	marked, err := p.cfg.Store.Revoke(ctx, s.Lease, s.Revoke)
+	if err != nil {
+		return err
+	}
+	if want := s.Revoke.Suspends; want != nil && (marked.Revoke.Suspends == nil || *marked.Revoke.Suspends != *want) {
+		// Another planner marked it first: the suspension this round
+		// registers is still recorded before it happens.
+		rv := *marked.Revoke
+		rv.Suspends = want
+		marked.Revoke = &rv
+		if marked, err = p.cfg.Store.SetVersions(ctx, marked); err != nil {
+			return err
+		}
+	}
+	a.leases[k] = &marked
+	if st, ok := a.pl.status[k]; ok && st.State == "revoking" {
+		st.Reason, st.Deadline = marked.Revoke.Reason, marked.Revoke.Deadline
+		a.pl.status[k] = st
+	}
+	p.log.Info("revoking", "job", k, "gpus", s.Lease.GPUs, "lease", s.Lease.LeaseID, "reason", marked.Revoke.Reason,
+		"deadline", marked.Revoke.Deadline)
+	return nil
+}
+
+// suspend re-registers a job with count 0; a job its user changed
+// meanwhile is suspended by the next round, which reads the new version.
+func (a *applier) suspend(ctx context.Context, s step) error {
+	p, k := a.p, s.Job
+	err := p.cfg.Nomad.Suspend(ctx, s.Nomad, s.Lease.LeaseID)
+	switch {
+	case errors.Is(err, nomad.ErrJobChanged):
+		// The user changed the job meanwhile: the next round reads
+		// the new version and suspends that.
+	case err != nil:
+		return err
+	default:
+		p.log.Info("suspended: Nomad stops the allocation with the job's grace period", "job", k, "lease", s.Lease.LeaseID)
+	}
+	return nil
+}
+
+// release deletes a lease's keys (with rec, when not nil, in the same
+// transaction).
+func (a *applier) release(ctx context.Context, l lease.JobLease, rec *consul.JobRecord, why string) error {
+	if err := a.p.cfg.Store.Release(ctx, l, rec); err != nil {
+		return err
+	}
+	k := leaseJob(l)
+	a.leases[k] = nil
+	if rec != nil {
+		a.records[k] = *rec
+	}
+	a.p.log.Info("released", "job", l.Namespace+"/"+l.JobID, "gpus", l.GPUs, "lease", l.LeaseID, "why", why)
+	return nil
+}
+
+// grant writes a lease, then pins its job to it. A job its user changed or
+// removed meanwhile has the lease released again (the next round sees the
+// new version); any other failure of the pin leaves the lease, which the
+// next round pins again (the job's SubmitIndex still matches).
+func (a *applier) grant(ctx context.Context, s step) error {
+	p, k, l := a.p, s.Job, s.Lease
+	if err := p.cfg.Store.Grant(ctx, l); err != nil {
+		return err
+	}
+	a.leases[k] = &l
+	err := s.PoolErr
+	if err == nil {
+		err = p.cfg.Nomad.Pin(ctx, s.Nomad, l, s.Pool, s.Restarts)
+	}
+	switch {
+	case errors.Is(err, nomad.ErrJobChanged):
+		if rerr := a.release(ctx, l, nil, "job changed while being granted"); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		a.pl.status[k] = consul.JobStatus{State: "queued", Reason: "changed while being granted"}
+		a.pl.r.dropLease(k)
+		return nil
+	case err != nil:
+		return err
+	}
+	p.log.Info("granted", "job", k, "node", l.NodeNames(), "gpus", l.GPUs, "lease", l.LeaseID, "restarts", s.Restarts)
+	return nil
+}
+
+// keepStatuses leaves the status of every job whose planned status is
+// untrue as it was.
+func (a *applier) keepStatuses() {
+	for k := range a.stale {
+		if st, ok := a.p.statuses[k]; ok {
+			a.pl.status[k] = st
+		} else {
+			delete(a.pl.status, k)
+		}
+	}
+}
+
+// settle makes the round's model (the View's) what the round left in
+// Consul: a job with a step that did not happen has the lease, record and
+// pending grant it had before the round, or this round wrote.
+func (a *applier) settle() {
+	r, w := a.pl.r, a.pl.r.world.store
+	for k := range a.failed {
+		restore(r.setLease, r.dropLease, w.leases, k)
+		if l, ok := a.leases[k]; ok {
+			if l == nil {
+				r.dropLease(k)
+			} else {
+				r.setLease(k, *l)
+			}
+		}
+		restore(r.setRecord, r.dropRecordOf, w.records, k)
+		if rec, ok := a.records[k]; ok {
+			r.setRecord(k, rec)
+		}
+		restore(r.setPending, r.dropPending, w.pending, k)
+	}
+}
+
+// restore sets k to what was has for it, or drops it when was has none.
+func restore[V any](set func(core.JobKey, V), drop func(core.JobKey), was map[core.JobKey]V, k core.JobKey) {
+	if v, ok := was[k]; ok {
+		set(k, v)
+	} else {
+		drop(k)
+	}
+}
