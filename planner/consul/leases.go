@@ -17,9 +17,10 @@ import (
 
 // Store reads and writes themis keys in Consul KV.
 type Store struct {
-	api   *api.Client
-	fence fence // the leader's session while it leads (fence.go)
-	lists listCache
+	api     *api.Client
+	fence   fence       // the leader's session while it leads (fence.go)
+	lists   listCache   // listings reused while the KV index stands (cache.go)
+	decodes decodeCache // values decoded once (decoded.go)
 }
 
 // NewStore wraps a Consul API client.
