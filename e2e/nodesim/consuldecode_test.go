@@ -2,6 +2,7 @@ package nodesim_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -226,4 +227,90 @@ func (r kvRead) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "leases %v records %v checkpoints %v progress %v pending %v bad %v", r.Leases, r.Records, r.Checkpoints, r.Progress, r.Pending, r.Bad)
 	return b.String()
+}
+
+// Reading n job leases and n job records from a real Consul that does not
+// change, as a round's readStore does (Store.Leases, then Store.Records),
+// three ways in one run: listing and decoding everything (caches=none, as
+// before #35), reusing the listing while Consul's KV index stands but
+// decoding every value (caches=listings, before decoded.go), and reusing
+// the decoded values too (caches=listings+decodes):
+//
+//	go test ./e2e/nodesim -run '^$' -bench ConsulRead -benchtime 20x
+func BenchmarkConsulRead(b *testing.B) {
+	cc := startConsulKV(b)
+	ctx := context.Background()
+	written := 0
+	for _, n := range []int{1000, 10000} {
+		writeLeasesAndRecords(b, cc, written, n)
+		written = n
+		for _, mode := range []string{"none", "listings", "listings+decodes"} {
+			b.Run(fmt.Sprintf("n=%d/caches=%s", n, mode), func(b *testing.B) {
+				s := consul.NewStore(cc)
+				s.SetListCache(mode != "none")
+				s.SetDecodeCache(mode == "listings+decodes")
+				read := func() {
+					ls, err := s.Leases(ctx)
+					if err != nil || len(ls) != n {
+						b.Fatalf("%d leases: %v", len(ls), err)
+					}
+					rs, err := s.Records(ctx)
+					if err != nil || len(rs) != n {
+						b.Fatalf("%d records: %v", len(rs), err)
+					}
+				}
+				read() // what a round before the measured ones read
+				d0 := s.Decodes()
+				b.ResetTimer()
+				for range b.N {
+					read()
+				}
+				b.ReportMetric(float64(s.Decodes()-d0)/float64(b.N), "decodes/op")
+			})
+		}
+	}
+}
+
+// writeLeasesAndRecords writes the job leases (4 GPUs each, as
+// lease.JobLease.Value writes them) and job records of jobs from to n-1,
+// in transactions of 64 keys.
+func writeLeasesAndRecords(b *testing.B, cc *consulapi.Client, from, n int) {
+	b.Helper()
+	at := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	var ops consulapi.TxnOps
+	flush := func() {
+		if len(ops) == 0 {
+			return
+		}
+		ok, resp, _, err := cc.Txn().Txn(ops, nil)
+		if err != nil || !ok {
+			b.Fatalf("write leases and records: %v %+v", err, resp)
+		}
+		ops = ops[:0]
+	}
+	for i := from; i < n; i++ {
+		id := fmt.Sprintf("job-%05d", i)
+		l := lease.JobLease{LeaseID: fmt.Sprintf("lease-%05d", i), Namespace: "default", JobID: id,
+			NodeID: fmt.Sprintf("node-%04d", i/2), NodeName: fmt.Sprintf("sim-%04d", i/2), VC: "default", GrantedAt: at,
+			SubmitIndex: uint64(1000 + i), Pinned: &lease.JobVersion{CreateIndex: uint64(1000 + i), Version: 1}}
+		for g := range 4 {
+			l.GPUs = append(l.GPUs, fmt.Sprintf("sim-%04d-gpu%d", i/2, 4*(i%2)+g))
+		}
+		lv, err := l.Value()
+		if err != nil {
+			b.Fatal(err)
+		}
+		rv, err := json.Marshal(consul.JobRecord{Namespace: "default", JobID: id, FirstSubmit: at, FirstStart: at.Add(time.Minute),
+			Executed: 120, Attained: 480, Preemptions: 1, LastLease: l.LeaseID, Suspended: &lease.JobVersion{CreateIndex: 7, Version: 2}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ops = append(ops,
+			&consulapi.TxnOp{KV: &consulapi.KVTxnOp{Verb: consulapi.KVSet, Key: lease.JobKey("default", id), Value: lv}},
+			&consulapi.TxnOp{KV: &consulapi.KVTxnOp{Verb: consulapi.KVSet, Key: lease.RecordKey(core.JobKey{Namespace: "default", ID: id}), Value: rv}})
+		if len(ops) >= 64 {
+			flush()
+		}
+	}
+	flush()
 }

@@ -1,13 +1,16 @@
 package consul
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 )
 
@@ -80,4 +83,73 @@ func listRecords(c *decodeCache, pairs api.KVPairs) (used, bad string) {
 	slices.Sort(out)
 	slices.Sort(badKeys)
 	return strings.Join(out, " "), strings.Join(badKeys, "; ")
+}
+
+// Reading n job leases and n job records out of listings that did not
+// change, as Store.Leases and Store.Records do after listing (the maps
+// built each time), decoding every value (decodes=every) or only what
+// changed (decodes=once, the cache warm from an earlier listing):
+//
+//	go test ./planner/consul -run '^$' -bench DecodeListings
+func BenchmarkDecodeListings(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		leases, records := leaseAndRecordPairs(b, n)
+		for _, mode := range []string{"every", "once"} {
+			b.Run(fmt.Sprintf("n=%d/decodes=%s", n, mode), func(b *testing.B) {
+				var c *decodeCache
+				if mode == "once" {
+					c = &decodeCache{}
+					readLeasesAndRecords(b, c, leases, records, n)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					readLeasesAndRecords(b, c, leases, records, n)
+				}
+			})
+		}
+	}
+}
+
+func readLeasesAndRecords(b *testing.B, c *decodeCache, leases, records api.KVPairs, n int) {
+	ls := map[core.JobKey]lease.JobLease{}
+	if bad := decodeCached(c, leases, lease.JobPrefix(), leaseJob, func(l lease.JobLease, _ uint64) {
+		ls[core.JobKey{Namespace: l.Namespace, ID: l.JobID}] = l
+	}); len(bad) > 0 || len(ls) != n {
+		b.Fatalf("%d leases, bad %v", len(ls), bad)
+	}
+	rs := map[core.JobKey]JobRecord{}
+	if bad := decodeCached(c, records, lease.RecordPrefix, JobRecord.Key, func(r JobRecord, index uint64) {
+		r.index = index
+		rs[r.Key()] = r
+	}); len(bad) > 0 || len(rs) != n {
+		b.Fatalf("%d records, bad %v", len(rs), bad)
+	}
+}
+
+// leaseAndRecordPairs is n job leases of 4 GPUs and n job records, as the
+// planner writes them.
+func leaseAndRecordPairs(tb testing.TB, n int) (leases, records api.KVPairs) {
+	at := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		id := fmt.Sprintf("job-%05d", i)
+		l := lease.JobLease{LeaseID: fmt.Sprintf("lease-%05d", i), Namespace: "default", JobID: id,
+			NodeID: fmt.Sprintf("node-%04d", i/2), NodeName: fmt.Sprintf("sim-%04d", i/2), VC: "default", GrantedAt: at,
+			SubmitIndex: uint64(1000 + i), Pinned: &lease.JobVersion{CreateIndex: uint64(1000 + i), Version: 1}}
+		for g := range 4 {
+			l.GPUs = append(l.GPUs, fmt.Sprintf("sim-%04d-gpu%d", i/2, 4*(i%2)+g))
+		}
+		v, err := l.Value()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		leases = append(leases, &api.KVPair{Key: lease.JobKey("default", id), Value: v, ModifyIndex: uint64(2000 + i)})
+		r, err := json.Marshal(JobRecord{Namespace: "default", JobID: id, FirstSubmit: at, FirstStart: at.Add(time.Minute),
+			Executed: 120, Attained: 480, Preemptions: 1, LastLease: l.LeaseID, Suspended: &lease.JobVersion{CreateIndex: 7, Version: 2}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		records = append(records, &api.KVPair{Key: lease.RecordKey(core.JobKey{Namespace: "default", ID: id}), Value: r, ModifyIndex: uint64(3000 + i)})
+	}
+	return leases, records
 }
