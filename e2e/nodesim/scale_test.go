@@ -34,7 +34,9 @@ import (
 // 8-GPU nodes (the nodesim command, a process of its own), every GPU held
 // by a running 4-GPU job, and the queued jobs (1-8 GPUs) waiting behind
 // them. It then times rounds where nothing changes (Reconcile called
-// directly, fifo), the Nomad snapshot alone, the requests and bytes each
+// directly, fifo) three ways in the same cluster (listing everything;
+// reading what changed but decoding every Consul value; decoding each
+// value once), the Nomad snapshot alone, the requests and bytes each
 // round reads, this process's RSS (the planner's; the nodes run in the
 // nodesim process) and the nodesim process's CPU per node. A measurement,
 // not a timed test: it fails only when the run itself fails. Set
@@ -111,17 +113,25 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 	}
 
 	// Rounds where nothing changes, first listing everything in Nomad and
-	// Consul each round (as before #35), then reading what changed.
-	for _, fullLists := range []bool{true, false} {
-		nc.SetFullLists(fullLists)
-		store.SetListCache(!fullLists)
+	// Consul each round (as before #35), then reading what changed but
+	// decoding every Consul value of the reused listings (before
+	// planner/consul/decoded.go), then decoding each value once.
+	for _, mode := range []struct {
+		how                    string
+		fullLists, decodeEvery bool
+	}{
+		{"full-lists", true, true},
+		{"incremental-decode-every", false, true},
+		{"incremental", false, false},
+	} {
+		nc.SetFullLists(mode.fullLists)
+		store.SetListCache(!mode.fullLists)
+		store.SetDecodeCache(!mode.decodeEvery)
 		if err := p.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}
-		how := "incremental"
-		if fullLists {
-			how = "full-lists"
-		}
+		how := mode.how
+		decodes0 := store.Decodes()
 		simCPU0, selfCPU0 := procCPU(t, sim.Process.Pid), procCPU(t, os.Getpid())
 		nomadCalls.reset()
 		consulCalls.reset()
@@ -151,6 +161,7 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 		wall := time.Since(measured)
 		nreq, nbytes := nomadCalls.take()
 		creq, cbytes := consulCalls.take()
+		decodes := (store.Decodes() - decodes0) / rounds
 		simCPU, selfCPU := procCPU(t, sim.Process.Pid)-simCPU0, procCPU(t, os.Getpid())-selfCPU0
 		var snap []time.Duration
 		for range 10 {
@@ -166,10 +177,10 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 		slices.Sort(lat)
 		slices.Sort(snap)
 		t.Logf("SCALE %s nodes=%d queued=%d running=%d: round p50 %s max(of %d) %s; first rounds %v; Nomad snapshot p50 %s; "+
-			"per round Nomad %d requests %s, Consul %d requests %s (gzip'd bytes on the wire); planner process CPU %.0f%% of the rounds' wall, RSS %d MiB, heap %d MiB; "+
+			"per round Nomad %d requests %s, Consul %d requests %s (gzip'd bytes on the wire), %d Consul values decoded; planner process CPU %.0f%% of the rounds' wall, RSS %d MiB, heap %d MiB; "+
 			"nodesim CPU %.2f ms/s per 100 nodes while the planner ran",
 			how, nodes, queued, running, ms1(lat[len(lat)/2]), rounds, ms1(lat[len(lat)-1]), roundAll(first), ms1(snap[len(snap)/2]),
-			nreq/rounds, mib(nbytes/rounds), creq/rounds, mib(cbytes/rounds),
+			nreq/rounds, mib(nbytes/rounds), creq/rounds, mib(cbytes/rounds), decodes,
 			100*selfCPU.Seconds()/wall.Seconds(), rssKiB(t)/1024, ms.HeapInuse>>20,
 			1000*simCPU.Seconds()/wall.Seconds()/float64(nodes)*100)
 	}
