@@ -86,8 +86,8 @@ func listRecords(c *decodeCache, pairs api.KVPairs) (used, bad string) {
 }
 
 // Reading n job leases and n job records out of listings that did not
-// change, as Store.Leases and Store.Records do after listing (the maps
-// built each time), decoding every value (decodes=every) or only what
+// change, as Store.Leases and Store.Records do after listing (byJob: the
+// maps built each time), decoding every value (decodes=every) or only what
 // changed (decodes=once, the cache warm from an earlier listing):
 //
 //	go test ./planner/consul -run '^$' -bench DecodeListings
@@ -112,17 +112,10 @@ func BenchmarkDecodeListings(b *testing.B) {
 }
 
 func readLeasesAndRecords(b *testing.B, c *decodeCache, leases, records api.KVPairs, n int) {
-	ls := map[core.JobKey]lease.JobLease{}
-	if bad := decodeCached(c, leases, lease.JobPrefix(), leaseJob, func(l lease.JobLease, _ uint64) {
-		ls[core.JobKey{Namespace: l.Namespace, ID: l.JobID}] = l
-	}); len(bad) > 0 || len(ls) != n {
+	if ls, bad := byJob(c, leases, lease.JobPrefix(), leaseJob, nil); len(bad) > 0 || len(ls) != n {
 		b.Fatalf("%d leases, bad %v", len(ls), bad)
 	}
-	rs := map[core.JobKey]JobRecord{}
-	if bad := decodeCached(c, records, lease.RecordPrefix, JobRecord.Key, func(r JobRecord, index uint64) {
-		r.index = index
-		rs[r.Key()] = r
-	}); len(bad) > 0 || len(rs) != n {
+	if rs, bad := byJob(c, records, lease.RecordPrefix, JobRecord.Key, WithIndex); len(bad) > 0 || len(rs) != n {
 		b.Fatalf("%d records, bad %v", len(rs), bad)
 	}
 }

@@ -59,14 +59,50 @@ func Unreadable(err error) ([]BadKey, error) {
 // gets shares its slices and pointers with later listings, and must not
 // be written through.
 func list[T any](ctx context.Context, s *Store, prefix string, owner func(T) core.JobKey, each func(v T, index uint64)) error {
-	pairs, err := s.listPairs(ctx, prefix)
+	pairs, err := s.listPrefix(ctx, prefix)
 	if err != nil {
-		return aclErr(fmt.Errorf("list %s: %w", prefix, err), "list "+prefix, prefix, "read")
+		return err
 	}
 	if bad := decodeCached(&s.decodes, pairs, prefix, owner, each); len(bad) > 0 {
 		return &UnreadableError{Keys: bad}
 	}
 	return nil
+}
+
+// listByJob is list into a new map by job, each value first passed
+// through set (when not nil) with its ModifyIndex.
+func listByJob[T any](ctx context.Context, s *Store, prefix string, owner func(T) core.JobKey, set func(v T, index uint64) T) (map[core.JobKey]T, error) {
+	pairs, err := s.listPrefix(ctx, prefix)
+	if err != nil {
+		return map[core.JobKey]T{}, err
+	}
+	out, bad := byJob(&s.decodes, pairs, prefix, owner, set)
+	if len(bad) > 0 {
+		return out, &UnreadableError{Keys: bad}
+	}
+	return out, nil
+}
+
+// byJob is listByJob's decoding (through c, when not nil), without
+// Consul: a map sized for the listing.
+func byJob[T any](c *decodeCache, pairs api.KVPairs, prefix string, owner func(T) core.JobKey, set func(v T, index uint64) T) (map[core.JobKey]T, []BadKey) {
+	out := make(map[core.JobKey]T, len(pairs))
+	bad := decodeCached(c, pairs, prefix, owner, func(v T, index uint64) {
+		if set != nil {
+			v = set(v, index)
+		}
+		out[owner(v)] = v
+	})
+	return out, bad
+}
+
+// listPrefix lists prefix (cache.go), a refusal naming the ACL rule.
+func (s *Store) listPrefix(ctx context.Context, prefix string) (api.KVPairs, error) {
+	pairs, err := s.listPairs(ctx, prefix)
+	if err != nil {
+		return nil, aclErr(fmt.Errorf("list %s: %w", prefix, err), "list "+prefix, prefix, "read")
+	}
+	return pairs, nil
 }
 
 // KeyJob is the job of a key <prefix><namespace>/<job>, each part path
