@@ -2,6 +2,7 @@ package nodesim_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,6 +186,7 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 			100*selfCPU.Seconds()/wall.Seconds(), rssKiB(t)/1024, ms.HeapInuse>>20,
 			1000*simCPU.Seconds()/wall.Seconds()/float64(nodes)*100)
 	}
+	compareDecodes(ctx, t, p, store)
 	// The nodes idle (no allocation changes) for 20 s: their heartbeats
 	// and blocking queries alone.
 	idle0 := procCPU(t, sim.Process.Pid)
@@ -362,3 +365,46 @@ func roundAll(ds []time.Duration) []string {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
+
+// compareDecodes times no-change rounds decoding every Consul value of the
+// reused listings and decoding each value once in turn, round by round, so
+// that the shared machine's load weighs on both alike: each round's wall
+// time and the planner process's CPU time (getrusage, which counts every
+// thread: the garbage collector's too). Turning the cache off keeps its
+// values, so the rounds that use it find it warm.
+func compareDecodes(ctx context.Context, t *testing.T, p *planner.Planner, store *consul.Store) {
+	const rounds = 40 // 20 each way
+	var lat [2][]time.Duration
+	var cpu [2]time.Duration
+	var decodes [2]uint64
+	for i := range rounds {
+		once := i % 2
+		store.SetDecodeCache(once == 1)
+		d0, c0, start := store.Decodes(), selfRusage(t), time.Now()
+		if err := p.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		lat[once] = append(lat[once], time.Since(start))
+		cpu[once] += selfRusage(t) - c0
+		decodes[once] += store.Decodes() - d0
+	}
+	for i := range lat {
+		slices.Sort(lat[i])
+	}
+	n := time.Duration(rounds / 2)
+	t.Logf("SCALE decoding in turn, %d rounds each: every value: round p50 %s, planner CPU %s a round, %d values decoded a round; "+
+		"each value once: round p50 %s, planner CPU %s a round, %d decoded a round; once/every: p50 %.2f, CPU %.2f",
+		rounds/2, ms1(lat[0][len(lat[0])/2]), ms1(cpu[0]/n), decodes[0]/uint64(n), ms1(lat[1][len(lat[1])/2]), ms1(cpu[1]/n), decodes[1]/uint64(n),
+		lat[1][len(lat[1])/2].Seconds()/lat[0][len(lat[0])/2].Seconds(), cpu[1].Seconds()/cpu[0].Seconds())
+}
+
+// selfRusage is this process's user+system CPU time so far, from getrusage
+// (finer than /proc's clock ticks).
+func selfRusage(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -18,8 +18,9 @@ import (
 // key: an unchanged listing decodes nothing (the same slices, or a fresh
 // listing of the same bytes at new indexes), a changed value or a key that
 // left and came back is decoded again, a value that cannot be used is not
-// decoded again until it changes, and what each listing hands out is what
-// a listing without the cache hands out, with the listed pair's index.
+// decoded again until it changes, a cache turned off and on again decodes
+// what changed meanwhile, and what each listing hands out is what a
+// listing without the cache hands out, with the listed pair's index.
 func TestDecodeCacheDecodesEachValueOnce(t *testing.T) {
 	pair := func(id, value string, index uint64) *api.KVPair {
 		return &api.KVPair{Key: lease.RecordPrefix + "default/" + id, Value: []byte(value), ModifyIndex: index}
@@ -34,20 +35,26 @@ func TestDecodeCacheDecodesEachValueOnce(t *testing.T) {
 		name    string
 		pairs   api.KVPairs
 		decodes uint64
+		off     bool // the cache turned off (SetDecodeCache)
 	}{
-		{"first listing", first, 3},
-		{"the same listing again", first, 0},
+		{"first listing", first, 3, false},
+		{"the same listing again", first, 0, false},
 		{"the same bytes listed afresh at new indexes",
-			api.KVPairs{pair("a", rec("a", 1), 20), pair("b", rec("b", 2), 21), pair("c", `{not json`, 22)}, 0},
-		{"a changed", api.KVPairs{pair("a", rec("a", 5), 30), pair("b", rec("b", 2), 21), pair("c", `{not json`, 22)}, 1},
-		{"b deleted", api.KVPairs{pair("a", rec("a", 5), 30), pair("c", `{not json`, 22)}, 0},
-		{"b back with its old value", api.KVPairs{pair("a", rec("a", 5), 30), pair("b", rec("b", 2), 40), pair("c", `{not json`, 22)}, 1},
-		{"c fixed", api.KVPairs{pair("a", rec("a", 5), 30), pair("b", rec("b", 2), 40), pair("c", rec("c", 0), 50)}, 1},
-		{"a names another job", api.KVPairs{pair("a", rec("b", 9), 60), pair("b", rec("b", 2), 40), pair("c", rec("c", 0), 50)}, 1},
-		{"everything deleted", api.KVPairs{}, 0},
-		{"a back, then nothing else", api.KVPairs{pair("a", rec("a", 1), 70), nil}, 1},
+			api.KVPairs{pair("a", rec("a", 1), 20), pair("b", rec("b", 2), 21), pair("c", `{not json`, 22)}, 0, false},
+		{"a changed", api.KVPairs{pair("a", rec("a", 5), 30), pair("b", rec("b", 2), 21), pair("c", `{not json`, 22)}, 1, false},
+		{"b deleted", api.KVPairs{pair("a", rec("a", 5), 30), pair("c", `{not json`, 22)}, 0, false},
+		{"b back with its old value", api.KVPairs{pair("a", rec("a", 5), 30), pair("b", rec("b", 2), 40), pair("c", `{not json`, 22)}, 1, false},
+		{"c fixed", api.KVPairs{pair("a", rec("a", 5), 30), pair("b", rec("b", 2), 40), pair("c", rec("c", 0), 50)}, 1, false},
+		{"a names another job", api.KVPairs{pair("a", rec("b", 9), 60), pair("b", rec("b", 2), 40), pair("c", rec("c", 0), 50)}, 1, false},
+		{name: "the cache off, c changed", off: true, decodes: 3,
+			pairs: api.KVPairs{pair("a", rec("b", 9), 60), pair("b", rec("b", 2), 40), pair("c", rec("c", 7), 80)}},
+		{name: "on again: c, changed while it was off, decoded", decodes: 1,
+			pairs: api.KVPairs{pair("a", rec("b", 9), 60), pair("b", rec("b", 2), 40), pair("c", rec("c", 7), 80)}},
+		{"everything deleted", api.KVPairs{}, 0, false},
+		{"a back, then nothing else", api.KVPairs{pair("a", rec("a", 1), 70), nil}, 1, false},
 	} {
 		t.Run(step.name, func(t *testing.T) {
+			cache.off = step.off
 			got, gotBad := listRecords(&cache, step.pairs)
 			want, wantBad := listRecords(nil, step.pairs)
 			if got != want || gotBad != wantBad {
@@ -63,7 +70,7 @@ func TestDecodeCacheDecodesEachValueOnce(t *testing.T) {
 					listed++
 				}
 			}
-			if kept := len(cache.m[lease.RecordPrefix].(map[string]decoded[JobRecord])); kept != listed {
+			if kept := len(cache.m[lease.RecordPrefix].(map[string]decoded[JobRecord])); kept != listed && !step.off {
 				t.Errorf("cache keeps %d keys, the listing has %d", kept, listed)
 			}
 		})
