@@ -30,18 +30,18 @@ import (
 // check-and-set) is always the listed pair's own.
 //
 // The rule for callers: the values a listing returns (lease.JobLease,
-// JobRecord, lease.Pending, lease.ProgressRecord, lease.CheckpointRecord)
-// share their slices and pointers (a lease's GPUs, Cells, Parts, Pinned,
-// Revoke and Revoke.Suspends; a record's Suspended; a pending grant's
-// GPUs; a progress record's Loss) with the cache and with every later
-// listing, for as long as the key keeps its value. The maps a listing
-// returns are the caller's own, to change as it likes, and so are the
-// values' plain fields. A caller may replace a shared field of its copy
-// whole (l.Revoke = &rv after rv := *l.Revoke, rec.Suspended = v,
-// l.Cells = nil) but must never write through one: no l.GPUs[i] = x, no
-// sort of l.GPUs in place, no append to a shared slice, no
-// l.Revoke.Deadline = t or *l.Pinned = v. docs/scale.md, "Decoding each
-// value once", lists the places audited.
+// JobRecord, lease.Pending, lease.ProgressRecord, lease.CheckpointRecord,
+// JobStatus) share their slices and pointers (a lease's GPUs, Cells,
+// Parts, Pinned, Revoke and Revoke.Suspends; a record's Suspended; a
+// pending grant's and a status's GPUs; a progress record's Loss) with the
+// cache and with every later listing, for as long as the key keeps its
+// value. The maps and slices a listing returns are the caller's own, to
+// change as it likes, and so are the values' plain fields. A caller may
+// replace a shared field of its copy whole (l.Revoke = &rv after
+// rv := *l.Revoke, rec.Suspended = v, l.Cells = nil) but must never write
+// through one: no l.GPUs[i] = x, no sort of l.GPUs in place, no append to
+// a shared slice, no l.Revoke.Deadline = t or *l.Pinned = v.
+// docs/scale.md, "Decoding each value once", lists the places audited.
 type decodeCache struct {
 	mu  sync.Mutex
 	off bool
