@@ -22,24 +22,8 @@ import (
 // write elsewhere in KV and delete of the last key says what a store
 // without the cache says.
 func TestConsulListCacheSeesEveryWrite(t *testing.T) {
-	agents := agentsDir(t)
 	ctx := context.Background()
-	templates, err := filepath.Abs("../../examples/agents")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := devstack.StartConsul(ctx, devstack.Config{ConsulBin: filepath.Join(agents, "consul"), Templates: templates,
-		DataDir: filepath.Join(t.TempDir(), "consul"), Log: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cs.Stop)
-	cfg := consulapi.DefaultConfig()
-	cfg.Address = cs.ConsulAddr()
-	cc, err := consulapi.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cc := startConsulKV(t)
 	cached, plain := consul.NewStore(cc), consul.NewStore(cc)
 	plain.SetListCache(false)
 	check := func(step string) {
@@ -91,4 +75,28 @@ func keys(m map[core.JobKey]consul.JobRecord) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// startConsulKV starts a Consul of the test's own and returns a client of
+// it.
+func startConsulKV(tb testing.TB) *consulapi.Client {
+	tb.Helper()
+	agents := agentsDir(tb)
+	templates, err := filepath.Abs("../../examples/agents")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cs, err := devstack.StartConsul(context.Background(), devstack.Config{ConsulBin: filepath.Join(agents, "consul"), Templates: templates,
+		DataDir: filepath.Join(tb.TempDir(), "consul"), Log: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(cs.Stop)
+	cfg := consulapi.DefaultConfig()
+	cfg.Address = cs.ConsulAddr()
+	cc, err := consulapi.NewClient(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cc
 }

@@ -223,7 +223,7 @@ func startServer(t *testing.T, nodes int) *harness {
 
 // agentsDir is where the pinned Nomad and Consul are: THEMIS_AGENTS_DIR,
 // else what e2e/agents/build.sh builds (once) and prints.
-func agentsDir(t *testing.T) string {
+func agentsDir(t testing.TB) string {
 	t.Helper()
 	if d := os.Getenv("THEMIS_AGENTS_DIR"); d != "" {
 		return d

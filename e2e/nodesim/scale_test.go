@@ -2,6 +2,7 @@ package nodesim_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,7 +36,9 @@ import (
 // 8-GPU nodes (the nodesim command, a process of its own), every GPU held
 // by a running 4-GPU job, and the queued jobs (1-8 GPUs) waiting behind
 // them. It then times rounds where nothing changes (Reconcile called
-// directly, fifo), the Nomad snapshot alone, the requests and bytes each
+// directly, fifo) three ways in the same cluster (listing everything;
+// reading what changed but decoding every Consul value; decoding each
+// value once), the Nomad snapshot alone, the requests and bytes each
 // round reads, this process's RSS (the planner's; the nodes run in the
 // nodesim process) and the nodesim process's CPU per node. A measurement,
 // not a timed test: it fails only when the run itself fails. Set
@@ -111,17 +115,25 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 	}
 
 	// Rounds where nothing changes, first listing everything in Nomad and
-	// Consul each round (as before #35), then reading what changed.
-	for _, fullLists := range []bool{true, false} {
-		nc.SetFullLists(fullLists)
-		store.SetListCache(!fullLists)
+	// Consul each round (as before #35), then reading what changed but
+	// decoding every Consul value of the reused listings (before
+	// planner/consul/decoded.go), then decoding each value once.
+	for _, mode := range []struct {
+		how                    string
+		fullLists, decodeEvery bool
+	}{
+		{"full-lists", true, true},
+		{"incremental-decode-every", false, true},
+		{"incremental", false, false},
+	} {
+		nc.SetFullLists(mode.fullLists)
+		store.SetListCache(!mode.fullLists)
+		store.SetDecodeCache(!mode.decodeEvery)
 		if err := p.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}
-		how := "incremental"
-		if fullLists {
-			how = "full-lists"
-		}
+		how := mode.how
+		decodes0 := store.Decodes()
 		simCPU0, selfCPU0 := procCPU(t, sim.Process.Pid), procCPU(t, os.Getpid())
 		nomadCalls.reset()
 		consulCalls.reset()
@@ -151,6 +163,7 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 		wall := time.Since(measured)
 		nreq, nbytes := nomadCalls.take()
 		creq, cbytes := consulCalls.take()
+		decodes := (store.Decodes() - decodes0) / rounds
 		simCPU, selfCPU := procCPU(t, sim.Process.Pid)-simCPU0, procCPU(t, os.Getpid())-selfCPU0
 		var snap []time.Duration
 		for range 10 {
@@ -166,13 +179,14 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 		slices.Sort(lat)
 		slices.Sort(snap)
 		t.Logf("SCALE %s nodes=%d queued=%d running=%d: round p50 %s max(of %d) %s; first rounds %v; Nomad snapshot p50 %s; "+
-			"per round Nomad %d requests %s, Consul %d requests %s (gzip'd bytes on the wire); planner process CPU %.0f%% of the rounds' wall, RSS %d MiB, heap %d MiB; "+
+			"per round Nomad %d requests %s, Consul %d requests %s (gzip'd bytes on the wire), %d Consul values decoded; planner process CPU %.0f%% of the rounds' wall, RSS %d MiB, heap %d MiB; "+
 			"nodesim CPU %.2f ms/s per 100 nodes while the planner ran",
 			how, nodes, queued, running, ms1(lat[len(lat)/2]), rounds, ms1(lat[len(lat)-1]), roundAll(first), ms1(snap[len(snap)/2]),
-			nreq/rounds, mib(nbytes/rounds), creq/rounds, mib(cbytes/rounds),
+			nreq/rounds, mib(nbytes/rounds), creq/rounds, mib(cbytes/rounds), decodes,
 			100*selfCPU.Seconds()/wall.Seconds(), rssKiB(t)/1024, ms.HeapInuse>>20,
 			1000*simCPU.Seconds()/wall.Seconds()/float64(nodes)*100)
 	}
+	compareDecodes(ctx, t, p, store)
 	// The nodes idle (no allocation changes) for 20 s: their heartbeats
 	// and blocking queries alone.
 	idle0 := procCPU(t, sim.Process.Pid)
@@ -351,3 +365,50 @@ func roundAll(ds []time.Duration) []string {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
+
+// compareDecodes times no-change rounds decoding every Consul value of the
+// reused listings and decoding each value once in turn, round by round, so
+// that the shared machine's load weighs on both alike: each round's wall
+// time and the planner process's CPU time (getrusage, every thread) for
+// the round and a collection forced after it, so that each round pays for
+// its own garbage (else one way's garbage is collected during the other's
+// rounds; the forced collection's marking of the live heap weighs on both
+// alike). Turning the cache off keeps its values, so the rounds that use
+// it find it warm.
+func compareDecodes(ctx context.Context, t *testing.T, p *planner.Planner, store *consul.Store) {
+	const rounds = 40 // 20 each way
+	var lat [2][]time.Duration
+	var cpu [2]time.Duration
+	var decodes [2]uint64
+	for i := range rounds {
+		once := i % 2
+		store.SetDecodeCache(once == 1)
+		d0, c0, start := store.Decodes(), selfRusage(t), time.Now()
+		if err := p.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		lat[once] = append(lat[once], time.Since(start))
+		runtime.GC() // the round's garbage, collected on its account
+		cpu[once] += selfRusage(t) - c0
+		decodes[once] += store.Decodes() - d0
+	}
+	for i := range lat {
+		slices.Sort(lat[i])
+	}
+	n := time.Duration(rounds / 2)
+	t.Logf("SCALE decoding in turn, %d rounds each: every value: round p50 %s, planner CPU %s a round with its GC, %d values decoded a round; "+
+		"each value once: round p50 %s, planner CPU %s a round with its GC, %d decoded a round; once/every: p50 %.2f, CPU %.2f",
+		rounds/2, ms1(lat[0][len(lat[0])/2]), ms1(cpu[0]/n), decodes[0]/uint64(n), ms1(lat[1][len(lat[1])/2]), ms1(cpu[1]/n), decodes[1]/uint64(n),
+		lat[1][len(lat[1])/2].Seconds()/lat[0][len(lat[0])/2].Seconds(), cpu[1].Seconds()/cpu[0].Seconds())
+}
+
+// selfRusage is this process's user+system CPU time so far, from getrusage
+// (finer than /proc's clock ticks).
+func selfRusage(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

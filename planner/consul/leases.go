@@ -17,9 +17,10 @@ import (
 
 // Store reads and writes themis keys in Consul KV.
 type Store struct {
-	api   *api.Client
-	fence fence // the leader's session while it leads (fence.go)
-	lists listCache
+	api     *api.Client
+	fence   fence       // the leader's session while it leads (fence.go)
+	lists   listCache   // listings reused while the KV index stands (cache.go)
+	decodes decodeCache // values decoded once (decoded.go)
 }
 
 // NewStore wraps a Consul API client.
@@ -28,11 +29,7 @@ func NewStore(c *api.Client) *Store { return &Store{api: c} }
 // Leases lists the job leases, keyed by job; one that cannot be used is
 // named in an *UnreadableError, returned with the rest.
 func (s *Store) Leases(ctx context.Context) (map[core.JobKey]lease.JobLease, error) {
-	out := map[core.JobKey]lease.JobLease{}
-	err := list(ctx, s, lease.JobPrefix(), leaseJob, func(l lease.JobLease, _ uint64) {
-		out[core.JobKey{Namespace: l.Namespace, ID: l.JobID}] = l
-	})
-	return out, err
+	return listByJob(ctx, s, lease.JobPrefix(), leaseJob, nil)
 }
 
 // Grant writes a job lease and one key per GPU in one transaction. Every key

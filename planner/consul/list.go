@@ -54,47 +54,55 @@ func Unreadable(err error) ([]BadKey, error) {
 
 // list reads the values under prefix and hands each that decodes as a T,
 // and (when owner is not nil) names the job its key names, to each with
-// its ModifyIndex; the others come back in an *UnreadableError.
+// its ModifyIndex; the others come back in an *UnreadableError. A value
+// is decoded once for as long as its key keeps it (decoded.go): what each
+// gets shares its slices and pointers with later listings, and must not
+// be written through.
 func list[T any](ctx context.Context, s *Store, prefix string, owner func(T) core.JobKey, each func(v T, index uint64)) error {
-	pairs, err := s.listPairs(ctx, prefix)
+	pairs, err := s.listPrefix(ctx, prefix)
 	if err != nil {
-		return aclErr(fmt.Errorf("list %s: %w", prefix, err), "list "+prefix, prefix, "read")
+		return err
 	}
-	if bad := decodeEach(pairs, prefix, owner, each); len(bad) > 0 {
+	if bad := decodeCached(&s.decodes, pairs, prefix, owner, each); len(bad) > 0 {
 		return &UnreadableError{Keys: bad}
 	}
 	return nil
 }
 
-// decodeEach is list's decoding, without Consul.
-func decodeEach[T any](pairs api.KVPairs, prefix string, owner func(T) core.JobKey, each func(v T, index uint64)) []BadKey {
-	var bad []BadKey
-	for _, p := range pairs {
-		if p == nil {
-			continue
-		}
-		var k core.JobKey
-		var kerr error
-		if owner != nil {
-			k, kerr = KeyJob(prefix, p.Key)
-		}
-		var v T
-		err := json.Unmarshal(p.Value, &v)
-		switch {
-		case kerr != nil:
-			err = kerr
-		case err != nil:
-			err = fmt.Errorf("does not decode: %w", err)
-		case owner != nil && owner(v) != k:
-			err = fmt.Errorf("its value names job %s, its key %s", owner(v), k)
-		}
-		if err != nil {
-			bad = append(bad, BadKey{Key: p.Key, Job: k, Err: err})
-			continue
-		}
-		each(v, p.ModifyIndex)
+// listByJob is list into a new map by job, each value first passed
+// through set (when not nil) with its ModifyIndex.
+func listByJob[T any](ctx context.Context, s *Store, prefix string, owner func(T) core.JobKey, set func(v T, index uint64) T) (map[core.JobKey]T, error) {
+	pairs, err := s.listPrefix(ctx, prefix)
+	if err != nil {
+		return map[core.JobKey]T{}, err
 	}
-	return bad
+	out, bad := byJob(&s.decodes, pairs, prefix, owner, set)
+	if len(bad) > 0 {
+		return out, &UnreadableError{Keys: bad}
+	}
+	return out, nil
+}
+
+// byJob is listByJob's decoding (through c, when not nil), without
+// Consul: a map sized for the listing.
+func byJob[T any](c *decodeCache, pairs api.KVPairs, prefix string, owner func(T) core.JobKey, set func(v T, index uint64) T) (map[core.JobKey]T, []BadKey) {
+	out := make(map[core.JobKey]T, len(pairs))
+	bad := decodeCached(c, pairs, prefix, owner, func(v T, index uint64) {
+		if set != nil {
+			v = set(v, index)
+		}
+		out[owner(v)] = v
+	})
+	return out, bad
+}
+
+// listPrefix lists prefix (cache.go), a refusal naming the ACL rule.
+func (s *Store) listPrefix(ctx context.Context, prefix string) (api.KVPairs, error) {
+	pairs, err := s.listPairs(ctx, prefix)
+	if err != nil {
+		return nil, aclErr(fmt.Errorf("list %s: %w", prefix, err), "list "+prefix, prefix, "read")
+	}
+	return pairs, nil
 }
 
 // KeyJob is the job of a key <prefix><namespace>/<job>, each part path

@@ -14,13 +14,9 @@ import (
 // by job; one that cannot be used is named in an *UnreadableError,
 // returned with the rest.
 func (s *Store) Pending(ctx context.Context) (map[core.JobKey]lease.Pending, error) {
-	out := map[core.JobKey]lease.Pending{}
-	err := list(ctx, s, lease.PendingPrefix(), func(pg lease.Pending) core.JobKey {
+	return listByJob(ctx, s, lease.PendingPrefix(), func(pg lease.Pending) core.JobKey {
 		return core.JobKey{Namespace: pg.Namespace, ID: pg.JobID}
-	}, func(pg lease.Pending, _ uint64) {
-		out[core.JobKey{Namespace: pg.Namespace, ID: pg.JobID}] = pg
-	})
-	return out, err
+	}, nil)
 }
 
 // PutPending records a grant that waits for its GPUs.

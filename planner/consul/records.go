@@ -59,12 +59,7 @@ func (r JobRecord) Key() core.JobKey { return core.JobKey{Namespace: r.Namespace
 // Records lists every job record (a record that cannot be used is left
 // out and named in an *UnreadableError, returned with the rest).
 func (s *Store) Records(ctx context.Context) (map[core.JobKey]JobRecord, error) {
-	out := map[core.JobKey]JobRecord{}
-	err := list(ctx, s, lease.RecordPrefix, JobRecord.Key, func(r JobRecord, index uint64) {
-		r.index = index
-		out[r.Key()] = r
-	})
-	return out, err
+	return listByJob(ctx, s, lease.RecordPrefix, JobRecord.Key, WithIndex)
 }
 
 // PutRecord writes a record, check-and-set on the index it was read at (0
@@ -172,8 +167,9 @@ func rollback(resp *api.TxnResponse, ops api.TxnOps) string {
 	return msg
 }
 
-// WithIndex returns r as if read at a Consul ModifyIndex, for stores that
-// stand in for Consul (tests).
+// WithIndex returns r as if read at a Consul ModifyIndex: what Records
+// does with each record it lists, and what stores that stand in for
+// Consul (tests) do.
 func WithIndex(r JobRecord, index uint64) JobRecord {
 	r.index = index
 	return r
@@ -183,26 +179,18 @@ func WithIndex(r JobRecord, index uint64) JobRecord {
 // driver published them (lease.CheckpointKey); one that cannot be used is
 // named in an *UnreadableError, returned with the rest.
 func (s *Store) Checkpoints(ctx context.Context) (map[core.JobKey]lease.CheckpointRecord, error) {
-	out := map[core.JobKey]lease.CheckpointRecord{}
-	err := list(ctx, s, lease.CheckpointPrefix(), func(c lease.CheckpointRecord) core.JobKey {
+	return listByJob(ctx, s, lease.CheckpointPrefix(), func(c lease.CheckpointRecord) core.JobKey {
 		return core.JobKey{Namespace: c.Namespace, ID: c.JobID}
-	}, func(c lease.CheckpointRecord, _ uint64) {
-		out[core.JobKey{Namespace: c.Namespace, ID: c.JobID}] = c
-	})
-	return out, err
+	}, nil)
 }
 
 // Progress lists the jobs' progress records (lease.ProgressKey), as the
 // task drivers published them; one that cannot be used is named in an
 // *UnreadableError, returned with the rest.
 func (s *Store) Progress(ctx context.Context) (map[core.JobKey]lease.ProgressRecord, error) {
-	out := map[core.JobKey]lease.ProgressRecord{}
-	err := list(ctx, s, lease.ProgressPrefix(), func(p lease.ProgressRecord) core.JobKey {
+	return listByJob(ctx, s, lease.ProgressPrefix(), func(p lease.ProgressRecord) core.JobKey {
 		return core.JobKey{Namespace: p.Namespace, ID: p.JobID}
-	}, func(p lease.ProgressRecord, _ uint64) {
-		out[core.JobKey{Namespace: p.Namespace, ID: p.JobID}] = p
-	})
-	return out, err
+	}, nil)
 }
 
 // put writes value at key (no check-and-set: keys only the leader writes;
