@@ -15,7 +15,6 @@ import (
 
 	"github.com/themis-nomad/themis/device/topology"
 	"github.com/themis-nomad/themis/e2e/devstack"
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 )
@@ -100,7 +99,7 @@ func TestAdversaryACLSubmitOnlyUserGetsNoUnleasedGPU(t *testing.T) {
 		{*nvidia.ID, []string{`group "train"`, `task "hello"`, `device "nvidia/gpu"`}},
 		{*gang.ID, []string{`meta "themis.gang"`}},
 	} {
-		st := readKV[consul.JobStatus](t, cc, lease.StatusKey(core.JobKey{Namespace: "team", ID: c.id}))
+		st := readKV[lease.JobStatus](t, cc, lease.StatusKey(core.JobKey{Namespace: "team", ID: c.id}))
 		if st == nil || st.State != "rejected" {
 			t.Errorf("%s: status %+v, want rejected", c.id, st)
 			continue

@@ -12,7 +12,6 @@ import (
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 )
@@ -70,7 +69,7 @@ func TestAdversaryACLTenancyIsBound(t *testing.T) {
 		}
 		return slices.ContainsFunc(as, func(a *nomadapi.AllocationListStub) bool { return a.ClientStatus == "complete" }), nil
 	})
-	st := readKV[consul.JobStatus](t, cc, lease.StatusKey(core.JobKey{Namespace: "team-research", ID: "claims-trial"}))
+	st := readKV[lease.JobStatus](t, cc, lease.StatusKey(core.JobKey{Namespace: "team-research", ID: "claims-trial"}))
 	if st == nil || st.State != "rejected" {
 		t.Errorf("the claim on trial's VC: status %+v, want rejected", st)
 	} else {

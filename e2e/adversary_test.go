@@ -185,7 +185,7 @@ func checkRejectedUnplaced(t *testing.T, c *nomadapi.Client, cc *consulapi.Clien
 // statusListed is a job's status record as a listing of themis/status/
 // finds it (as `themis status` reads them): a job whose key Consul's KV
 // API cannot read by path ("..") still has its record listed.
-func statusListed(t *testing.T, cc *consulapi.Client, k core.JobKey) *consul.JobStatus {
+func statusListed(t *testing.T, cc *consulapi.Client, k core.JobKey) *lease.JobStatus {
 	t.Helper()
 	sts, err := consul.NewStore(cc).Statuses(env.ctx)
 	if err != nil {

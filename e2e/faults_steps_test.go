@@ -97,21 +97,21 @@ func (s crashStore) Revoke(ctx context.Context, l lease.JobLease, r lease.Revoke
 	return out, s.c.after(afterMark, l.JobID, err)
 }
 
-func (s crashStore) Release(ctx context.Context, l lease.JobLease, rec *consul.JobRecord) error {
+func (s crashStore) Release(ctx context.Context, l lease.JobLease, rec *lease.JobRecord) error {
 	if err := s.c.dead(); err != nil {
 		return err
 	}
 	return s.Store.Release(ctx, l, rec)
 }
 
-func (s crashStore) PutRecord(ctx context.Context, r consul.JobRecord) (consul.JobRecord, error) {
+func (s crashStore) PutRecord(ctx context.Context, r lease.JobRecord) (lease.JobRecord, error) {
 	if err := s.c.dead(); err != nil {
 		return r, err
 	}
 	return s.Store.PutRecord(ctx, r)
 }
 
-func (s crashStore) WriteStatuses(ctx context.Context, puts []consul.JobStatus, dels []core.JobKey) (int, error) {
+func (s crashStore) WriteStatuses(ctx context.Context, puts []lease.JobStatus, dels []core.JobKey) (int, error) {
 	if err := s.c.dead(); err != nil {
 		return 0, err
 	}

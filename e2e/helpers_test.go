@@ -17,7 +17,6 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 )
@@ -113,13 +112,13 @@ func readKV[T any](t testing.TB, c *consulapi.Client, key string) *T {
 	return &v
 }
 
-func jobStatus(t testing.TB, id string) *consul.JobStatus {
+func jobStatus(t testing.TB, id string) *lease.JobStatus {
 	t.Helper()
 	p, _, err := env.consul.KV().Get(lease.StatusKey(core.JobKey{Namespace: "default", ID: id}), nil)
 	if err != nil || p == nil {
 		return nil
 	}
-	var st consul.JobStatus
+	var st lease.JobStatus
 	if err := json.Unmarshal(p.Value, &st); err != nil {
 		t.Fatalf("decode status of %s: %v", id, err)
 	}

@@ -14,7 +14,6 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 )
@@ -128,9 +127,9 @@ func stepOf(re *regexp.Regexp, out string) int {
 }
 
 // jobRecord reads the planner's record of a job from Consul.
-func jobRecord(t testing.TB, id string) *consul.JobRecord {
+func jobRecord(t testing.TB, id string) *lease.JobRecord {
 	t.Helper()
-	return readKV[consul.JobRecord](t, env.consul, lease.RecordKey(core.JobKey{Namespace: "default", ID: id}))
+	return readKV[lease.JobRecord](t, env.consul, lease.RecordKey(core.JobKey{Namespace: "default", ID: id}))
 }
 
 // allocInfo reads one allocation in full.

@@ -38,13 +38,13 @@ func (c *countingTransport) take() map[string]int {
 }
 
 // statusesIn reads every status record in Consul, by job.
-func statusesIn(t *testing.T, s *consul.Store) map[string]consul.JobStatus {
+func statusesIn(t *testing.T, s *consul.Store) map[string]lease.JobStatus {
 	t.Helper()
 	sts, err := s.Statuses(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]consul.JobStatus{}
+	out := map[string]lease.JobStatus{}
 	for _, st := range sts {
 		out[st.Namespace+"/"+st.JobID] = st
 	}
@@ -68,9 +68,9 @@ func TestStatusTransactions(t *testing.T) {
 	s := consul.NewStore(c)
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Second)
-	status := func(i int, state string) consul.JobStatus {
+	status := func(i int, state string) lease.JobStatus {
 		// Namespaces and IDs that need escaping in a key.
-		return consul.JobStatus{Namespace: fmt.Sprintf("ns %d", i%3), JobID: fmt.Sprintf("job/%03d", i), State: state,
+		return lease.JobStatus{Namespace: fmt.Sprintf("ns %d", i%3), JobID: fmt.Sprintf("job/%03d", i), State: state,
 			Reason: fmt.Sprintf(`behind default/job-%03d in virtual cluster "vision"'s fitgpp queue`, i), Since: now}
 	}
 	key := func(i int) core.JobKey {
@@ -80,7 +80,7 @@ func TestStatusTransactions(t *testing.T) {
 
 	// 300 records: three transactions (127 + 127 + 46: one op of each is kept for the leader's fence).
 	const n = 300
-	var puts []consul.JobStatus
+	var puts []lease.JobStatus
 	for i := range n {
 		puts = append(puts, status(i, "queued"))
 	}
@@ -105,7 +105,7 @@ func TestStatusTransactions(t *testing.T) {
 	}
 
 	// 100 changed and 150 deleted, in one go: two transactions.
-	var changed []consul.JobStatus
+	var changed []lease.JobStatus
 	var dels []core.JobKey
 	for i := range 100 {
 		changed = append(changed, status(i, "granted"))
@@ -137,7 +137,7 @@ func TestStatusTransactions(t *testing.T) {
 	// A transaction Consul refuses (a value over its 512 KiB request
 	// limit, in a transaction of its own) stops the write: what came
 	// before it is committed and counted, nothing after it is.
-	var mixed []consul.JobStatus
+	var mixed []lease.JobStatus
 	for i := range 140 {
 		mixed = append(mixed, status(i, "suspended"))
 	}

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
@@ -20,18 +19,18 @@ import (
 
 // record returns the job's record, creating it the first time the planner
 // sees the job.
-func (p *Planner) record(r *round, j *nomad.Job) consul.JobRecord {
+func (p *Planner) record(r *round, j *nomad.Job) lease.JobRecord {
 	if rec, ok := r.records[j.Key]; ok {
 		return rec
 	}
-	rec := consul.JobRecord{Namespace: j.Key.Namespace, JobID: j.Key.ID, FirstSubmit: j.CoreJob(core.Queued).Submitted.UTC()}
+	rec := lease.JobRecord{Namespace: j.Key.Namespace, JobID: j.Key.ID, FirstSubmit: j.CoreJob(core.Queued).Submitted.UTC()}
 	r.add(step{Kind: stepPutRecord, Job: j.Key, Record: &rec})
 	r.setRecord(j.Key, rec)
 	return rec
 }
 
 // served adds the service a lease gave (its allocations' run time) to rec.
-func served(rec consul.JobRecord, l lease.JobLease, allocs []nomad.Alloc, now time.Time) consul.JobRecord {
+func served(rec lease.JobRecord, l lease.JobLease, allocs []nomad.Alloc, now time.Time) lease.JobRecord {
 	run, first := leaseRun(l, allocs, now)
 	rec.Executed += run.Seconds()
 	rec.Attained += run.Seconds() * float64(len(l.GPUs))
@@ -60,7 +59,7 @@ func leaseRun(l lease.JobLease, allocs []nomad.Alloc, now time.Time) (run time.D
 // account turns a job, its record and (when granted) its current lease and
 // newest checkpoint into the decision core's job, with its service counters
 // and the work it would lose if preempted now.
-func (p *Planner) account(j *nomad.Job, phase core.Phase, rec consul.JobRecord, l *lease.JobLease, allocs []nomad.Alloc, ckpt lease.CheckpointRecord, now time.Time) core.Job {
+func (p *Planner) account(j *nomad.Job, phase core.Phase, rec lease.JobRecord, l *lease.JobLease, allocs []nomad.Alloc, ckpt lease.CheckpointRecord, now time.Time) core.Job {
 	cj := j.CoreJob(phase)
 	cj.UntrustedProgress = !p.trusts(j)
 	cj.Submitted = rec.FirstSubmit

@@ -1,8 +1,8 @@
 package planner
 
 import (
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 // act plans the decision's actions in order (releases, promotions,
@@ -14,7 +14,7 @@ func (p *Planner) act(r *round, d core.Decision) {
 			if _, ok := r.pending[k]; ok {
 				// Its GPUs were never leased to it: nothing to take back.
 				r.withdraw(k, "taken back before its GPUs were released")
-				r.status[k] = consul.JobStatus{State: "queued", Reason: "its pending grant was taken back", Preemptions: r.records[k].Preemptions}
+				r.status[k] = lease.JobStatus{State: "queued", Reason: "its pending grant was taken back", Preemptions: r.records[k].Preemptions}
 				continue
 			}
 		}
@@ -44,7 +44,7 @@ func (p *Planner) act(r *round, d core.Decision) {
 				// Moved (preempted and granted elsewhere in one round):
 				// it checkpoints first; the round after its release
 				// grants it again.
-				r.status[a.Grant.Job] = consul.JobStatus{State: "queued", Reason: "moving: checkpointing before it resumes elsewhere", Preemptions: r.records[a.Grant.Job].Preemptions}
+				r.status[a.Grant.Job] = lease.JobStatus{State: "queued", Reason: "moving: checkpointing before it resumes elsewhere", Preemptions: r.records[a.Grant.Job].Preemptions}
 				continue
 			}
 			if victim, ok := p.heldBy(r, a.Grant); ok && p.defers() {
@@ -52,7 +52,7 @@ func (p *Planner) act(r *round, d core.Decision) {
 				continue
 			}
 			if victim, ok := p.heldBy(r, a.Grant); ok {
-				r.status[a.Grant.Job] = consul.JobStatus{State: "queued", Reason: r.waitingFor(victim, r.nodeNames(a.Grant), a.Grant)}
+				r.status[a.Grant.Job] = lease.JobStatus{State: "queued", Reason: r.waitingFor(victim, r.nodeNames(a.Grant), a.Grant)}
 				continue
 			}
 			p.grant(r, a.Grant)
@@ -61,7 +61,7 @@ func (p *Planner) act(r *round, d core.Decision) {
 	p.carryOut(r)
 	asideNote := r.asideNote()
 	for _, w := range d.Waits {
-		st := consul.JobStatus{State: "queued", Reason: w.Reason + asideNote}
+		st := lease.JobStatus{State: "queued", Reason: w.Reason + asideNote}
 		if j := r.jobs[w.Job]; j != nil && r.own(j).suspended != "" {
 			st.State = "suspended"
 		}

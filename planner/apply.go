@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
@@ -36,7 +35,7 @@ import (
 // decided round).
 func (p *Planner) apply(ctx context.Context, pl *plan) (decided bool, err error) {
 	a := &applier{p: p, pl: pl, failed: map[core.JobKey]bool{}, stale: map[core.JobKey]bool{}, notFreed: map[string]bool{},
-		records: map[core.JobKey]consul.JobRecord{}, leases: map[core.JobKey]*lease.JobLease{}}
+		records: map[core.JobKey]lease.JobRecord{}, leases: map[core.JobKey]*lease.JobLease{}}
 	errs := pl.errs
 	for _, s := range pl.steps {
 		switch {
@@ -80,7 +79,7 @@ type applier struct {
 	// records are the job records written this round, with their new
 	// Consul index; leases the job leases as this round left them in
 	// Consul (nil: released).
-	records map[core.JobKey]consul.JobRecord
+	records map[core.JobKey]lease.JobRecord
 	leases  map[core.JobKey]*lease.JobLease
 	errs    []error
 }
@@ -117,13 +116,13 @@ func (a *applier) skip(s step) {
 
 // record is the record a step writes, at the index of this round's last
 // write of it.
-func (a *applier) record(rec *consul.JobRecord) *consul.JobRecord {
+func (a *applier) record(rec *lease.JobRecord) *lease.JobRecord {
 	if rec == nil {
 		return nil
 	}
 	c := *rec
 	if w, ok := a.records[c.Key()]; ok {
-		c = consul.WithIndex(c, w.Index())
+		c = lease.WithIndex(c, w.Index())
 	}
 	return &c
 }
@@ -244,7 +243,7 @@ func (a *applier) suspend(ctx context.Context, s step) error {
 
 // release deletes a lease's keys (with rec, when not nil, in the same
 // transaction).
-func (a *applier) release(ctx context.Context, l lease.JobLease, rec *consul.JobRecord, why string) error {
+func (a *applier) release(ctx context.Context, l lease.JobLease, rec *lease.JobRecord, why string) error {
 	if err := a.p.cfg.Store.Release(ctx, l, rec); err != nil {
 		return err
 	}
@@ -276,7 +275,7 @@ func (a *applier) grant(ctx context.Context, s step) error {
 		if rerr := a.release(ctx, l, nil, "job changed while being granted"); rerr != nil {
 			return errors.Join(err, rerr)
 		}
-		a.pl.status[k] = consul.JobStatus{State: "queued", Reason: "changed while being granted"}
+		a.pl.status[k] = lease.JobStatus{State: "queued", Reason: "changed while being granted"}
 		a.pl.r.dropLease(k)
 		return nil
 	case err != nil:

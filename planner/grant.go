@@ -3,7 +3,6 @@ package planner
 import (
 	"fmt"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
@@ -44,7 +43,7 @@ func (p *Planner) grant(r *round, g core.Grant) bool {
 	s.Kind = stepGrant
 	r.add(s)
 	r.setLease(g.Job, l)
-	r.status[g.Job] = consul.JobStatus{State: "granted", Node: l.NodeNames(), GPUs: g.GPUs, LeaseID: id, Preemptions: r.records[g.Job].Preemptions}
+	r.status[g.Job] = lease.JobStatus{State: "granted", Node: l.NodeNames(), GPUs: g.GPUs, LeaseID: id, Preemptions: r.records[g.Job].Preemptions}
 	return true
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
@@ -94,7 +93,7 @@ func (p *Planner) observeJob(r *round, j *nomad.Job) (core.Job, bool) {
 		// rejected job outside the pending pool is moved there all the
 		// same, where Nomad cannot place it.
 		if !finished {
-			r.status[j.Key] = consul.JobStatus{State: "rejected", Reason: j.Err.Error()}
+			r.status[j.Key] = lease.JobStatus{State: "rejected", Reason: j.Err.Error()}
 			if !has {
 				p.adopt(r, j)
 			}
@@ -118,12 +117,12 @@ func (p *Planner) observeJob(r *round, j *nomad.Job) (core.Job, bool) {
 		r.add(r.pin(j, l))
 	case j.Pool() != r.world.pendingPool:
 		p.adopt(r, j)
-		r.status[j.Key] = consul.JobStatus{State: "queued", Reason: "moved to node pool " + r.world.pendingPool + " to wait for a grant"}
+		r.status[j.Key] = lease.JobStatus{State: "queued", Reason: "moved to node pool " + r.world.pendingPool + " to wait for a grant"}
 		return core.Job{}, false
 	}
 	rec := p.record(r, j)
 	if phase == core.Granted {
-		r.status[j.Key] = consul.JobStatus{State: "granted", Node: l.NodeNames(), GPUs: l.GPUs, LeaseID: l.LeaseID, Preemptions: rec.Preemptions}
+		r.status[j.Key] = lease.JobStatus{State: "granted", Node: l.NodeNames(), GPUs: l.GPUs, LeaseID: l.LeaseID, Preemptions: rec.Preemptions}
 		return withProgress(p.account(j, phase, rec, &l, r.snap.Allocs[j.Key], r.checkpoints[j.Key], r.now), r.progress, r.snap.Allocs[j.Key], r.nodes, r.now), true
 	}
 	return withProgress(p.account(j, phase, rec, nil, nil, lease.CheckpointRecord{}, r.now), r.progress, nil, nil, r.now), true

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
 )
 
@@ -28,16 +28,16 @@ func Ended(state string) bool {
 // endStatus is a finished job's status from its allocations: the newest
 // one decides. Once Nomad has garbage-collected them, the job keeps the
 // failed or lost status it had.
-func (p *Planner) endStatus(r *round, j *nomad.Job) consul.JobStatus {
+func (p *Planner) endStatus(r *round, j *nomad.Job) lease.JobStatus {
 	allocs := r.snap.Allocs[j.Key]
 	if j.Stopped() || len(allocs) == 0 {
 		if prev := p.statuses[j.Key]; !j.Stopped() && (prev.State == StateFailed || prev.State == StateLost) {
-			return consul.JobStatus{State: prev.State, Reason: prev.Reason}
+			return lease.JobStatus{State: prev.State, Reason: prev.Reason}
 		}
-		return consul.JobStatus{State: StateFinished}
+		return lease.JobStatus{State: StateFinished}
 	}
 	last := slices.MaxFunc(allocs, func(a, b nomad.Alloc) int { return a.Created.Compare(b.Created) })
-	st := consul.JobStatus{State: StateFinished}
+	st := lease.JobStatus{State: StateFinished}
 	switch last.ClientStatus {
 	case "failed":
 		st.State, st.Reason = StateFailed, last.Failure
@@ -49,7 +49,7 @@ func (p *Planner) endStatus(r *round, j *nomad.Job) consul.JobStatus {
 
 // endReason is how a lease's release reads for a job that ended: "job
 // finished", or "job failed: <Nomad's reason>" ("job lost: ...").
-func endReason(st consul.JobStatus) string {
+func endReason(st lease.JobStatus) string {
 	state := cmp.Or(st.State, StateFinished)
 	if st.Reason == "" || !Ended(state) {
 		return "job " + StateFinished

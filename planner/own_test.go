@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
@@ -163,7 +162,7 @@ func TestOwnVersion(t *testing.T) {
 		name     string
 		j        *nomad.Job
 		l        *lease.JobLease
-		rec      *consul.JobRecord
+		rec      *lease.JobRecord
 		want     ownVersion
 		finished bool
 	}{
@@ -174,20 +173,20 @@ func TestOwnVersion(t *testing.T) {
 		{"the suspension's version", job(3, 0, "dead", susp), &revoking, nil, ownVersion{suspended: L}, false},
 		{"the suspension's version, count 1", job(3, 1, "running", susp), &revoking, nil, ownVersion{}, false},
 		{"a forged suspension, another version", job(4, 0, "dead", susp), &revoking, nil, ownVersion{}, true},
-		{"suspended, released", job(3, 0, "dead", susp), nil, &consul.JobRecord{LastLease: L, Suspended: v(3)}, ownVersion{suspended: L}, false},
-		{"released, then re-registered with the suspension copied", job(4, 0, "dead", susp), nil, &consul.JobRecord{LastLease: L, Suspended: v(3)}, ownVersion{}, true},
-		{"copied, count 1", job(4, 1, "pending", susp), nil, &consul.JobRecord{LastLease: L, Suspended: v(3)}, ownVersion{}, false},
-		{"a suspension naming no lease the planner took back", job(3, 0, "dead", map[string]string{nomad.SuspendedMeta: "other"}), nil, &consul.JobRecord{LastLease: L, Suspended: v(3)}, ownVersion{}, true},
-		{"stopped by its user", func() *nomad.Job { j := job(3, 0, "dead", susp); j.Job.Stop = ptr(true); return j }(), nil, &consul.JobRecord{LastLease: L, Suspended: v(3)}, ownVersion{suspended: L}, true},
+		{"suspended, released", job(3, 0, "dead", susp), nil, &lease.JobRecord{LastLease: L, Suspended: v(3)}, ownVersion{suspended: L}, false},
+		{"released, then re-registered with the suspension copied", job(4, 0, "dead", susp), nil, &lease.JobRecord{LastLease: L, Suspended: v(3)}, ownVersion{}, true},
+		{"copied, count 1", job(4, 1, "pending", susp), nil, &lease.JobRecord{LastLease: L, Suspended: v(3)}, ownVersion{}, false},
+		{"a suspension naming no lease the planner took back", job(3, 0, "dead", map[string]string{nomad.SuspendedMeta: "other"}), nil, &lease.JobRecord{LastLease: L, Suspended: v(3)}, ownVersion{}, true},
+		{"stopped by its user", func() *nomad.Job { j := job(3, 0, "dead", susp); j.Job.Stop = ptr(true); return j }(), nil, &lease.JobRecord{LastLease: L, Suspended: v(3)}, ownVersion{suspended: L}, true},
 		{"legacy lease: the meta, once", job(7, 1, "running", map[string]string{nomad.LeaseMeta: L}), &legacy, nil, ownVersion{pinned: true, legacy: true}, false},
 		{"legacy revoking lease, suspended", job(8, 0, "dead", susp), &legacyRevoking, nil, ownVersion{suspended: L}, false},
-		{"legacy record, suspended", job(8, 0, "dead", susp), nil, &consul.JobRecord{LastLease: L}, ownVersion{suspended: L}, false},
-		{"legacy record, count 1", job(8, 1, "pending", susp), nil, &consul.JobRecord{LastLease: L}, ownVersion{}, false},
+		{"legacy record, suspended", job(8, 0, "dead", susp), nil, &lease.JobRecord{LastLease: L}, ownVersion{suspended: L}, false},
+		{"legacy record, count 1", job(8, 1, "pending", susp), nil, &lease.JobRecord{LastLease: L}, ownVersion{}, false},
 		{"finished", job(2, 1, "dead", map[string]string{nomad.LeaseMeta: L}), &pinnedLease, nil, ownVersion{pinned: true}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &round{leases: map[core.JobKey]lease.JobLease{}, records: map[core.JobKey]consul.JobRecord{}}
+			r := &round{leases: map[core.JobKey]lease.JobLease{}, records: map[core.JobKey]lease.JobRecord{}}
 			if tc.l != nil {
 				r.leases[tc.j.Key] = *tc.l
 			}
@@ -234,7 +233,7 @@ func TestLegacyRecordsAreAdoptedOnce(t *testing.T) {
 	old := core.JobKey{Namespace: "default", ID: "old"}
 	j := h.Nomad.Jobs[old]
 	j.TaskGroups[0].Count, j.Status, j.Meta = ptr(0), ptr("dead"), map[string]string{nomad.SuspendedMeta: "L0", nomad.CountMeta: "1"}
-	h.Store.JobRecords[old] = consul.JobRecord{Namespace: "default", JobID: "old", FirstSubmit: h.Clock, LastLease: "L0", Preemptions: 1}
+	h.Store.JobRecords[old] = lease.JobRecord{Namespace: "default", JobID: "old", FirstSubmit: h.Clock, LastLease: "L0", Preemptions: 1}
 	h.Store.RecordIndex[old] = 1
 	h.Round("the legacy suspension")
 	if len(h.Nomad.Running("old")) != 1 {

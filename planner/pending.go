@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
@@ -47,7 +46,7 @@ func (p *Planner) observePending(r *round, j *nomad.Job, pg lease.Pending) (core
 	}
 	rec := p.record(r, j)
 	g := pendingGrant(pg)
-	st := consul.JobStatus{State: "queued", Preemptions: rec.Preemptions, GPUs: pg.GPUs, Node: r.nodeNames(g)}
+	st := lease.JobStatus{State: "queued", Preemptions: rec.Preemptions, GPUs: pg.GPUs, Node: r.nodeNames(g)}
 	if victim, ok := p.heldBy(r, g); ok {
 		st.Reason = r.waitingFor(victim, st.Node, g)
 	}
@@ -97,7 +96,7 @@ func (p *Planner) pend(r *round, g core.Grant, why string) {
 	}
 	r.add(step{Kind: stepPend, Job: g.Job, Pending: pg, Why: why})
 	r.setPending(g.Job, pg)
-	r.status[g.Job] = consul.JobStatus{State: "queued", Reason: why, GPUs: g.GPUs, Node: r.nodeNames(g), Preemptions: r.records[g.Job].Preemptions}
+	r.status[g.Job] = lease.JobStatus{State: "queued", Reason: why, GPUs: g.GPUs, Node: r.nodeNames(g), Preemptions: r.records[g.Job].Preemptions}
 }
 
 // withdraw deletes a pending grant that no longer stands.

@@ -3,7 +3,6 @@ package planner
 import (
 	"time"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
@@ -80,7 +79,7 @@ type step struct {
 	Nomad   *nomad.Job
 	Lease   lease.JobLease
 	Revoke  lease.Revoke
-	Record  *consul.JobRecord
+	Record  *lease.JobRecord
 	Pending lease.Pending
 	// Pool is the node pool a pin moves the job to; PoolErr says why the
 	// lease's nodes give none (the pin fails, the lease stands).
@@ -127,7 +126,7 @@ type plan struct {
 	// decision (the virtual clusters could not be built).
 	fatal error
 	// status is every job's status after the steps, as planned.
-	status map[core.JobKey]consul.JobStatus
+	status map[core.JobKey]lease.JobStatus
 	// recheck is when the policy's ranking next changes with time alone.
 	recheck time.Time
 	// state and decision are the decision core's input and answer; r is

@@ -37,7 +37,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-uuid"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
@@ -65,9 +64,9 @@ type Store interface {
 	// SetVersions records on a lease the job versions the planner
 	// registers under it (own.go).
 	SetVersions(ctx context.Context, l lease.JobLease) (lease.JobLease, error)
-	Release(ctx context.Context, l lease.JobLease, rec *consul.JobRecord) error
-	Records(ctx context.Context) (map[core.JobKey]consul.JobRecord, error)
-	PutRecord(ctx context.Context, r consul.JobRecord) (consul.JobRecord, error)
+	Release(ctx context.Context, l lease.JobLease, rec *lease.JobRecord) error
+	Records(ctx context.Context) (map[core.JobKey]lease.JobRecord, error)
+	PutRecord(ctx context.Context, r lease.JobRecord) (lease.JobRecord, error)
 	DeleteRecord(ctx context.Context, k core.JobKey) error
 	Checkpoints(ctx context.Context) (map[core.JobKey]lease.CheckpointRecord, error)
 	Progress(ctx context.Context) (map[core.JobKey]lease.ProgressRecord, error)
@@ -80,11 +79,11 @@ type Store interface {
 	PutPolicyState(ctx context.Context, name string, state []byte) error
 	SetLeaseEnd(ctx context.Context, l lease.JobLease) error
 	PutAuction(ctx context.Context, report []byte) error
-	Statuses(ctx context.Context) ([]consul.JobStatus, error)
+	Statuses(ctx context.Context) ([]lease.JobStatus, error)
 	// WriteStatuses writes puts and deletes dels (status records, in
 	// Consul transactions); it returns how many of them, puts first, were
 	// committed (all when the error is nil).
-	WriteStatuses(ctx context.Context, puts []consul.JobStatus, dels []core.JobKey) (int, error)
+	WriteStatuses(ctx context.Context, puts []lease.JobStatus, dels []core.JobKey) (int, error)
 }
 
 // Config wires a planner.
@@ -125,7 +124,7 @@ type Config struct {
 type Planner struct {
 	cfg      Config
 	log      hclog.Logger
-	statuses map[core.JobKey]consul.JobStatus
+	statuses map[core.JobKey]lease.JobStatus
 	// recheck is when the policy's ranking next changes with time alone
 	// (core.RecheckAfter; zero: never): Run decides again then.
 	recheck time.Time

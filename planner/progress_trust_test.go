@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/stack"
@@ -37,7 +36,7 @@ func TestProgressTrustedOnlyWhereBound(t *testing.T) {
 				t.Fatal(err, snap)
 			}
 			p := New(Config{Nomad: fn, Store: plannertest.NewStore(), Stack: c.st, Now: func() time.Time { return clock }})
-			cj := p.account(snap.Jobs[0], core.Queued, consul.JobRecord{}, nil, nil, lease.CheckpointRecord{}, clock)
+			cj := p.account(snap.Jobs[0], core.Queued, lease.JobRecord{}, nil, nil, lease.CheckpointRecord{}, clock)
 			if cj.UntrustedProgress != c.untrusted {
 				t.Errorf("UntrustedProgress = %v, want %v", cj.UntrustedProgress, c.untrusted)
 			}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
@@ -46,7 +45,7 @@ func testWorld() *world {
 	return &world{
 		now: testNow, pendingPool: testPool,
 		snap: &nomad.Snapshot{Nodes: []core.Node{n}, Pools: map[string]string{"n1": "default"}, Allocs: map[core.JobKey][]nomad.Alloc{}},
-		store: &store{leases: map[core.JobKey]lease.JobLease{}, records: map[core.JobKey]consul.JobRecord{},
+		store: &store{leases: map[core.JobKey]lease.JobLease{}, records: map[core.JobKey]lease.JobRecord{},
 			pending: map[core.JobKey]lease.Pending{}, aside: map[core.JobKey]string{}},
 	}
 }
@@ -127,8 +126,8 @@ func alloc(status string) nomad.Alloc {
 }
 
 // record is a job's record as the planner wrote it.
-func record(k core.JobKey) consul.JobRecord {
-	return consul.JobRecord{Namespace: k.Namespace, JobID: k.ID, FirstSubmit: testNow.Add(-time.Hour)}
+func record(k core.JobKey) lease.JobRecord {
+	return lease.JobRecord{Namespace: k.Namespace, JobID: k.ID, FirstSubmit: testNow.Add(-time.Hour)}
 }
 
 // testPlanner is a planner with a stack and no Nomad or Consul, whose

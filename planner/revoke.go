@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/nomad"
@@ -131,9 +130,9 @@ func (r *round) suspends(j *nomad.Job, l lease.JobLease) lease.JobLease {
 }
 
 // revokingStatus is the status of a job whose lease l is being taken back.
-func revokingStatus(r *round, l lease.JobLease) consul.JobStatus {
+func revokingStatus(r *round, l lease.JobLease) lease.JobStatus {
 	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
-	return consul.JobStatus{State: "revoking", Reason: l.Revoke.Reason, Node: l.NodeNames(), GPUs: l.GPUs,
+	return lease.JobStatus{State: "revoking", Reason: l.Revoke.Reason, Node: l.NodeNames(), GPUs: l.GPUs,
 		LeaseID: l.LeaseID, Deadline: l.Revoke.Deadline, Preemptions: r.records[k].Preemptions}
 }
 
@@ -168,7 +167,7 @@ func (p *Planner) heldBy(r *round, g core.Grant) (lease.JobLease, bool) {
 // release deletes a lease's keys, with rec written in the same transaction
 // when not nil (the job's record from then on), and forgets the lease for
 // the rest of the round.
-func (r *round) release(l lease.JobLease, rec *consul.JobRecord, why string) {
+func (r *round) release(l lease.JobLease, rec *lease.JobRecord, why string) {
 	k := core.JobKey{Namespace: l.Namespace, ID: l.JobID}
 	s := step{Kind: stepRelease, Job: k, Lease: l, Why: why}
 	if rec != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/lease"
@@ -29,7 +28,7 @@ type round struct {
 	list    []*nomad.Job
 	nodes   map[string]core.Node
 	leases  map[core.JobKey]lease.JobLease
-	records map[core.JobKey]consul.JobRecord
+	records map[core.JobKey]lease.JobRecord
 	// checkpoints are the jobs' newest complete checkpoints, as the task
 	// driver published them.
 	checkpoints map[core.JobKey]lease.CheckpointRecord
@@ -42,7 +41,7 @@ type round struct {
 	// preempting another one; the grant itself waits until they are
 	// released.
 	held   map[string]lease.JobLease
-	status map[core.JobKey]consul.JobStatus
+	status map[core.JobKey]lease.JobStatus
 	// cells, with virtual clusters, returns a granted job's virtual GPUs,
 	// which its lease records for the replay.
 	cells func(core.JobKey) []string

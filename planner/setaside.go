@@ -29,7 +29,7 @@ const StateUnreadable = "unreadable"
 // store is what a round reads from Consul.
 type store struct {
 	leases      map[core.JobKey]lease.JobLease
-	records     map[core.JobKey]consul.JobRecord
+	records     map[core.JobKey]lease.JobRecord
 	checkpoints map[core.JobKey]lease.CheckpointRecord
 	progress    map[core.JobKey]lease.ProgressRecord
 	pending     map[core.JobKey]lease.Pending
@@ -133,7 +133,7 @@ func (r *round) setAside() {
 		if !listed[k] {
 			continue // not (or no longer) in Nomad: nothing to show
 		}
-		st := consul.JobStatus{State: StateUnreadable, Reason: why}
+		st := lease.JobStatus{State: StateUnreadable, Reason: why}
 		if leased {
 			st.Node, st.GPUs, st.LeaseID = l.NodeNames(), l.GPUs, l.LeaseID
 		}

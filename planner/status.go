@@ -8,6 +8,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 func (p *Planner) loadStatuses(ctx context.Context) error {
@@ -19,7 +20,7 @@ func (p *Planner) loadStatuses(ctx context.Context) error {
 	// A status record that cannot be used is written anew by the round
 	// (it is missing here, so it differs).
 	p.warnBadKeys(bad)
-	p.statuses = make(map[core.JobKey]consul.JobStatus, len(sts))
+	p.statuses = make(map[core.JobKey]lease.JobStatus, len(sts))
 	for _, st := range sts {
 		p.statuses[core.JobKey{Namespace: st.Namespace, ID: st.JobID}] = st
 	}
@@ -31,8 +32,8 @@ func (p *Planner) loadStatuses(ctx context.Context) error {
 // the store needs (Store.WriteStatuses). p.statuses only takes what Consul
 // committed: a record whose transaction failed still differs from it, so
 // the next round writes it again.
-func (p *Planner) writeStatuses(ctx context.Context, next map[core.JobKey]consul.JobStatus, now time.Time) error {
-	var puts []consul.JobStatus
+func (p *Planner) writeStatuses(ctx context.Context, next map[core.JobKey]lease.JobStatus, now time.Time) error {
+	var puts []lease.JobStatus
 	for k, st := range next {
 		st.Namespace, st.JobID = k.Namespace, k.ID
 		old, ok := p.statuses[k]
@@ -53,7 +54,7 @@ func (p *Planner) writeStatuses(ctx context.Context, next map[core.JobKey]consul
 	}
 	// In key order, so that the transactions are the same for the same
 	// changes (map order is random).
-	slices.SortFunc(puts, func(a, b consul.JobStatus) int {
+	slices.SortFunc(puts, func(a, b lease.JobStatus) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.JobID, b.JobID))
 	})
 	slices.SortFunc(dels, compareKeys)

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/lease"
@@ -60,7 +59,7 @@ type View struct {
 // JobView is one themis job as the round saw it.
 type JobView struct {
 	Key    core.JobKey
-	Status consul.JobStatus
+	Status lease.JobStatus
 	// Valid is false for a job whose stanza was rejected: GPUs, VC,
 	// Priority and Class are then unset.
 	Valid    bool
@@ -69,7 +68,7 @@ type JobView struct {
 	Priority int
 	Class    string
 	// Record is the job's service record (zero: none yet).
-	Record consul.JobRecord
+	Record lease.JobRecord
 	// ModifyIndex is the JobModifyIndex of the job version the round read
 	// (a submission at or before it has been seen; the pin moves it on).
 	ModifyIndex uint64
@@ -156,7 +155,7 @@ func (s recorder) Revoke(ctx context.Context, l lease.JobLease, rv lease.Revoke)
 	return marked, err
 }
 
-func (s recorder) Release(ctx context.Context, l lease.JobLease, rec *consul.JobRecord) error {
+func (s recorder) Release(ctx context.Context, l lease.JobLease, rec *lease.JobRecord) error {
 	err := s.Store.Release(ctx, l, rec)
 	if err == nil {
 		why := "" // filled in when the round is published, from the job's status

@@ -60,7 +60,7 @@ func newRound(w *world) *round {
 	r := &round{
 		now: w.now, snap: w.snap, jobs: make(map[core.JobKey]*nomad.Job, len(w.snap.Jobs)), nodes: make(map[string]core.Node, len(w.snap.Nodes)),
 		leases: st.leases, records: st.records, checkpoints: st.checkpoints, progress: st.progress, pending: st.pending,
-		held: map[string]lease.JobLease{}, status: map[core.JobKey]consul.JobStatus{}, aside: maps.Clone(st.aside), world: w,
+		held: map[string]lease.JobLease{}, status: map[core.JobKey]lease.JobStatus{}, aside: maps.Clone(st.aside), world: w,
 	}
 	if r.aside == nil {
 		r.aside = map[core.JobKey]string{}
@@ -100,7 +100,7 @@ func write[V any](m *map[core.JobKey]V, own *bool) map[core.JobKey]V {
 // change the model's leases, records and pending grants.
 func (r *round) setLease(k core.JobKey, l lease.JobLease) { write(&r.leases, &r.owns.leases)[k] = l }
 func (r *round) dropLease(k core.JobKey)                  { delete(write(&r.leases, &r.owns.leases), k) }
-func (r *round) setRecord(k core.JobKey, rec consul.JobRecord) {
+func (r *round) setRecord(k core.JobKey, rec lease.JobRecord) {
 	write(&r.records, &r.owns.records)[k] = rec
 }
 func (r *round) dropRecordOf(k core.JobKey) { delete(write(&r.records, &r.owns.records), k) }

@@ -14,7 +14,6 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/httpapi"
 	"github.com/themis-nomad/themis/planner/lease"
@@ -272,7 +271,7 @@ func (s followSources) watchConsul(ctx context.Context, send func(followEvent), 
 		if p == nil {
 			continue
 		}
-		var st consul.JobStatus
+		var st lease.JobStatus
 		if err := json.Unmarshal(p.Value, &st); err != nil {
 			send(followEvent{warn: fmt.Sprintf("%s: %v", key, err)})
 			continue

@@ -10,7 +10,6 @@ import (
 
 	"github.com/themis-nomad/themis/planner/arbiter"
 	"github.com/themis-nomad/themis/planner/check"
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/httpapi"
 	"github.com/themis-nomad/themis/planner/lease"
@@ -28,7 +27,7 @@ func TestCLIViewsEscapeControlCharacters(t *testing.T) {
 	now := time.Now()
 	views := map[string]func(*bytes.Buffer){
 		"status": func(b *bytes.Buffer) {
-			printStatuses(b, []consul.JobStatus{{Namespace: "default", JobID: hostile, State: "rejected", Node: hostile,
+			printStatuses(b, []lease.JobStatus{{Namespace: "default", JobID: hostile, State: "rejected", Node: hostile,
 				GPUs: []string{hostile}, Reason: hostile, Driver: hostile, Since: now}},
 				map[core.JobKey]lease.ProgressRecord{{Namespace: "default", ID: hostile}: {Iteration: 1, At: now}})
 		},

@@ -145,7 +145,7 @@ func (c *statusCommand) warnUnreadable(err error) error {
 
 // printStatuses writes one line per job status, oldest change first. It
 // and the other views print what users control through safe.
-func printStatuses(out io.Writer, sts []consul.JobStatus, progress map[core.JobKey]lease.ProgressRecord) {
+func printStatuses(out io.Writer, sts []lease.JobStatus, progress map[core.JobKey]lease.ProgressRecord) {
 	sort.Slice(sts, func(i, j int) bool { return sts[i].Since.Before(sts[j].Since) })
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "JOB\tSTATE\tSINCE\tNODE\tGPUS\tPREEMPTED\tPROGRESS\tREASON")
@@ -186,7 +186,7 @@ func printQueue(out io.Writer, q httpapi.QueueResponse) {
 // queueFromStatuses is the fallback queue from Consul's status records:
 // the queued and suspended jobs by the time they entered that state, with
 // no VC or position (the records do not keep them).
-func queueFromStatuses(sts []consul.JobStatus) httpapi.QueueResponse {
+func queueFromStatuses(sts []lease.JobStatus) httpapi.QueueResponse {
 	sort.SliceStable(sts, func(i, j int) bool { return sts[i].Since.Before(sts[j].Since) })
 	vc := httpapi.VCQueue{Jobs: []httpapi.Queued{}}
 	for _, st := range sts {

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/themis-nomad/themis/planner"
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/httpapi"
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 // themis status -queue reads the leader's queue, following a standby's
@@ -60,7 +60,7 @@ func TestStatusQueue(t *testing.T) {
 	}
 	var out bytes.Buffer
 	now := time.Now()
-	printQueue(&out, queueFromStatuses([]consul.JobStatus{
+	printQueue(&out, queueFromStatuses([]lease.JobStatus{
 		{Namespace: "default", JobID: "late", State: "queued", Reason: "r2", Since: now.Add(time.Second)},
 		{Namespace: "default", JobID: "run", State: "granted", Since: now},
 		{Namespace: "default", JobID: "early", State: "suspended", Reason: "r1", Since: now},

@@ -15,7 +15,6 @@ import (
 
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/arbiter"
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/httpapi"
@@ -50,13 +49,13 @@ func scriptedView() planner.View {
 				GrantedAt: v0.Add(-time.Hour), Revoke: revoke},
 		},
 		Jobs: []planner.JobView{
-			{Key: k("run"), Valid: true, GPUs: 2, VC: "vision", Class: "be", Status: consul.JobStatus{State: "granted", Node: "node-1", LeaseID: "L-run", Since: v0}},
-			{Key: k("victim"), Valid: true, GPUs: 1, VC: "vision", Class: "be", Status: consul.JobStatus{State: "revoking", Reason: revoke.Reason, Deadline: revoke.Deadline, Since: v0}},
-			{Key: k("wait"), Valid: true, GPUs: 4, VC: "vision", Class: "te", Status: consul.JobStatus{State: "queued", Reason: "granted 4 GPUs; waiting for default/victim to stop", Since: v0}},
-			{Key: k("later"), Valid: true, GPUs: 1, VC: "vision", Class: "be", Status: consul.JobStatus{State: "queued", Reason: "behind default/wait", Since: v0}},
-			{Key: k("sus"), Valid: true, GPUs: 2, VC: "speech", Class: "be", Status: consul.JobStatus{State: "suspended", Reason: "waiting for 2 free GPUs in speech's cells (0 free)", Since: v0, Preemptions: 1},
-				Record: consul.JobRecord{Preemptions: 1, Executed: 60, Attained: 120}},
-			{Key: k("crash"), Valid: true, GPUs: 1, VC: "vision", Status: consul.JobStatus{State: "failed", Reason: `task "t": Driver Failure: permission denied`, Since: v0}},
+			{Key: k("run"), Valid: true, GPUs: 2, VC: "vision", Class: "be", Status: lease.JobStatus{State: "granted", Node: "node-1", LeaseID: "L-run", Since: v0}},
+			{Key: k("victim"), Valid: true, GPUs: 1, VC: "vision", Class: "be", Status: lease.JobStatus{State: "revoking", Reason: revoke.Reason, Deadline: revoke.Deadline, Since: v0}},
+			{Key: k("wait"), Valid: true, GPUs: 4, VC: "vision", Class: "te", Status: lease.JobStatus{State: "queued", Reason: "granted 4 GPUs; waiting for default/victim to stop", Since: v0}},
+			{Key: k("later"), Valid: true, GPUs: 1, VC: "vision", Class: "be", Status: lease.JobStatus{State: "queued", Reason: "behind default/wait", Since: v0}},
+			{Key: k("sus"), Valid: true, GPUs: 2, VC: "speech", Class: "be", Status: lease.JobStatus{State: "suspended", Reason: "waiting for 2 free GPUs in speech's cells (0 free)", Since: v0, Preemptions: 1},
+				Record: lease.JobRecord{Preemptions: 1, Executed: 60, Attained: 120}},
+			{Key: k("crash"), Valid: true, GPUs: 1, VC: "vision", Status: lease.JobStatus{State: "failed", Reason: `task "t": Driver Failure: permission denied`, Since: v0}},
 		},
 		Queue: []planner.Queued{
 			{Job: k("wait"), VC: "vision", Position: 1, GPUs: 4, State: "queued", Reason: "granted 4 GPUs; waiting for default/victim to stop"},

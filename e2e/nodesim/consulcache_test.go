@@ -15,6 +15,7 @@ import (
 	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 // The Consul store's cache of listings (planner/consul/cache.go) never
@@ -42,8 +43,8 @@ func TestConsulListCacheSeesEveryWrite(t *testing.T) {
 			}
 		}
 	}
-	rec := func(id string) consul.JobRecord {
-		return consul.JobRecord{Namespace: "default", JobID: id, FirstSubmit: time.Unix(1, 0)}
+	rec := func(id string) lease.JobRecord {
+		return lease.JobRecord{Namespace: "default", JobID: id, FirstSubmit: time.Unix(1, 0)}
 	}
 	check("empty")
 	for _, id := range []string{"a", "b", "c"} {
@@ -68,7 +69,7 @@ func TestConsulListCacheSeesEveryWrite(t *testing.T) {
 	}
 }
 
-func keys(m map[core.JobKey]consul.JobRecord) []string {
+func keys(m map[core.JobKey]lease.JobRecord) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k.String())

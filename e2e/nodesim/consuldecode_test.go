@@ -48,7 +48,7 @@ func TestConsulDecodeCacheSeesEveryWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recordOf := func(k core.JobKey) consul.JobRecord {
+	recordOf := func(k core.JobKey) lease.JobRecord {
 		t.Helper()
 		recs, err := cached.Records(ctx)
 		if _, err := consul.Unreadable(err); err != nil {
@@ -64,7 +64,7 @@ func TestConsulDecodeCacheSeesEveryWrite(t *testing.T) {
 		{"empty", func() {}, 0},
 		{"grant (a transaction of the job key and its GPU keys)", func() { must(cached.Grant(ctx, granted)) }, 1},
 		{"a new record (check-and-set 0)", func() {
-			_, err := cached.PutRecord(ctx, consul.JobRecord{Namespace: a.Namespace, JobID: a.ID, FirstSubmit: at})
+			_, err := cached.PutRecord(ctx, lease.JobRecord{Namespace: a.Namespace, JobID: a.ID, FirstSubmit: at})
 			must(err)
 		}, 1},
 		{"the record changed (check-and-set on its index)", func() {
@@ -164,7 +164,7 @@ func TestConsulDecodeCacheSeesEveryWrite(t *testing.T) {
 // kvRead is what a round reads through the store's listings.
 type kvRead struct {
 	Leases      map[core.JobKey]lease.JobLease
-	Records     map[core.JobKey]consul.JobRecord
+	Records     map[core.JobKey]lease.JobRecord
 	Checkpoints map[core.JobKey]lease.CheckpointRecord
 	Progress    map[core.JobKey]lease.ProgressRecord
 	Pending     map[core.JobKey]lease.Pending
@@ -300,7 +300,7 @@ func writeLeasesAndRecords(b *testing.B, cc *consulapi.Client, from, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rv, err := json.Marshal(consul.JobRecord{Namespace: "default", JobID: id, FirstSubmit: at, FirstStart: at.Add(time.Minute),
+		rv, err := json.Marshal(lease.JobRecord{Namespace: "default", JobID: id, FirstSubmit: at, FirstStart: at.Add(time.Minute),
 			Executed: 120, Attained: 480, Preemptions: 1, LastLease: l.LeaseID, Suspended: &lease.JobVersion{CreateIndex: 7, Version: 2}})
 		if err != nil {
 			b.Fatal(err)

@@ -26,12 +26,12 @@ import (
 // value decodes nothing. The comparison costs little: the listing cache
 // (cache.go) hands out the very slices the cache kept while the KV index
 // stands, and a fresh listing is compared byte by byte, far cheaper than
-// decoding. The ModifyIndex a listing passes on (a JobRecord's index for
-// check-and-set) is always the listed pair's own.
+// decoding. The ModifyIndex a listing passes on (a lease.JobRecord's index
+// for check-and-set) is always the listed pair's own.
 //
 // The rule for callers: the values a listing returns (lease.JobLease,
-// JobRecord, lease.Pending, lease.ProgressRecord, lease.CheckpointRecord,
-// JobStatus) share their slices and pointers (a lease's GPUs, Cells,
+// lease.JobRecord, lease.Pending, lease.ProgressRecord,
+// lease.CheckpointRecord, lease.JobStatus) share their slices and pointers (a lease's GPUs, Cells,
 // Parts, Pinned, Revoke and Revoke.Suspends; a record's Suspended; a
 // pending grant's and a status's GPUs; a progress record's Loss) with the
 // cache and with every later listing, for as long as the key keeps its

@@ -70,7 +70,7 @@ func TestDecodeCacheDecodesEachValueOnce(t *testing.T) {
 					listed++
 				}
 			}
-			if kept := len(cache.m[lease.RecordPrefix].(map[string]decoded[JobRecord])); kept != listed && !step.off {
+			if kept := len(cache.m[lease.RecordPrefix].(map[string]decoded[lease.JobRecord])); kept != listed && !step.off {
 				t.Errorf("cache keeps %d keys, the listing has %d", kept, listed)
 			}
 		})
@@ -82,7 +82,7 @@ func TestDecodeCacheDecodesEachValueOnce(t *testing.T) {
 func listRecords(c *decodeCache, pairs api.KVPairs) (used, bad string) {
 	var out []string
 	var badKeys []string
-	for _, b := range decodeCached(c, pairs, lease.RecordPrefix, JobRecord.Key, func(r JobRecord, index uint64) {
+	for _, b := range decodeCached(c, pairs, lease.RecordPrefix, lease.JobRecord.Key, func(r lease.JobRecord, index uint64) {
 		out = append(out, fmt.Sprintf("%s@%d(preemptions %d)", r.Key(), index, r.Preemptions))
 	}) {
 		badKeys = append(badKeys, b.String())
@@ -122,7 +122,7 @@ func readLeasesAndRecords(b *testing.B, c *decodeCache, leases, records api.KVPa
 	if ls, bad := byJob(c, leases, lease.JobPrefix(), leaseJob, nil); len(bad) > 0 || len(ls) != n {
 		b.Fatalf("%d leases, bad %v", len(ls), bad)
 	}
-	if rs, bad := byJob(c, records, lease.RecordPrefix, JobRecord.Key, WithIndex); len(bad) > 0 || len(rs) != n {
+	if rs, bad := byJob(c, records, lease.RecordPrefix, lease.JobRecord.Key, lease.WithIndex); len(bad) > 0 || len(rs) != n {
 		b.Fatalf("%d records, bad %v", len(rs), bad)
 	}
 }
@@ -144,7 +144,7 @@ func leaseAndRecordPairs(tb testing.TB, n int) (leases, records api.KVPairs) {
 			tb.Fatal(err)
 		}
 		leases = append(leases, &api.KVPair{Key: lease.JobKey("default", id), Value: v, ModifyIndex: uint64(2000 + i)})
-		r, err := json.Marshal(JobRecord{Namespace: "default", JobID: id, FirstSubmit: at, FirstStart: at.Add(time.Minute),
+		r, err := json.Marshal(lease.JobRecord{Namespace: "default", JobID: id, FirstSubmit: at, FirstStart: at.Add(time.Minute),
 			Executed: 120, Attained: 480, Preemptions: 1, LastLease: l.LeaseID, Suspended: &lease.JobVersion{CreateIndex: 7, Version: 2}})
 		if err != nil {
 			tb.Fatal(err)

@@ -1,7 +1,8 @@
 // Package consul is the planner's thin adapter to Consul: GPU leases in KV
 // (written in one transaction per grant, check-and-set so that no GPU is
-// leased twice), per-job status records for operators, and the leader lock
-// that lets a standby planner take over.
+// leased twice), the job records and per-job status records for operators
+// (their types, like every record's, are planner/lease's; this package does
+// their I/O), and the leader lock that lets a standby planner take over.
 package consul
 
 import (
@@ -57,7 +58,7 @@ func (s *Store) Grant(ctx context.Context, l lease.JobLease) error {
 // the same transaction writes the job's record (check-and-set on the index
 // it was read at), so the service a lease gave is counted exactly once, and
 // rec gets its new index.
-func (s *Store) Release(ctx context.Context, l lease.JobLease, rec *JobRecord) error {
+func (s *Store) Release(ctx context.Context, l lease.JobLease, rec *lease.JobRecord) error {
 	kv := s.api.KV()
 	q := (&api.QueryOptions{}).WithContext(ctx)
 	var ops api.TxnOps
@@ -103,7 +104,7 @@ func (s *Store) Release(ctx context.Context, l lease.JobLease, rec *JobRecord) e
 		return err
 	}
 	if rec != nil {
-		rec.index = resp.Results[len(resp.Results)-1].KV.ModifyIndex
+		*rec = lease.WithIndex(*rec, resp.Results[len(resp.Results)-1].KV.ModifyIndex)
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func FuzzDecodeEach(f *testing.F) {
 	f.Add(lease.RecordPrefix+"%zz/a", []byte(`{}`))
 	f.Add(lease.RecordPrefix, []byte(`null`))
 	f.Fuzz(func(t *testing.T, key string, value []byte) {
-		bad := decodeEach(api.KVPairs{{Key: key, Value: value}}, lease.RecordPrefix, JobRecord.Key, func(r JobRecord, _ uint64) {
+		bad := decodeEach(api.KVPairs{{Key: key, Value: value}}, lease.RecordPrefix, lease.JobRecord.Key, func(r lease.JobRecord, _ uint64) {
 			k, err := KeyJob(lease.RecordPrefix, key)
 			if err != nil || r.Key() != k {
 				t.Fatalf("used record %+v under key %q (%v)", r, key, err)

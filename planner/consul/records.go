@@ -2,9 +2,7 @@ package consul
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/consul/api"
 
@@ -12,59 +10,16 @@ import (
 	"github.com/themis-nomad/themis/planner/lease"
 )
 
-// JobRecord is a job's scheduling history: what the decision core's service
-// accounting needs (attained service, preemptions, first submit) and could
-// not rebuild from Nomad alone. It is written when the planner first sees the
-// job, when a lease of the job ends, and when Tiresias promotes it; it is
-// deleted when the job finishes or leaves Nomad.
-type JobRecord struct {
-	Namespace string `json:"namespace"`
-	JobID     string `json:"job_id"`
-	// FirstSubmit is when the planner first saw the job queued; it orders
-	// FIFO queues, as the job's own SubmitTime changes with every pin.
-	FirstSubmit time.Time `json:"first_submit"`
-	// FirstStart is when the job first ran (zero: never).
-	FirstStart time.Time `json:"first_start,omitzero"`
-	// Executed is the seconds the job ran under leases that have ended,
-	// and Attained the GPU-seconds (Executed x GPUs of each lease).
-	Executed float64 `json:"executed_s"`
-	Attained float64 `json:"attained_gpu_s"`
-	// Preemptions counts the leases taken back from the job.
-	Preemptions int `json:"preemptions"`
-	// LastLease is the last lease whose service was added, so that a
-	// release replayed after a crash is not counted twice.
-	LastLease string `json:"last_lease,omitempty"`
-	// Suspended is the job version the planner's suspension of LastLease
-	// registered (count 0, in the pending pool): the job waits for its next
-	// grant only at that version; at any other it is the user's (finished
-	// when dead, a new submission otherwise). Nil before planners recorded
-	// it (docs/adversary.md, part 3).
-	Suspended *lease.JobVersion `json:"suspended,omitempty"`
-	// PromotedAt and ExecutedAtPromotion record Tiresias's last starvation
-	// promotion, which resets the job's executed and waited counters.
-	PromotedAt          time.Time `json:"promoted_at,omitzero"`
-	ExecutedAtPromotion float64   `json:"executed_at_promotion_s,omitempty"`
-
-	// index is the record's ModifyIndex when read (0: not in Consul), for
-	// check-and-set.
-	index uint64
-}
-
-// Index is the Consul ModifyIndex the record was read at (0: new).
-func (r JobRecord) Index() uint64 { return r.index }
-
-// Key is the job the record is about.
-func (r JobRecord) Key() core.JobKey { return core.JobKey{Namespace: r.Namespace, ID: r.JobID} }
-
-// Records lists every job record (a record that cannot be used is left
-// out and named in an *UnreadableError, returned with the rest).
-func (s *Store) Records(ctx context.Context) (map[core.JobKey]JobRecord, error) {
-	return listByJob(ctx, s, lease.RecordPrefix, JobRecord.Key, WithIndex)
+// Records lists every job record (lease.JobRecord), each with the
+// ModifyIndex it was read at (a record that cannot be used is left out and
+// named in an *UnreadableError, returned with the rest).
+func (s *Store) Records(ctx context.Context) (map[core.JobKey]lease.JobRecord, error) {
+	return listByJob(ctx, s, lease.RecordPrefix, lease.JobRecord.Key, lease.WithIndex)
 }
 
 // PutRecord writes a record, check-and-set on the index it was read at (0
 // creates it). It returns the record with its new index.
-func (s *Store) PutRecord(ctx context.Context, r JobRecord) (JobRecord, error) {
+func (s *Store) PutRecord(ctx context.Context, r lease.JobRecord) (lease.JobRecord, error) {
 	op, err := recordOp(r)
 	if err != nil {
 		return r, err
@@ -73,8 +28,7 @@ func (s *Store) PutRecord(ctx context.Context, r JobRecord) (JobRecord, error) {
 	if err != nil {
 		return r, err
 	}
-	r.index = resp.Results[0].KV.ModifyIndex
-	return r, nil
+	return lease.WithIndex(r, resp.Results[0].KV.ModifyIndex), nil
 }
 
 // DeleteRecord removes a job's record and its checkpoint record (the job
@@ -89,12 +43,14 @@ func (s *Store) DeleteRecord(ctx context.Context, k core.JobKey) error {
 	return err
 }
 
-func recordOp(r JobRecord) (*api.TxnOp, error) {
-	v, err := json.Marshal(r)
+// recordOp writes r, check-and-set on the index it was read at (0 creates
+// it).
+func recordOp(r lease.JobRecord) (*api.TxnOp, error) {
+	v, err := r.Value()
 	if err != nil {
 		return nil, err
 	}
-	return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: lease.RecordKey(r.Key()), Value: v, Index: r.index}}, nil
+	return &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: lease.RecordKey(r.Key()), Value: v, Index: r.Index()}}, nil
 }
 
 // txnOps runs a transaction and turns a rollback into an error that names the
@@ -165,14 +121,6 @@ func rollback(resp *api.TxnResponse, ops api.TxnOps) string {
 		}
 	}
 	return msg
-}
-
-// WithIndex returns r as if read at a Consul ModifyIndex: what Records
-// does with each record it lists, and what stores that stand in for
-// Consul (tests) do.
-func WithIndex(r JobRecord, index uint64) JobRecord {
-	r.index = index
-	return r
 }
 
 // Checkpoints lists the jobs' newest complete checkpoints, as the task

@@ -2,38 +2,13 @@ package consul
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/consul/api"
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 )
-
-// JobStatus is what the planner last decided about a job, for operators
-// (Consul UI under themis/status/) and `themis status`.
-type JobStatus struct {
-	Namespace string `json:"namespace"`
-	JobID     string `json:"job_id"`
-	// State is queued, granted, revoking (being preempted: checkpointing
-	// until Deadline), suspended (preempted, queued again with its
-	// checkpoint), rejected or finished.
-	State   string   `json:"state"`
-	Reason  string   `json:"reason,omitempty"`
-	Node    string   `json:"node,omitempty"`
-	GPUs    []string `json:"gpus,omitempty"`
-	LeaseID string   `json:"lease_id,omitempty"`
-	// Deadline is when a revoking job's grace period ends.
-	Deadline time.Time `json:"deadline,omitzero"`
-	// Preemptions counts the times the job was preempted.
-	Preemptions int       `json:"preemptions,omitempty"`
-	Since       time.Time `json:"since"`
-	// Driver is the task's driver when it is not the themis driver
-	// (docker, exec, raw_exec): no lease check guards its start.
-	Driver string `json:"driver,omitempty"`
-}
 
 // MaxTxnOps is the most operations Consul accepts in one transaction
 // (maxTxnOps in Consul's agent/txn_endpoint.go: 128 in v1.22.0, the agent
@@ -52,14 +27,14 @@ const maxTxnValueBytes = 128 << 10
 // MaxTxnOps records, in order, puts first. It returns how many of them,
 // counted in that order, Consul committed: all of them when err is nil,
 // those of the transactions before the one that failed otherwise.
-func (s *Store) WriteStatuses(ctx context.Context, puts []JobStatus, dels []core.JobKey) (int, error) {
+func (s *Store) WriteStatuses(ctx context.Context, puts []lease.JobStatus, dels []core.JobKey) (int, error) {
 	ops := make(api.TxnOps, 0, len(puts)+len(dels))
 	for _, st := range puts {
-		v, err := json.Marshal(st)
+		v, err := st.Value()
 		if err != nil {
 			return 0, err
 		}
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVSet, Key: lease.StatusKey(core.JobKey{Namespace: st.Namespace, ID: st.JobID}), Value: v}})
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVSet, Key: lease.StatusKey(st.Key()), Value: v}})
 	}
 	for _, k := range dels {
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: lease.StatusKey(k)}})
@@ -95,11 +70,11 @@ func txnChunks(ops api.TxnOps) []api.TxnOps {
 	return out
 }
 
-// Statuses lists all job status records; one that cannot be used is named
-// in an *UnreadableError, returned with the rest.
-func (s *Store) Statuses(ctx context.Context) ([]JobStatus, error) {
-	var out []JobStatus
-	err := list(ctx, s, lease.StatusPrefix, func(st JobStatus) core.JobKey { return core.JobKey{Namespace: st.Namespace, ID: st.JobID} },
-		func(st JobStatus, _ uint64) { out = append(out, st) })
+// Statuses lists all job status records (lease.JobStatus); one that cannot
+// be used is named in an *UnreadableError, returned with the rest.
+func (s *Store) Statuses(ctx context.Context) ([]lease.JobStatus, error) {
+	var out []lease.JobStatus
+	err := list(ctx, s, lease.StatusPrefix, lease.JobStatus.Key,
+		func(st lease.JobStatus, _ uint64) { out = append(out, st) })
 	return out, err
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/arbiter"
-	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
 	"github.com/themis-nomad/themis/planner/lease"
@@ -40,14 +39,14 @@ func fixture() planner.View {
 				Revoke: &lease.Revoke{Reason: "preempted by fitgpp for default/c", Since: t0, Deadline: t0.Add(30 * time.Second)}},
 		},
 		Jobs: []planner.JobView{
-			{Key: key("a"), Valid: true, GPUs: 2, VC: "default", Class: "be", Status: consul.JobStatus{Namespace: "default", JobID: "a", State: "granted", Node: "dev-node", GPUs: []string{"gpu-0", "gpu-1"}, LeaseID: "L-a", Since: t0.Add(-time.Minute)},
-				Record: consul.JobRecord{FirstSubmit: t0.Add(-2 * time.Minute), FirstStart: t0.Add(-time.Minute)}},
-			{Key: key("b"), Valid: true, GPUs: 1, VC: "default", Class: "be", Status: consul.JobStatus{Namespace: "default", JobID: "b", State: "revoking", Reason: "preempted by fitgpp for default/c", Deadline: t0.Add(30 * time.Second), Since: t0}},
-			{Key: key("c"), Valid: true, GPUs: 1, VC: "default", Class: "te", Status: consul.JobStatus{Namespace: "default", JobID: "c", State: "queued", Reason: "granted 1 GPUs on dev-node; waiting for default/b to stop", Since: t0}},
-			{Key: key("d"), Valid: true, GPUs: 4, VC: "default", Class: "be", Status: consul.JobStatus{Namespace: "default", JobID: "d", State: "suspended", Reason: "waiting for 4 free GPUs (0 free)", Since: t0, Preemptions: 1},
-				Record: consul.JobRecord{Executed: 60, Attained: 240, Preemptions: 1}},
-			{Key: key("bad"), Status: consul.JobStatus{Namespace: "default", JobID: "bad", State: "rejected", Reason: "themis.gpus: must be a whole number", Since: t0}},
-			{Key: key("crash"), Valid: true, GPUs: 1, VC: "default", Class: "be", Status: consul.JobStatus{Namespace: "default", JobID: "crash", State: "failed",
+			{Key: key("a"), Valid: true, GPUs: 2, VC: "default", Class: "be", Status: lease.JobStatus{Namespace: "default", JobID: "a", State: "granted", Node: "dev-node", GPUs: []string{"gpu-0", "gpu-1"}, LeaseID: "L-a", Since: t0.Add(-time.Minute)},
+				Record: lease.JobRecord{FirstSubmit: t0.Add(-2 * time.Minute), FirstStart: t0.Add(-time.Minute)}},
+			{Key: key("b"), Valid: true, GPUs: 1, VC: "default", Class: "be", Status: lease.JobStatus{Namespace: "default", JobID: "b", State: "revoking", Reason: "preempted by fitgpp for default/c", Deadline: t0.Add(30 * time.Second), Since: t0}},
+			{Key: key("c"), Valid: true, GPUs: 1, VC: "default", Class: "te", Status: lease.JobStatus{Namespace: "default", JobID: "c", State: "queued", Reason: "granted 1 GPUs on dev-node; waiting for default/b to stop", Since: t0}},
+			{Key: key("d"), Valid: true, GPUs: 4, VC: "default", Class: "be", Status: lease.JobStatus{Namespace: "default", JobID: "d", State: "suspended", Reason: "waiting for 4 free GPUs (0 free)", Since: t0, Preemptions: 1},
+				Record: lease.JobRecord{Executed: 60, Attained: 240, Preemptions: 1}},
+			{Key: key("bad"), Status: lease.JobStatus{Namespace: "default", JobID: "bad", State: "rejected", Reason: "themis.gpus: must be a whole number", Since: t0}},
+			{Key: key("crash"), Valid: true, GPUs: 1, VC: "default", Class: "be", Status: lease.JobStatus{Namespace: "default", JobID: "crash", State: "failed",
 				Reason: `task "hello": Driver Failure: failed to launch command with executor: permission denied`, Since: t0}},
 		},
 		Queue: []planner.Queued{
@@ -69,8 +68,8 @@ func vcFixture() planner.View {
 		Leases: []lease.JobLease{{LeaseID: "L-v", Namespace: "default", JobID: "v", NodeID: "n1", NodeName: "dev-node", GPUs: []string{"g0"},
 			VC: "vision", GrantedAt: t0, Cells: []string{"vision/socket2.0/gpu.0"}}},
 		Jobs: []planner.JobView{
-			{Key: key("v"), Valid: true, GPUs: 1, VC: "vision", Status: consul.JobStatus{State: "granted"}},
-			{Key: key("w"), Valid: true, GPUs: 2, VC: "vision", Status: consul.JobStatus{State: "queued", Reason: "no room"}},
+			{Key: key("v"), Valid: true, GPUs: 1, VC: "vision", Status: lease.JobStatus{State: "granted"}},
+			{Key: key("w"), Valid: true, GPUs: 2, VC: "vision", Status: lease.JobStatus{State: "queued", Reason: "no room"}},
 		},
 		Queue: []planner.Queued{{Job: key("w"), VC: "vision", Position: 1, GPUs: 2, State: "queued", Reason: "no room"}},
 		VCs: []planner.VCView{{
@@ -172,6 +171,6 @@ func gangFixture() planner.View {
 		Leases: []lease.JobLease{{LeaseID: "L-g", Namespace: "default", JobID: "g", NodeID: "n1", NodeName: "node-1",
 			GPUs: []string{"a0", "b0"}, GrantedAt: t0, Parts: []lease.Part{
 				{NodeID: "n1", NodeName: "node-1", GPUs: []string{"a0"}}, {NodeID: "n2", NodeName: "node-2", GPUs: []string{"b0"}}}}},
-		Jobs: []planner.JobView{{Key: key("g"), Valid: true, GPUs: 2, Status: consul.JobStatus{State: "granted", Node: "node-1,node-2"}}},
+		Jobs: []planner.JobView{{Key: key("g"), Valid: true, GPUs: 2, Status: lease.JobStatus{State: "granted", Node: "node-1,node-2"}}},
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/themis-nomad/themis/planner"
-	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 // After a scripted sequence of rounds the scrape has the queue, the GPUs
@@ -81,7 +81,7 @@ func TestMetricsAfterRounds(t *testing.T) {
 func TestMetricsCountJobsSetAside(t *testing.T) {
 	aside := fixture()
 	aside.Jobs = append(aside.Jobs, planner.JobView{Key: key("wedge/allocations"),
-		Status: consul.JobStatus{Namespace: "default", JobID: "wedge/allocations", State: planner.StateUnreadable, Reason: "cannot be read"}})
+		Status: lease.JobStatus{Namespace: "default", JobID: "wedge/allocations", State: planner.StateUnreadable, Reason: "cannot be read"}})
 	for _, c := range []struct {
 		views []planner.View
 		want  string

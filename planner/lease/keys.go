@@ -18,14 +18,14 @@ import (
 //	themis/gangs/<ns>/<job>/<lease-id>/...   a gang's parts' barrier (gang.go)
 //	themis/checkpoints/<ns>/<job>            CheckpointRecord, written by the driver (checkpoint.go)
 //	themis/progress/<ns>/<job>               ProgressRecord, written by the driver (progress.go)
-//	themis/jobs/<ns>/<job>                   the planner's job record (consul.JobRecord)
-//	themis/status/<ns>/<job>                 the job's status for operators (consul.JobStatus)
+//	themis/jobs/<ns>/<job>                   JobRecord, the planner's job record (jobrecord.go)
+//	themis/status/<ns>/<job>                 JobStatus, the job's status for operators (jobstatus.go)
 //	themis/policy/<policy>                   a stateful policy's state (opaque bytes)
 //	themis/auction/last                      the last auction round's report (core.RoundReport)
 //	themis/planner/leader                    the planners' leader lock (a session)
 
 // RecordPrefix is where the planner keeps what it must remember about a job
-// across preemptions and planner restarts (invariant 5, consul.JobRecord):
+// across preemptions and planner restarts (invariant 5, JobRecord):
 // Nomad forgets a job's history every time it is re-registered, and
 // allocations are garbage-collected.
 const RecordPrefix = Root + "jobs/"
@@ -35,7 +35,7 @@ func RecordKey(k core.JobKey) string {
 	return RecordPrefix + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.ID)
 }
 
-// StatusPrefix is where job status records live (consul.JobStatus).
+// StatusPrefix is where job status records live (JobStatus).
 const StatusPrefix = Root + "status/"
 
 // StatusKey is the key of one job's status record.

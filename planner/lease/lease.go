@@ -1,8 +1,9 @@
 // Package lease owns the Consul KV layout themis writes under Root (every
-// key: keys.go) and the records the planner and the task driver share: GPU
-// leases, which the planner writes and the driver checks (Verify) before it
-// starts a task; pending grants, checkpoints, progress and gangs. Operators
-// read them in Consul's UI under "Key/Value > themis". Leases (JSON):
+// key: keys.go) and every record stored there: GPU leases, which the
+// planner writes and the driver checks (Verify) before it starts a task;
+// pending grants, checkpoints, progress and gangs, which the two share; the
+// planner's job records (JobRecord) and the statuses it writes for
+// operators (JobStatus). Operators read them in Consul's UI under "Key/Value > themis". Leases (JSON):
 //
 //	themis/leases/gpus/<gpu-id>          one key per leased GPU   -> GPULease
 //	themis/leases/jobs/<namespace>/<job> one key per granted job  -> JobLease

@@ -18,9 +18,9 @@ type Store struct {
 	Index             uint64
 	JobLeases         map[core.JobKey]lease.JobLease
 	GPUOwners         map[string]string // GPU -> lease ID
-	JobRecords        map[core.JobKey]consul.JobRecord
+	JobRecords        map[core.JobKey]lease.JobRecord
 	RecordIndex       map[core.JobKey]uint64
-	JobStatuses       map[core.JobKey]consul.JobStatus
+	JobStatuses       map[core.JobKey]lease.JobStatus
 	CheckpointRecords map[core.JobKey]lease.CheckpointRecord
 	ProgressRecords   map[core.JobKey]lease.ProgressRecord
 	PendingGrants     map[core.JobKey]lease.Pending
@@ -31,7 +31,7 @@ type Store struct {
 	StatusCalls int
 	StatusFail  *StatusFail
 	// lastPuts and lastDels are the last WriteStatuses call's.
-	LastPuts []consul.JobStatus
+	LastPuts []lease.JobStatus
 	LastDels []core.JobKey
 	// bad are keys whose values cannot be used: each listing leaves out
 	// the value under such a key (it stays in the maps above) and names
@@ -42,7 +42,7 @@ type Store struct {
 // NewStore is an empty KV.
 func NewStore() *Store {
 	return &Store{JobLeases: map[core.JobKey]lease.JobLease{}, GPUOwners: map[string]string{}, CheckpointRecords: map[core.JobKey]lease.CheckpointRecord{},
-		JobRecords: map[core.JobKey]consul.JobRecord{}, RecordIndex: map[core.JobKey]uint64{}, JobStatuses: map[core.JobKey]consul.JobStatus{}}
+		JobRecords: map[core.JobKey]lease.JobRecord{}, RecordIndex: map[core.JobKey]uint64{}, JobStatuses: map[core.JobKey]lease.JobStatus{}}
 }
 
 func (s *Store) Leases(context.Context) (map[core.JobKey]lease.JobLease, error) {
@@ -114,7 +114,7 @@ func (s *Store) SetVersions(_ context.Context, l lease.JobLease) (lease.JobLease
 	return cur, nil
 }
 
-func (s *Store) Release(_ context.Context, l lease.JobLease, rec *consul.JobRecord) error {
+func (s *Store) Release(_ context.Context, l lease.JobLease, rec *lease.JobRecord) error {
 	if err := s.Crash.Spend(); err != nil {
 		return err
 	}
@@ -135,20 +135,20 @@ func (s *Store) Release(_ context.Context, l lease.JobLease, rec *consul.JobReco
 	if rec != nil {
 		s.Index++
 		s.JobRecords[k], s.RecordIndex[k] = *rec, s.Index
-		*rec = consul.WithIndex(*rec, s.Index)
+		*rec = lease.WithIndex(*rec, s.Index)
 	}
 	return nil
 }
 
-func (s *Store) Records(context.Context) (map[core.JobKey]consul.JobRecord, error) {
-	out := map[core.JobKey]consul.JobRecord{}
+func (s *Store) Records(context.Context) (map[core.JobKey]lease.JobRecord, error) {
+	out := map[core.JobKey]lease.JobRecord{}
 	for k, r := range s.JobRecords {
-		out[k] = consul.WithIndex(r, s.RecordIndex[k])
+		out[k] = lease.WithIndex(r, s.RecordIndex[k])
 	}
 	return withoutBad(s, lease.RecordPrefix, out), s.unreadable(lease.RecordPrefix)
 }
 
-func (s *Store) PutRecord(_ context.Context, r consul.JobRecord) (consul.JobRecord, error) {
+func (s *Store) PutRecord(_ context.Context, r lease.JobRecord) (lease.JobRecord, error) {
 	if err := s.Crash.Spend(); err != nil {
 		return r, err
 	}
@@ -158,7 +158,7 @@ func (s *Store) PutRecord(_ context.Context, r consul.JobRecord) (consul.JobReco
 	}
 	s.Index++
 	s.JobRecords[k], s.RecordIndex[k] = r, s.Index
-	return consul.WithIndex(r, s.Index), nil
+	return lease.WithIndex(r, s.Index), nil
 }
 
 func (s *Store) DeleteRecord(_ context.Context, k core.JobKey) error {
@@ -233,13 +233,13 @@ func (s *Store) SetLeaseEnd(_ context.Context, l lease.JobLease) error {
 	return nil
 }
 
-func (s *Store) Statuses(context.Context) ([]consul.JobStatus, error) {
+func (s *Store) Statuses(context.Context) ([]lease.JobStatus, error) {
 	return slices.Collect(maps.Values(s.JobStatuses)), nil
 }
 
 // WriteStatuses commits the writes, puts first, up to StatusFail's: as
 // consul.Store.WriteStatuses, where the transaction holding it failed.
-func (s *Store) WriteStatuses(_ context.Context, puts []consul.JobStatus, dels []core.JobKey) (int, error) {
+func (s *Store) WriteStatuses(_ context.Context, puts []lease.JobStatus, dels []core.JobKey) (int, error) {
 	s.StatusCalls++
 	s.LastPuts, s.LastDels = slices.Clone(puts), slices.Clone(dels)
 	n := 0

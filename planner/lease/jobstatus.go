@@ -1,0 +1,38 @@
+package lease
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
+)
+
+// JobStatus is what the planner last decided about a job, under StatusKey,
+// for operators (Consul UI under themis/status/) and `themis status`. The
+// planner's Consul adapter (planner/consul) reads and writes it.
+type JobStatus struct {
+	Namespace string `json:"namespace"`
+	JobID     string `json:"job_id"`
+	// State is queued, granted, revoking (being preempted: checkpointing
+	// until Deadline), suspended (preempted, queued again with its
+	// checkpoint), rejected or finished.
+	State   string   `json:"state"`
+	Reason  string   `json:"reason,omitempty"`
+	Node    string   `json:"node,omitempty"`
+	GPUs    []string `json:"gpus,omitempty"`
+	LeaseID string   `json:"lease_id,omitempty"`
+	// Deadline is when a revoking job's grace period ends.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Preemptions counts the times the job was preempted.
+	Preemptions int       `json:"preemptions,omitempty"`
+	Since       time.Time `json:"since"`
+	// Driver is the task's driver when it is not the themis driver
+	// (docker, exec, raw_exec): no lease check guards its start.
+	Driver string `json:"driver,omitempty"`
+}
+
+// Key is the job the status is about.
+func (s JobStatus) Key() core.JobKey { return core.JobKey{Namespace: s.Namespace, ID: s.JobID} }
+
+// Value is the status as stored at StatusKey(s.Key()): compact JSON.
+func (s JobStatus) Value() ([]byte, error) { return json.Marshal(s) }
