@@ -310,7 +310,7 @@ func ptrTo[T any](v T) *T { return &v }
 
 // A running job re-registered by its user with the meta only the planner
 // writes kept or forged (docs/adversary.md, part 3): the planner trusts
-// only its own records. "forged-lease" keeps themis.lease and asks Nomad
+// only its own records. "forged-lease" keeps themis.lease_id and asks Nomad
 // for the node's 8 GPUs without the pin's device constraint (Nomad cannot
 // place that, so the old allocation runs on): it is a new submission,
 // so its lease is taken back through the revoke path (marked resubmitted)
@@ -352,7 +352,7 @@ func TestAdversaryForgedPlannerMeta(t *testing.T) {
 		j.TaskGroups[0].Tasks[0].Resources.Devices = []*nomadapi.RequestedDevice{{Name: topology.Vendor + "/" + topology.DeviceType, Count: &all}}
 	})
 	reregister(forgedSuspended, func(j *nomadapi.Job) {
-		delete(j.Meta, "themis.lease")
+		delete(j.Meta, "themis.lease_id")
 		j.Meta["themis.suspended"], j.Meta["themis.count"] = first[forgedSuspended], "1"
 	})
 	eventually(t, 30*time.Second, forgedLease+"'s lease taken back as a resubmission", func() (bool, error) {

@@ -297,7 +297,7 @@ func TestCheckReportsViolations(t *testing.T) {
 	job := nomadapi.NewBatchJob(lost, lost, "global", 50)
 	pool := "default"
 	job.NodePool = &pool
-	job.Meta = map[string]string{"themis.lease": "e2e-fake-lease"}
+	job.Meta = map[string]string{"themis.lease_id": "e2e-fake-lease"}
 	job.Constrain(nomadapi.NewConstraint("${node.unique.name}", "=", "no-such-node"))
 	task := nomadapi.NewTask("t", "raw_exec").SetConfig("command", "/bin/true")
 	job.AddTaskGroup(nomadapi.NewTaskGroup("g", 1).AddTask(task))

@@ -56,15 +56,21 @@ func TestPinPlacesOnlyWhatWasLeased(t *testing.T) {
 		{"themis.gang lets a count of 3 through", func(j *api.Job) {
 			j.TaskGroups[0].Count, j.Meta["themis.gang"] = ptr(3), "3"
 		}, []string{`meta "themis.gang"`}},
-		{"themis.lease without a lease", func(j *api.Job) { j.Meta["themis.lease"] = "0c2f" },
+		{"themis.lease_id without a lease", func(j *api.Job) { j.Meta["themis.lease_id"] = "0c2f" },
+			[]string{`meta "themis.lease_id"`}},
+		{"themis.lease (the old spelling) without a lease", func(j *api.Job) { j.Meta["themis.lease"] = "0c2f" },
 			[]string{`meta "themis.lease"`}},
 		{"themis.suspended that the planner never wrote", func(j *api.Job) {
 			j.TaskGroups[0].Count, j.Meta["themis.suspended"], j.Meta["themis.count"] = ptr(0), "0c2f", "1"
 		}, []string{`meta "themis.suspended"`}},
 		{"themis.restart_count in task meta", func(j *api.Job) { themisTask(j).Meta = map[string]string{"themis.restart_count": "7"} },
 			[]string{`group "g" task "t"`, `meta "themis.restart_count"`}},
-		{"themis.lease in group meta", func(j *api.Job) { j.TaskGroups[0].Meta = map[string]string{"themis.lease": "0c2f"} },
+		{"themis.lease_id in group meta", func(j *api.Job) { j.TaskGroups[0].Meta = map[string]string{"themis.lease_id": "0c2f"} },
+			[]string{`group "g"`, `meta "themis.lease_id"`}},
+		{"themis.lease (the old spelling) in group meta", func(j *api.Job) { j.TaskGroups[0].Meta = map[string]string{"themis.lease": "0c2f"} },
 			[]string{`group "g"`, `meta "themis.lease"`}},
+		{"themis.lease (the old spelling) in task meta", func(j *api.Job) { themisTask(j).Meta = map[string]string{"themis.lease": "0c2f"} },
+			[]string{`group "g" task "t"`, `meta "themis.lease"`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

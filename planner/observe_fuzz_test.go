@@ -27,6 +27,7 @@ func FuzzObserveHostileJob(f *testing.F) {
 	f.Add("wedge/allocations", "default", "themis", "themis.gpus", "2", "gpus", "2", "", int64(1), true)
 	f.Add("..", "team", "raw_exec", "themis.gpus", "1", "vc", "a", "themis/gpu", int64(4), false)
 	f.Add("x\x1b[2Jy", "default", "themis", "themis.lease", "L", "priority", "1000", "gpu", int64(2), true)
+	f.Add("x", "default", "themis", "themis.lease_id", "L", "priority", "1", "", int64(1), true)
 	f.Add("j", "default", "docker", "themis.suspended", "L", "grace_period", "99999h", "nvidia/gpu", int64(1), false)
 	f.Add("j", "", "exec", "themis.gang", "3", "gpus", "-1", "", int64(0), true)
 	f.Add("good", "default", "themis", "themis.count", "8", "class", "te", "themis/gpu/a100", int64(1), true)

@@ -167,6 +167,8 @@ func TestOwnVersion(t *testing.T) {
 		finished bool
 	}{
 		{"the pin's version", job(2, 1, "running", map[string]string{nomad.LeaseMeta: L}), &pinnedLease, nil, ownVersion{pinned: true}, false},
+		{"the pin's version, the lease under the old key", job(2, 1, "running", map[string]string{nomad.OldLeaseMeta: L}), &pinnedLease, nil, ownVersion{pinned: true}, false},
+		{"the pin's version, another lease under the old key", job(2, 1, "running", map[string]string{nomad.OldLeaseMeta: "other"}), &pinnedLease, nil, ownVersion{}, false},
 		{"at the grant's index", job(1, 1, "pending", nil), &pinnedLease, nil, ownVersion{granted: true}, false},
 		{"a later version, the lease meta kept", job(3, 1, "running", map[string]string{nomad.LeaseMeta: L}), &pinnedLease, nil, ownVersion{}, false},
 		{"the pin's version with another lease in its meta", job(2, 1, "running", map[string]string{nomad.LeaseMeta: "other"}), &pinnedLease, nil, ownVersion{}, false},
@@ -179,6 +181,7 @@ func TestOwnVersion(t *testing.T) {
 		{"a suspension naming no lease the planner took back", job(3, 0, "dead", map[string]string{nomad.SuspendedMeta: "other"}), nil, &lease.JobRecord{LastLease: L, Suspended: v(3)}, ownVersion{}, true},
 		{"stopped by its user", func() *nomad.Job { j := job(3, 0, "dead", susp); j.Job.Stop = ptr(true); return j }(), nil, &lease.JobRecord{LastLease: L, Suspended: v(3)}, ownVersion{suspended: L}, true},
 		{"legacy lease: the meta, once", job(7, 1, "running", map[string]string{nomad.LeaseMeta: L}), &legacy, nil, ownVersion{pinned: true, legacy: true}, false},
+		{"legacy lease: the old key, once", job(7, 1, "running", map[string]string{nomad.OldLeaseMeta: L}), &legacy, nil, ownVersion{pinned: true, legacy: true}, false},
 		{"legacy revoking lease, suspended", job(8, 0, "dead", susp), &legacyRevoking, nil, ownVersion{suspended: L}, false},
 		{"legacy record, suspended", job(8, 0, "dead", susp), nil, &lease.JobRecord{LastLease: L}, ownVersion{suspended: L}, false},
 		{"legacy record, count 1", job(8, 1, "pending", susp), nil, &lease.JobRecord{LastLease: L}, ownVersion{}, false},

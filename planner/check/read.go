@@ -188,7 +188,7 @@ func (r *Reader) readJobs(ctx context.Context) ([]Job, error) {
 		out = append(out, Job{Ref: ref, Pool: c.pool, Status: st.Status, Stop: st.Stop,
 			SubmitTime: time.Unix(0, st.SubmitTime), Meta: st.Meta,
 			Themis: c.themis || c.pool == cmpOr(r.PendingPool, DefaultPendingPool) ||
-				st.Meta[LeaseMeta] != "" || st.Meta[SuspendedMeta] != ""})
+				plannerMarked(st.Meta)})
 	}
 	for ref := range r.jobs {
 		if !seen[ref] {
@@ -198,9 +198,15 @@ func (r *Reader) readJobs(ctx context.Context) ([]Job, error) {
 	return out, nil
 }
 
+// plannerMarked: job meta names a lease (in either spelling) or a
+// suspension, which only the planner's pin and suspension write.
+func plannerMarked(meta map[string]string) bool {
+	return meta[LeaseMeta] != "" || meta[OldLeaseMeta] != "" || meta[SuspendedMeta] != ""
+}
+
 // isThemis: the job has a task with the themis driver or a themis stanza.
 func isThemis(j *nomadapi.Job) bool {
-	if j.Meta[LeaseMeta] != "" || j.Meta[SuspendedMeta] != "" {
+	if plannerMarked(j.Meta) {
 		return true
 	}
 	for _, tg := range j.TaskGroups {

@@ -13,12 +13,14 @@ import (
 // planner's packages, so that a bug in how the planner lays out or decodes
 // its keys cannot hide from the check.
 const (
-	Root          = "themis/"
-	GPULeasePath  = Root + "leases/gpus/"
-	JobLeasePath  = Root + "leases/jobs/"
-	StatusPath    = Root + "status/"
-	RecordPath    = Root + "jobs/"
-	LeaseMeta     = "themis.lease"
+	Root         = "themis/"
+	GPULeasePath = Root + "leases/gpus/"
+	JobLeasePath = Root + "leases/jobs/"
+	StatusPath   = Root + "status/"
+	RecordPath   = Root + "jobs/"
+	LeaseMeta    = "themis.lease_id"
+	// OldLeaseMeta is LeaseMeta as planners before #34 spelt it.
+	OldLeaseMeta  = "themis.lease"
 	SuspendedMeta = "themis.suspended"
 	// DefaultPendingPool is the node pool in which themis jobs wait.
 	DefaultPendingPool = "themis-pending"

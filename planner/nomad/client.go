@@ -198,7 +198,7 @@ func (c *Client) pinChange(j *Job, l lease.JobLease, pool string, restarts int) 
 	parts := l.Nodes()
 	return func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
 		job.NodePool = &pool
-		job.Meta[LeaseMeta] = l.LeaseID
+		SetLeaseMeta(job.Meta, l.LeaseID)
 		job.Meta[RestartCountMeta] = strconv.Itoa(restarts)
 		delete(job.Meta, SuspendedMeta)
 		delete(job.Meta, CountMeta)
@@ -246,30 +246,13 @@ func (c *Client) pinChange(j *Job, l lease.JobLease, pool string, restarts int) 
 // place), and `nomad alloc stop` of a batch task that exits 0 after its
 // checkpoint completes the job for good (see docs/design.md).
 func (c *Client) Suspend(ctx context.Context, j *Job, leaseID string) error {
-	change := func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
-		if job.Meta[SuspendedMeta] == "" {
-			count := 1
-			if tg.Count != nil && job.Meta[GangMeta] == "" {
-				count = *tg.Count
-			}
-			job.Meta[CountMeta] = strconv.Itoa(count)
-		}
-		delete(job.Meta, GangMeta)
-		job.Meta[SuspendedMeta] = leaseID
-		delete(job.Meta, LeaseMeta)
-		zero := 0
-		tg.Count = &zero
-		job.NodePool = &c.pendingPool
-		tg.Constraints = withoutTarget(tg.Constraints, "${node.unique.id}")
-		setThemisDevice(task, j.Intent.GPUs, nil)
-	}
 	if j.Task == "" {
 		// A version whose themis task cannot be told (several: it is
 		// rejected) that took a lease's place: every group stops, and
 		// rewrite leaves no device request.
 		return c.editAll(ctx, j, func(job *api.Job) {
 			job.Meta[SuspendedMeta] = leaseID
-			delete(job.Meta, LeaseMeta)
+			DropLeaseMeta(job.Meta)
 			delete(job.Meta, GangMeta)
 			zero := 0
 			for _, tg := range job.TaskGroups {
@@ -280,7 +263,28 @@ func (c *Client) Suspend(ctx context.Context, j *Job, leaseID string) error {
 			job.NodePool = &c.pendingPool
 		})
 	}
-	return c.edit(ctx, j, "suspend", change)
+	return c.edit(ctx, j, "suspend", c.suspendChange(j, leaseID))
+}
+
+// suspendChange is what Suspend changes in a job with one themis task.
+func (c *Client) suspendChange(j *Job, leaseID string) func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
+	return func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
+		if job.Meta[SuspendedMeta] == "" {
+			count := 1
+			if tg.Count != nil && job.Meta[GangMeta] == "" {
+				count = *tg.Count
+			}
+			job.Meta[CountMeta] = strconv.Itoa(count)
+		}
+		delete(job.Meta, GangMeta)
+		job.Meta[SuspendedMeta] = leaseID
+		DropLeaseMeta(job.Meta)
+		zero := 0
+		tg.Count = &zero
+		job.NodePool = &c.pendingPool
+		tg.Constraints = withoutTarget(tg.Constraints, "${node.unique.id}")
+		setThemisDevice(task, j.Intent.GPUs, nil)
+	}
 }
 
 // editAll is edit for a job without one themis task: change gets the job,

@@ -99,11 +99,38 @@ func (j *Job) Stopped() bool { return j.Job.Stop != nil && *j.Job.Stop }
 func (j *Job) Pool() string { return deref(j.Job.NodePool) }
 
 // LeaseMeta is the job meta key in which a pinned job records its lease ID.
-const LeaseMeta = spec.MetaLease
+// OldLeaseMeta is the key planners before #34 wrote it under
+// ("themis.lease"): a job they pinned carries only that one.
+const (
+	LeaseMeta    = spec.MetaLease
+	OldLeaseMeta = spec.MetaLeaseOld
+)
 
 // MetaLease is the lease ID the job's meta names ("" when none): what the
 // planner's pin wrote, or what its user wrote in its place.
-func (j *Job) MetaLease() string { return j.Job.Meta[LeaseMeta] }
+func (j *Job) MetaLease() string { return MetaLeaseOf(j.Job.Meta) }
+
+// MetaLeaseOf is the lease ID in job meta: LeaseMeta's, else (a version
+// pinned by a planner before #34) OldLeaseMeta's.
+func MetaLeaseOf(meta map[string]string) string {
+	if id := meta[LeaseMeta]; id != "" {
+		return id
+	}
+	return meta[OldLeaseMeta]
+}
+
+// SetLeaseMeta records the lease ID in job meta, under LeaseMeta only:
+// the old spelling goes, so that no version carries two lease IDs.
+func SetLeaseMeta(meta map[string]string, leaseID string) {
+	meta[LeaseMeta] = leaseID
+	delete(meta, OldLeaseMeta)
+}
+
+// DropLeaseMeta removes the lease ID from job meta, in both spellings.
+func DropLeaseMeta(meta map[string]string) {
+	delete(meta, LeaseMeta)
+	delete(meta, OldLeaseMeta)
+}
 
 // Job meta keys the planner writes besides LeaseMeta.
 const (

@@ -57,7 +57,14 @@ func TestCheckWhole(t *testing.T) {
 			g := group("g", themisTask("t", ok))
 			g.Meta = map[string]string{LeaseMeta: "L"}
 			return jobWith(g)
+		}(), `job "j" group "g": meta "themis.lease_id"`},
+		{"planner meta in a group, the old lease key", func() *api.Job {
+			g := group("g", themisTask("t", ok))
+			g.Meta = map[string]string{OldLeaseMeta: "L"}
+			return jobWith(g)
 		}(), `job "j" group "g": meta "themis.lease"`},
+		{"planner meta in a task, the old lease key", jobWith(group("g", &api.Task{Name: "t", Driver: DriverName, Config: map[string]any{"themis": ok},
+			Meta: map[string]string{OldLeaseMeta: "L"}})), `job "j" group "g" task "t": meta "themis.lease"`},
 		{"planner meta in another group's task", jobWith(group("g", themisTask("t", ok)), group("o", &api.Task{Name: "x", Driver: "raw_exec",
 			Meta: map[string]string{SuspendedMeta: "L"}})), `job "j" group "o" task "x": meta "themis.suspended"`},
 		{"periodic", func() *api.Job {
@@ -105,7 +112,10 @@ func TestCheckPlannerMeta(t *testing.T) {
 		{"none", nil, ""},
 		{"a restart count (the pin overwrites it)", map[string]string{RestartCountMeta: "3"}, ""},
 		{"other meta", map[string]string{"owner": "team-a"}, ""},
-		{"a pin's lease", map[string]string{LeaseMeta: "L1"}, `meta "themis.lease" = "L1"`},
+		{"a pin's lease", map[string]string{LeaseMeta: "L1"}, `meta "themis.lease_id" = "L1"`},
+		{"a pin's lease, as planners before #34 wrote it", map[string]string{OldLeaseMeta: "L1"}, `meta "themis.lease" = "L1"`},
+		{"the old lease key, empty", map[string]string{OldLeaseMeta: ""}, `meta "themis.lease" = ""`},
+		{"both lease keys", map[string]string{LeaseMeta: "L1", OldLeaseMeta: "L0"}, `meta "themis.lease_id" = "L1"`},
 		{"a pin's gang", map[string]string{GangMeta: "3"}, `meta "themis.gang" = "3"`},
 		{"a suspension copied", map[string]string{SuspendedMeta: "L1", CountMeta: "1", RestartCountMeta: "0"}, `meta "themis.suspended" = "L1"`},
 		{"suspended, empty", map[string]string{SuspendedMeta: ""}, `meta "themis.suspended" = ""`},

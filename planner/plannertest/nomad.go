@@ -218,7 +218,8 @@ func (f *Nomad) Pin(_ context.Context, j *nomad.Job, l lease.JobLease, pool stri
 	f.Index++
 	newVersion(cur)
 	cur.JobModifyIndex, cur.NodePool, cur.Status = ptr(f.Index), ptr(pool), ptr("running")
-	cur.Meta[nomad.LeaseMeta], cur.Meta[nomad.RestartCountMeta] = l.LeaseID, strconv.Itoa(restarts)
+	nomad.SetLeaseMeta(cur.Meta, l.LeaseID)
+	cur.Meta[nomad.RestartCountMeta] = strconv.Itoa(restarts)
 	delete(cur.Meta, nomad.SuspendedMeta)
 	delete(cur.Meta, nomad.CountMeta)
 	parts := l.Nodes()
@@ -251,7 +252,7 @@ func (f *Nomad) Suspend(_ context.Context, j *nomad.Job, leaseID string) error {
 	}
 	delete(cur.Meta, nomad.GangMeta)
 	cur.Meta[nomad.SuspendedMeta] = leaseID
-	delete(cur.Meta, nomad.LeaseMeta)
+	nomad.DropLeaseMeta(cur.Meta)
 	cur.TaskGroups[0].Count = ptr(0)
 	for _, a := range f.Allocs[j.Key] {
 		if a.StopAt.IsZero() && !a.Terminal() {

@@ -86,8 +86,15 @@ const MetaRestartCount = "themis.restart_count"
 // suspends (planner/nomad says what each holds). Like MetaRestartCount
 // they are not stanza fields: in a task's or group's meta they do not make
 // it a themis task, and the planner rejects a job that sets them there.
+//
+// MetaLease holds a pinned job's lease ID. Planners before #34 wrote it as
+// MetaLeaseOld ("themis.lease", the spelling of the Themis policy's
+// lease-length knob too); the planner reads both, writes only MetaLease and
+// deletes MetaLeaseOld whenever it rewrites a job's meta, and both are
+// reserved.
 const (
-	MetaLease     = "themis.lease"
+	MetaLease     = "themis.lease_id"
+	MetaLeaseOld  = "themis.lease"
 	MetaSuspended = "themis.suspended"
 	MetaCount     = "themis.count"
 	MetaGang      = "themis.gang"
@@ -365,7 +372,7 @@ const MetaPrefix = BlockName + "."
 
 // reservedMeta are keys under MetaPrefix that the planner itself writes,
 // not stanza fields.
-var reservedMeta = map[string]bool{MetaRestartCount: true, MetaLease: true, MetaSuspended: true, MetaCount: true, MetaGang: true}
+var reservedMeta = map[string]bool{MetaRestartCount: true, MetaLease: true, MetaLeaseOld: true, MetaSuspended: true, MetaCount: true, MetaGang: true}
 
 // FromMeta finds the stanza in meta keys (group meta overlaid by task
 // meta) and validates it with the same rules and errors as the block.

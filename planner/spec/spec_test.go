@@ -133,6 +133,13 @@ func TestFromMeta(t *testing.T) {
 	if _, found, _ := FromMeta(map[string]string{"owner": "ml", "themis.restart_count": "1"}); found {
 		t.Fatal("meta without stanza fields found a stanza")
 	}
+	// The planner's keys, the lease ID's in both spellings (themis.lease
+	// before #34), are no stanza fields and no unknown ones either.
+	for _, k := range []string{MetaRestartCount, MetaLease, MetaLeaseOld, MetaSuspended, MetaCount, MetaGang} {
+		if _, found, err := FromMeta(map[string]string{"owner": "ml", k: "L"}); found || err != nil {
+			t.Errorf("meta %q: found %v, err %v; want no stanza and no error", k, found, err)
+		}
+	}
 	for meta, want := range map[string]string{
 		"themis.gpus=1.5":    "themis.gpus: must be a whole number, got 1.5",
 		"themis.gpus=x":      `themis.gpus: must be a whole number, got "x"`,
