@@ -53,7 +53,8 @@ func goldenCases(t *testing.T) []goldenCase {
 	}
 	return []goldenCase{
 		// Workload 2, light and at eight times the load (reservations,
-		// early revocation), with and without the rule, other f and lease.
+		// early lease ends), with and without the rule (the last case under
+		// its old knob spelling, themis.revoke), other f and lease.
 		{"w2-apps30", w2()},
 		{"w2-apps30-arrivals0.125", w2("workload.arrival_scale=0.125")},
 		{"w2-apps30-arrivals0.25-norevoke-f0.5-lease5m", w2("workload.arrival_scale=0.25", "themis.revoke=off", "themis.f=0.5", "themis.lease=5m")},
@@ -231,5 +232,39 @@ func TestThemisGolden(t *testing.T) {
 		if err := os.WriteFile(goldenFile, []byte(out), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// The early-end knobs' old spellings (themis.revoke*, before #34) and new
+// ones (themis.early_end*) run the same simulation, record for record; the
+// record hashes no knob names, so the golden case under the old spelling
+// holds for the new one too. A target ρ of 0.5 changes the record from the
+// default, and turning the rule off changes it from that, so a knob read
+// under neither name would show.
+func TestEarlyEndKnobSpellingsSimulateAlike(t *testing.T) {
+	philly := defaultPhilly()
+	if _, err := os.Stat(philly); err != nil {
+		t.Skip("philly.csv not found")
+	}
+	record := func(sets ...string) string {
+		var b strings.Builder
+		runGolden(t, goldenCase{name: "spelling", o: simOptions{workload: "themis-w2", trace: philly, cluster: "themis", policy: "themis",
+			sets: append([]string{"workload.apps=30", "workload.arrival_scale=0.25"}, sets...)}}, &b)
+		return b.String()
+	}
+	def := record()
+	oldTarget := record("themis.revoke_rho=0.5", "themis.revoke_victim=target")
+	if newTarget := record("themis.early_end_rho=0.5", "themis.early_end_victim=target"); newTarget != oldTarget {
+		t.Error("themis.early_end_rho=0.5 and themis.early_end_victim=target simulate unlike their old spellings")
+	}
+	if oldTarget == def {
+		t.Fatal("a target ρ of 0.5 simulates as the default: the test cannot tell a knob read from one ignored")
+	}
+	oldOff := record("themis.revoke=off", "themis.revoke_rho=0.5")
+	if newOff := record("themis.early_end=off", "themis.early_end_rho=0.5"); newOff != oldOff {
+		t.Error("themis.early_end=off simulates unlike themis.revoke=off")
+	}
+	if oldOff == oldTarget || oldOff == record("themis.revoke_rho=0.5") {
+		t.Error("themis.revoke=off simulates as on: the test cannot tell a knob read from one ignored")
 	}
 }

@@ -110,8 +110,9 @@ Usage: themis sim (--trace FILE | --workload NAME) --cluster PRESET_OR_FILE
   themis.filter_remaining=reported|truth|as-run (what the filter ranks
   apps by; docs/themis.md), themis.filter_estimate=current|whole|fluid
   (the current rho estimate the filter and the reservation rank by),
-  themis.revoke=on|off, themis.revoke_rho=1 (early revocation's target ρ),
-  themis.revoke_victim=1|target. See docs/simulator.md,
+  themis.early_end=on|off, themis.early_end_rho=1 (the early lease end's
+  target ρ), themis.early_end_victim=1|target (spelt themis.revoke,
+  themis.revoke_rho and themis.revoke_victim before #34; still accepted). See docs/simulator.md,
   docs/checkpoints-sim.md, docs/tiresias.md and docs/themis.md.
 
 Options:

@@ -49,7 +49,7 @@ type round struct {
 // Allocate runs one round (docs/themis-results.md, "The arbiter in
 // detail"), in steps: observe the apps, contention and leases; offer the
 // free GPUs and those under expired leases; model the apps as their agents do; end leases early for
-// an app left behind (themis.revoke); hold GPUs for the worst-off app's
+// an app left behind (themis.early_end); hold GPUs for the worst-off app's
 // gang (the reservation); run the auction; grant the awards, keeping jobs
 // in place where the round allows; stop the expired jobs that lost or
 // moved. After an import, what is left of the recorded last decision is
@@ -73,12 +73,12 @@ func (p *Policy) allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 		return nil, nil // nothing waits and no lease is over
 	}
 	p.openOffer(r)
-	if r.offer.GPUs() == 0 && !p.Revoke {
+	if r.offer.GPUs() == 0 && !p.EarlyEnd {
 		return nil, nil // nothing to offer, and no lease may end early
 	}
 	p.modelApps(r)
-	if p.Revoke {
-		p.revokeEarly(r)
+	if p.EarlyEnd {
+		p.endEarly(r)
 	}
 	if r.offer.GPUs() == 0 {
 		return nil, nil // nothing to offer

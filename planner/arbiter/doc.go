@@ -5,7 +5,7 @@
 // a decision when the next lease expires. It holds what the paper's
 // arbiter does and the auction does not: apps built from core jobs,
 // leases, rounds, and our additions (the reservation for the worst-off
-// app, early revocation, keeping jobs in place).
+// app, early lease end, keeping jobs in place).
 //
 // Policy (policy.go, knobs.go) is the entry point; Allocate (allocate.go)
 // runs a round step by step. The steps, apps, leases, the reservation and

@@ -28,7 +28,7 @@ const (
 // (filterBy): themis.filter_remaining other than reported,
 // themis.filter_estimate other than current, or an app whose progress
 // reports are not trusted this round. Every step that models the apps anew
-// (modelApps, revokeEarly) then sets it again.
+// (modelApps, endEarly) then sets it again.
 func (p *Policy) filtering(r *round) bool {
 	return p.FilterRemaining != "" && p.FilterRemaining != FilterReported || p.estimating() || len(r.untrusted) > 0
 }

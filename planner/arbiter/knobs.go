@@ -12,8 +12,10 @@ import (
 )
 
 // FromKnobs builds a policy from themis.f, themis.lease, themis.lie,
-// themis.lie_remaining, themis.filter_remaining, themis.revoke,
-// themis.revoke_rho and themis.revoke_victim.
+// themis.lie_remaining, themis.filter_remaining, themis.filter_estimate,
+// themis.early_end, themis.early_end_rho and themis.early_end_victim (the
+// last three spelt themis.revoke, themis.revoke_rho and
+// themis.revoke_victim before #34: renamed).
 func FromKnobs(k core.Knobs) (*Policy, error) {
 	f, err := k.Float("themis.f", auction.DefaultFairness)
 	if err != nil {
@@ -62,27 +64,53 @@ func FromKnobs(k core.Knobs) (*Policy, error) {
 	default:
 		return nil, fmt.Errorf("themis.filter_estimate = %q: want %s, %s or %s", v, EstimateCurrent, EstimateWhole, EstimateFluid)
 	}
-	switch v := k.String("themis.revoke", "on"); v {
-	case "on":
-		p.Revoke = true
-	case "off":
-	default:
-		return nil, fmt.Errorf("themis.revoke = %q: want on or off", v)
-	}
-	if p.RevokeRho, err = k.Float("themis.revoke_rho", 1); err != nil {
+	onKey, err := renamed(k, "themis.early_end", "themis.revoke")
+	if err != nil {
 		return nil, err
 	}
-	if !(p.RevokeRho > 0 && p.RevokeRho <= 1) {
-		return nil, fmt.Errorf("themis.revoke_rho = %v: want a number in (0, 1]", p.RevokeRho)
+	switch v := k.String(onKey, "on"); v {
+	case "on":
+		p.EarlyEnd = true
+	case "off":
+	default:
+		return nil, fmt.Errorf("%s = %q: want on or off", onKey, v)
 	}
-	switch v := k.String("themis.revoke_victim", "1"); v {
+	rhoKey, err := renamed(k, "themis.early_end_rho", "themis.revoke_rho")
+	if err != nil {
+		return nil, err
+	}
+	if p.EarlyEndRho, err = k.Float(rhoKey, 1); err != nil {
+		return nil, err
+	}
+	if !(p.EarlyEndRho > 0 && p.EarlyEndRho <= 1) {
+		return nil, fmt.Errorf("%s = %v: want a number in (0, 1]", rhoKey, p.EarlyEndRho)
+	}
+	victimKey, err := renamed(k, "themis.early_end_victim", "themis.revoke_victim")
+	if err != nil {
+		return nil, err
+	}
+	switch v := k.String(victimKey, "1"); v {
 	case "1":
 	case "target":
-		p.RevokeVictim = p.RevokeRho
+		p.EarlyEndVictim = p.EarlyEndRho
 	default:
-		return nil, fmt.Errorf("themis.revoke_victim = %q: want 1 or target", v)
+		return nil, fmt.Errorf("%s = %q: want 1 or target", victimKey, v)
 	}
 	return p, nil
+}
+
+// renamed is the key a renamed knob is read under: name, or old (its
+// spelling before #34, still accepted) when only that one is set. Setting
+// both is an error naming both, whatever their values.
+func renamed(k core.Knobs, name, old string) (string, error) {
+	hasNew, hasOld := k.Has(name), k.Has(old)
+	switch {
+	case hasNew && hasOld:
+		return "", fmt.Errorf("%s and %s are one knob (%s is its old spelling): set only %s", name, old, old, name)
+	case hasOld:
+		return old, nil
+	}
+	return name, nil
 }
 
 // lies parses a lie knob: APP:+X% or APP:-X%, comma-separated, into

@@ -69,3 +69,59 @@ func FuzzFromKnobs(f *testing.F) {
 		}
 	})
 }
+
+// The early-end knobs (themis.revoke* before #34): the new names, the old
+// spellings as aliases, either mixed across knobs, and both spellings of
+// one knob an error naming both.
+func TestEarlyEndKnobNames(t *testing.T) {
+	cases := []struct {
+		name     string
+		set      []string
+		on       bool
+		rho      float64
+		victim   float64
+		wantErrs []string
+	}{
+		{"defaults", nil, true, 1, 1, nil},
+		{"new names", []string{"themis.early_end=off", "themis.early_end_rho=0.6", "themis.early_end_victim=target"}, false, 0.6, 0.6, nil},
+		{"old names", []string{"themis.revoke=off", "themis.revoke_rho=0.6", "themis.revoke_victim=target"}, false, 0.6, 0.6, nil},
+		{"mixed across knobs", []string{"themis.early_end=on", "themis.revoke_rho=0.5", "themis.early_end_victim=target"}, true, 0.5, 0.5, nil},
+		{"old victim, new rho", []string{"themis.early_end_rho=0.7", "themis.revoke_victim=1"}, true, 0.7, 1, nil},
+		{"both on/off spellings", []string{"themis.early_end=on", "themis.revoke=on"}, false, 0, 0, []string{"themis.early_end", "themis.revoke"}},
+		{"both rho spellings", []string{"themis.early_end_rho=0.5", "themis.revoke_rho=0.5"}, false, 0, 0, []string{"themis.early_end_rho", "themis.revoke_rho"}},
+		{"both victim spellings", []string{"themis.early_end_victim=1", "themis.revoke_victim=target"}, false, 0, 0, []string{"themis.early_end_victim", "themis.revoke_victim"}},
+		{"a bad value names the new key", []string{"themis.early_end=maybe"}, false, 0, 0, []string{`themis.early_end = "maybe"`}},
+		{"a bad value names the old key", []string{"themis.revoke=maybe"}, false, 0, 0, []string{`themis.revoke = "maybe"`}},
+		{"a bad rho under the new name", []string{"themis.early_end_rho=1.5"}, false, 0, 0, []string{"themis.early_end_rho = 1.5"}},
+		{"a bad victim under the new name", []string{"themis.early_end_victim=0.5"}, false, 0, 0, []string{`themis.early_end_victim = "0.5"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k, err := core.ParseKnobs(c.set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := FromKnobs(k)
+			if len(c.wantErrs) > 0 {
+				if err == nil {
+					t.Fatalf("%v accepted: %+v", c.set, p)
+				}
+				for _, w := range c.wantErrs {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not name %s", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.EarlyEnd != c.on || p.EarlyEndRho != c.rho || p.EarlyEndVictim != c.victim {
+				t.Errorf("%v: early end %v, ρ %v, victim %v; want %v, %v, %v", c.set, p.EarlyEnd, p.EarlyEndRho, p.EarlyEndVictim, c.on, c.rho, c.victim)
+			}
+			if err := k.Unused(); err != nil {
+				t.Errorf("%v: %v", c.set, err)
+			}
+		})
+	}
+}

@@ -11,7 +11,7 @@ import (
 // write the leases are observe (which leases are over), grantAwards (new
 // leases), endLeases (the expired jobs that lost or moved), the
 // reservation's gatherOnCluster and gatherOnTarget (leases ended or
-// renewed), revokeFor (leases ended early) and runRound (leases renewed
+// renewed), earlyEndFor (leases ended early) and runRound (leases renewed
 // when a round cannot run).
 
 // NextChange is the earliest lease expiry of a running job after now.

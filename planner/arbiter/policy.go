@@ -39,14 +39,14 @@ type Policy struct {
 	// ranks the apps by (themis.filter_estimate; estimate.go):
 	// EstimateCurrent (""), EstimateWhole or EstimateFluid.
 	FilterEstimate string
-	// Revoke ends the best-off apps' leases early for an app left behind
-	// by lease timing (revoke.go; themis.revoke).
-	Revoke bool
-	// RevokeRho is the ρ a left-behind newcomer must not reach for leases
-	// to end early (themis.revoke_rho; 1 by default). RevokeVictim is the
-	// ρ a revoked job's app must stay at or below, waiting a lease
-	// (themis.revoke_victim: 1, or RevokeRho).
-	RevokeRho, RevokeVictim float64
+	// EarlyEnd ends the best-off apps' leases early for an app left behind
+	// by lease timing (earlyend.go; themis.early_end).
+	EarlyEnd bool
+	// EarlyEndRho is the ρ a left-behind newcomer must not reach for leases
+	// to end early (themis.early_end_rho; 1 by default). EarlyEndVictim is the
+	// ρ a cut job's app must stay at or below, waiting a lease
+	// (themis.early_end_victim: 1, or EarlyEndRho).
+	EarlyEndRho, EarlyEndVictim float64
 	// done is the work of the apps' jobs that have left, kept only for
 	// EstimateWhole and EstimateFluid (done.go).
 	done doneWork
@@ -63,7 +63,7 @@ type Policy struct {
 	target  map[string]bool
 	rounds  uint64
 	lastErr error
-	// ran is the apps that have held GPUs (revoke.go: only the others are
+	// ran is the apps that have held GPUs (earlyend.go: only the others are
 	// newcomers).
 	ran map[string]bool
 	// last is the last round's result, for operators (report.go).
@@ -81,7 +81,7 @@ type Policy struct {
 func New(f, lease float64, lie map[string]float64) *Policy {
 	return &Policy{Fairness: f, Lease: lease, Lie: lie, leases: map[core.JobKey]time.Time{},
 		first: map[string]float64{}, marks: map[string]auction.Mark{}, ran: map[string]bool{},
-		RevokeRho: 1, RevokeVictim: 1}
+		EarlyEndRho: 1, EarlyEndVictim: 1}
 }
 
 func (*Policy) Name() string { return Name }

@@ -138,10 +138,10 @@ func TestPropertyThemisRandomApps(t *testing.T) {
 					i += k
 				}
 				cl := randomCluster(t, rng)
-				// Themis with and without early revocation; the baselines
+				// Themis with and without the early lease end; the baselines
 				// with instant reallocation and on leases.
 				k, err := core.ParseKnobs([]string{"themis.lease=" + []string{"10m", "2m", "30s"}[trial%3],
-					"themis.revoke=" + []string{"off", "on"}[trial%2], leased.Knob + "=" + []string{"instant", "instant", "2m", "2m"}[trial%4]})
+					"themis.early_end=" + []string{"off", "on"}[trial%2], leased.Knob + "=" + []string{"instant", "instant", "2m", "2m"}[trial%4]})
 				if err != nil {
 					t.Fatal(err)
 				}

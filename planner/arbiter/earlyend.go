@@ -9,7 +9,10 @@ import (
 	"github.com/themis-nomad/themis/planner/core"
 )
 
-// Early revocation: no app left behind by lease timing (our addition).
+// Early lease end: no app left behind by lease timing (our addition).
+// (Spelt "revoke" before #34, as in the knobs' old names; it is no live
+// preemption: the leases it ends join the round's offer, and the jobs bid
+// again as at any lease end.)
 //
 // Themis reallocates only at lease ends, so an app that arrives when every
 // GPU is held waits for the next lease end however badly off that makes
@@ -19,37 +22,37 @@ import (
 // gang the offer cannot hold is left behind when, waiting for the GPUs that running jobs
 // release (lease ends and finishes, as the reservation's releases), it
 // would reach ρ > 1 at its fair share (auction.App.CurrentRhoAfter) and that
-// wait is longer than MinLeaseFraction of a lease (1 is themis.revoke_rho,
+// wait is longer than MinLeaseFraction of a lease (1 is themis.early_end_rho,
 // the target: any value in (0, 1]). Then the leases of the
 // best-off apps' running jobs end early, enough GPUs for its gang, and the
-// round runs on the larger offer as at any lease end: the revoked jobs bid
+// round runs on the larger offer as at any lease end: the cut jobs bid
 // again (one that wins back its own GPUs keeps running, no checkpoint), the
 // left-behind app bids with the worst current ρ.
 //
-// A job is revoked only if its app, made to wait a whole lease for that
+// A job's lease is cut short only if its app, made to wait a whole lease for that
 // job's GPUs, still reaches ρ <= 1 (CurrentRho with the job queued; with
-// themis.revoke_victim=target, ρ <= the target instead), and below the
+// themis.early_end_victim=target, ρ <= the target instead), and below the
 // left-behind app's; the best-off apps by that measure go first,
 // preferring one machine that then holds the gang, else across machines.
 // Among those, the machine that then holds the gang with the fewest GPUs
-// revoked is chosen (the revoked pay a checkpoint and a restore), and
+// cut is chosen (the cut jobs pay a checkpoint and a restore), and
 // on it the best-off apps' jobs go first. Jobs still restoring from a
-// checkpoint are never revoked. Every ρ here
+// checkpoint are never cut. Every ρ here
 // is at the ideal placement, as the filter's, so nothing an app reports
 // about its placement changes whether or whose leases end: a liar can
-// trigger no revocation and shield no job (Figure 18 re-run with the rule).
-// Themis still revokes for at most one app per round, and only for a
-// newcomer: an app whose job was revoked, or that ran before (a later
-// phase of a sweep), waits for lease ends as before, so revocations do
+// trigger no early end and shield no job (Figure 18 re-run with the rule).
+// Themis still ends leases early for at most one app per round, and only
+// for a newcomer: an app whose job was cut, or that ran before (a later
+// phase of a sweep), waits for lease ends as before, so early ends do
 // not cascade (with every app that held nothing eligible, Workload 2 at
 // four times the load had five times the preemptions and 5% more GPU
 // time).
 
-// revokeEarly is Allocate's early-revocation step (themis.revoke): the
-// leases revokeFor ends join the offer as expired ones, and their apps'
+// endEarly is Allocate's early-end step (themis.early_end): the
+// leases earlyEndFor ends join the offer as expired ones, and their apps'
 // models and every fair share are made anew.
-func (p *Policy) revokeEarly(r *round) {
-	rv := p.revokeFor(r.now, r.jobs, r.apps, r.env, r.offer, r.grantOf, r.isExpired, r.free)
+func (p *Policy) endEarly(r *round) {
+	rv := p.earlyEndFor(r.now, r.jobs, r.apps, r.env, r.offer, r.grantOf, r.isExpired, r.free)
 	if len(rv) == 0 {
 		return
 	}
@@ -74,7 +77,7 @@ func (p *Policy) revokeEarly(r *round) {
 
 // leftBehind is the newcomer (not in ran) that has a queued gang (need
 // GPUs) the offer cannot hold and, waiting for releases, would reach ρ >
-// target (themis.revoke_rho) after more than the bound; the worst such by
+// target (themis.early_end_rho) after more than the bound; the worst such by
 // ρ. "" when none.
 func leftBehind(apps []auction.App, ran map[string]bool, env auction.Env, offered int, rel map[string][]release, bound, target float64) (id string, need int, rho float64) {
 	var soon []release
@@ -120,27 +123,27 @@ func leftBehind(apps []auction.App, ran map[string]bool, env auction.Env, offere
 	return id, need, rho
 }
 
-// revocable is a running job whose lease may end early, with its app's ρ
+// endable is a running job whose lease may end early, with its app's ρ
 // if it waits a whole lease for the job's GPUs and where the job's GPUs
 // are.
-type revocable struct {
+type endable struct {
 	job *core.Job
 	rho float64
 	on  map[string]int // GPUs per machine
 }
 
-// revocable lists the running jobs whose leases may end early for an app
+// endable lists the running jobs whose leases may end early for an app
 // at ρ worse: not restoring, lease not yet over, and their app still at
-// ρ <= p.RevokeVictim (and below worse) if it waits a whole lease for the job's GPUs;
+// ρ <= p.EarlyEndVictim (and below worse) if it waits a whole lease for the job's GPUs;
 // best-off first.
-func (p *Policy) revocable(jobs []*core.Job, apps []auction.App, env auction.Env, grantOf map[core.JobKey]core.Grant,
-	isExpired map[core.JobKey]bool, free *core.FreeGPUs, worse float64) []revocable {
-	stay := p.RevokeVictim
+func (p *Policy) endable(jobs []*core.Job, apps []auction.App, env auction.Env, grantOf map[core.JobKey]core.Grant,
+	isExpired map[core.JobKey]bool, free *core.FreeGPUs, worse float64) []endable {
+	stay := p.EarlyEndVictim
 	appAt := make(map[string]int, len(apps))
 	for i := range apps {
 		appAt[apps[i].ID] = i
 	}
-	var out []revocable
+	var out []endable
 	for _, j := range jobs {
 		if j.Phase != core.Granted || isExpired[j.Key] || j.RestoreLeft > 0 {
 			continue
@@ -172,7 +175,7 @@ func (p *Policy) revocable(jobs []*core.Job, apps []auction.App, env auction.Env
 				on[n.ID]++
 			}
 		}
-		out = append(out, revocable{job: j, rho: r, on: on})
+		out = append(out, endable{job: j, rho: r, on: on})
 	}
 	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].rho != out[b].rho {
@@ -183,13 +186,13 @@ func (p *Policy) revocable(jobs []*core.Job, apps []auction.App, env auction.Env
 	return out
 }
 
-// chooseRevoked picks, from the candidates (best-off first), jobs whose GPUs
+// chooseEnded picks, from the candidates (best-off first), jobs whose GPUs
 // with the offer's give a gang of need: on one machine when some machine
-// can be made to hold it (the one needing the fewest GPUs revoked, then
-// whose worst revoked app is best off), else the best-off jobs anywhere
+// can be made to hold it (the one needing the fewest GPUs cut, then
+// whose worst cut app is best off), else the best-off jobs anywhere
 // until the offer holds need GPUs. nil when even all candidates are not
 // enough.
-func chooseRevoked(need int, offer auction.Offer, cands []revocable) []*core.Job {
+func chooseEnded(need int, offer auction.Offer, cands []endable) []*core.Job {
 	freeOn := map[string]int{}
 	total := 0
 	for _, m := range offer.Machines {
@@ -215,9 +218,9 @@ func chooseRevoked(need int, offer auction.Offer, cands []revocable) []*core.Job
 	}
 	sort.Strings(ids)
 	for _, m := range ids {
-		// The fewest GPUs revoked on m: its candidates smallest first
+		// The fewest GPUs cut on m: its candidates smallest first
 		// (best-off first among equals) until m holds the gang.
-		var on []revocable
+		var on []endable
 		for _, c := range cands {
 			if len(c.on) == 1 && c.on[m] > 0 { // a job spanning machines frees no whole gang here
 				on = append(on, c)
@@ -258,17 +261,17 @@ func chooseRevoked(need int, offer auction.Offer, cands []revocable) []*core.Job
 	return out
 }
 
-// revokeFor ends leases early for the app left behind (see above), if any:
-// the jobs it revokes, whose leases it marks over. The caller adds them to
+// earlyEndFor ends leases early for the app left behind (see above), if any:
+// the jobs it cuts, whose leases it marks over. The caller adds them to
 // the round's offer.
-func (p *Policy) revokeFor(now time.Time, jobs []*core.Job, apps []auction.App, env auction.Env, offer auction.Offer,
+func (p *Policy) earlyEndFor(now time.Time, jobs []*core.Job, apps []auction.App, env auction.Env, offer auction.Offer,
 	grantOf map[core.JobKey]core.Grant, isExpired map[core.JobKey]bool, free *core.FreeGPUs) []*core.Job {
 	rel := releases(now, jobs, grantOf, p.leases, isExpired, free)
-	id, need, rho := leftBehind(apps, p.ran, env, offer.GPUs(), rel, p.Lease*MinLeaseFraction, p.RevokeRho)
+	id, need, rho := leftBehind(apps, p.ran, env, offer.GPUs(), rel, p.Lease*MinLeaseFraction, p.EarlyEndRho)
 	if id == "" {
 		return nil
 	}
-	out := chooseRevoked(need, offer, p.revocable(jobs, apps, env, grantOf, isExpired, free, rho))
+	out := chooseEnded(need, offer, p.endable(jobs, apps, env, grantOf, isExpired, free, rho))
 	for _, j := range out {
 		p.leases[j.Key] = now // over now: it bids again in this round
 	}
