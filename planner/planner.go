@@ -116,8 +116,11 @@ type Config struct {
 	Now func() time.Time
 	// PinWorkers is how many Nomad pins of a run of consecutive grants
 	// run at once, after the run's lease transactions committed in plan
-	// order (apply.go); 0 means DefaultPinWorkers, 1 one pin after each
-	// lease, as before. SetPinWorkers changes it on a running planner.
+	// order (apply.go); 0 or 1 pins each job right after its lease (the
+	// default: concurrent pins halve a burst's granting round but made
+	// its jobs run later, Nomad's scheduler being the bottleneck:
+	// docs/scale.md, "A burst of grants"). SetPinWorkers changes it on a
+	// running planner.
 	PinWorkers int
 	// OnRound, when set, is called at the end of every round with what
 	// the round left (View), from the planner's goroutine: it must not
@@ -153,17 +156,15 @@ type Planner struct {
 	pinWorkers atomic.Int32
 }
 
-// DefaultPinWorkers is Config.PinWorkers's default.
-const DefaultPinWorkers = 8
+// ConcurrentPinWorkers is the PinWorkers that TestGrantBurst compares with
+// one pin at a time.
+const ConcurrentPinWorkers = 8
 
 // SetPinWorkers sets how many pins of a run of grants run at once from the
-// next round on (Config.PinWorkers; 1: one after another), for load tests
-// that compare the two ways on one planner.
+// next round on (Config.PinWorkers; 0 or 1: one after another), for load
+// tests that compare the two ways on one planner.
 func (p *Planner) SetPinWorkers(n int) {
-	if n <= 0 {
-		n = DefaultPinWorkers
-	}
-	p.pinWorkers.Store(int32(n))
+	p.pinWorkers.Store(int32(max(n, 1)))
 }
 
 // stack is the decision stack in force.

@@ -24,7 +24,7 @@ import (
 // with the planner's rounds called back to back (as Run does under a
 // stream of events), alternating bursts whose round pins its grants one
 // after another (PinWorkers 1, as before) with bursts whose round pins
-// them concurrently (the default): issue #35 part 2. Each burst's jobs
+// them concurrently (PinWorkers 8): issue #35 part 2. Each burst's jobs
 // take GPUs no earlier burst holds. The short version (make test) checks
 // that both ways run every job on its own GPUs; THEMIS_E2E_SLOW=1 makes
 // it the measurement (THEMIS_BURST_NODES, default 200, THEMIS_BURST_JOBS,
@@ -83,7 +83,7 @@ func TestGrantBurst(t *testing.T) {
 	running, leased := 0, 0
 	observer := consul.NewStore(h.consul) // the test's reads, untimed
 	for i := range 2 * pairs {
-		workers := []int{1, planner.DefaultPinWorkers}[i%2]
+		workers := []int{1, planner.ConcurrentPinWorkers}[i%2]
 		p.SetPinWorkers(workers)
 		prefix := fmt.Sprintf("burst%02d", i)
 		calls.reset()
@@ -146,18 +146,18 @@ func TestGrantBurst(t *testing.T) {
 		slices.Sort(s)
 		return s[len(s)/2]
 	}
-	old, now := p50(took[1]), p50(took[planner.DefaultPinWorkers])
+	old, now := p50(took[1]), p50(took[planner.ConcurrentPinWorkers])
 	t.Logf("BURST nodes=%d jobs=%d pairs=%d: each job's submit -> running p50 %s one pin at a time, %s with %d at once (ratio new/old %.2f)",
-		nodes, jobs, pairs, ms1(p50(perJob[1])), ms1(p50(perJob[planner.DefaultPinWorkers])), planner.DefaultPinWorkers,
-		p50(perJob[planner.DefaultPinWorkers]).Seconds()/p50(perJob[1]).Seconds())
+		nodes, jobs, pairs, ms1(p50(perJob[1])), ms1(p50(perJob[planner.ConcurrentPinWorkers])), planner.ConcurrentPinWorkers,
+		p50(perJob[planner.ConcurrentPinWorkers]).Seconds()/p50(perJob[1]).Seconds())
 	t.Logf("BURST nodes=%d jobs=%d pairs=%d: submit -> all running p50 %s one pin at a time, %s with %d at once (ratio new/old %.2f); "+
 		"submit -> all pinned p50 %s vs %s (ratio %.2f); longest round p50 %s vs %s (ratio %.2f); all: old %v new %v",
-		nodes, jobs, pairs, ms1(old), ms1(now), planner.DefaultPinWorkers, now.Seconds()/old.Seconds(),
-		ms1(p50(toPinned[1])), ms1(p50(toPinned[planner.DefaultPinWorkers])),
-		p50(toPinned[planner.DefaultPinWorkers]).Seconds()/p50(toPinned[1]).Seconds(),
-		ms1(p50(granting[1])), ms1(p50(granting[planner.DefaultPinWorkers])),
-		p50(granting[planner.DefaultPinWorkers]).Seconds()/p50(granting[1]).Seconds(),
-		roundAll(took[1]), roundAll(took[planner.DefaultPinWorkers]))
+		nodes, jobs, pairs, ms1(old), ms1(now), planner.ConcurrentPinWorkers, now.Seconds()/old.Seconds(),
+		ms1(p50(toPinned[1])), ms1(p50(toPinned[planner.ConcurrentPinWorkers])),
+		p50(toPinned[planner.ConcurrentPinWorkers]).Seconds()/p50(toPinned[1]).Seconds(),
+		ms1(p50(granting[1])), ms1(p50(granting[planner.ConcurrentPinWorkers])),
+		p50(granting[planner.ConcurrentPinWorkers]).Seconds()/p50(granting[1]).Seconds(),
+		roundAll(took[1]), roundAll(took[planner.ConcurrentPinWorkers]))
 }
 
 // checkBurstLeases checks that every burst job holds a lease of its own
