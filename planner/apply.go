@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
@@ -33,11 +34,26 @@ import (
 // first. A failure to record the policy's state stops the round before the
 // decision is acted on (decided is false then: the View keeps the last
 // decided round).
+//
+// A run of consecutive grants writes its leases one after another, in
+// order (each a check-and-set transaction), and pins each job as soon as
+// its lease committed; with Config.PinWorkers > 1 (not the default) those pins run
+// concurrently (a pin is a read and a register of its job in Nomad, the
+// bulk of a grant's time), and the run's pins are settled, in plan order,
+// before the step after the run: no later step of a granted job, and no
+// status, is written before its pin ended.
 func (p *Planner) apply(ctx context.Context, pl *plan) (decided bool, err error) {
 	a := &applier{p: p, pl: pl, failed: map[core.JobKey]bool{}, stale: map[core.JobKey]bool{}, notFreed: map[string]bool{},
 		records: map[core.JobKey]lease.JobRecord{}, leases: map[core.JobKey]*lease.JobLease{}}
+	if n := int(p.pinWorkers.Load()); n > 1 {
+		a.pins = &pinRun{sem: make(chan struct{}, n)}
+	}
 	errs := pl.errs
 	for _, s := range pl.steps {
+		if s.Kind != stepGrant {
+			// Whatever follows a run of grants sees their pins done.
+			a.finishPins(ctx)
+		}
 		switch {
 		case s.Kind == stepSaveState:
 			if err := p.saveState(ctx); err != nil {
@@ -58,6 +74,7 @@ func (p *Planner) apply(ctx context.Context, pl *plan) (decided bool, err error)
 			a.skip(s)
 		}
 	}
+	a.finishPins(ctx)
 	a.settle()
 	errs = append(errs, a.errs...)
 	if pl.fatal != nil {
@@ -82,6 +99,59 @@ type applier struct {
 	records map[core.JobKey]lease.JobRecord
 	leases  map[core.JobKey]*lease.JobLease
 	errs    []error
+	// pins, when set, carries out the pins of a run of grants
+	// concurrently (Config.PinWorkers > 1); nil: each grant pins its job
+	// right after its lease.
+	pins *pinRun
+}
+
+// pinRun is the Nomad pins of a run of consecutive grant steps, started
+// as each grant's lease transaction commits (in plan order, on the
+// applier's goroutine) and run by at most cap(sem) goroutines at once.
+// The pins only call Nomad; what they leave (the log line, a release of
+// the lease of a job changed meanwhile, the status, the failed and stale
+// jobs) is settled on the applier's goroutine in plan order once the run
+// ends (finishPins), before any step that follows the run.
+type pinRun struct {
+	sem  chan struct{}
+	wg   sync.WaitGroup
+	pins []*pinning
+}
+
+// pinning is one grant's pin in flight; err is set by its goroutine
+// before wg.Done.
+type pinning struct {
+	s   step
+	err error
+}
+
+// start pins s's job to its lease in the background.
+func (r *pinRun) start(ctx context.Context, c Cluster, s step) {
+	pg := &pinning{s: s}
+	r.pins = append(r.pins, pg)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.sem <- struct{}{}
+		defer func() { <-r.sem }()
+		pg.err = c.Pin(ctx, s.Nomad, s.Lease, s.Pool, s.Restarts)
+	}()
+}
+
+// finishPins waits for the run of grants' pins and settles each, in plan
+// order, as grant does when it pins itself.
+func (a *applier) finishPins(ctx context.Context) {
+	if a.pins == nil || len(a.pins.pins) == 0 {
+		return
+	}
+	a.pins.wg.Wait()
+	for _, pg := range a.pins.pins {
+		if err := a.pinned(ctx, pg.s, pg.err); err != nil {
+			a.errs = append(a.errs, err)
+			a.skip(pg.s)
+		}
+	}
+	a.pins.pins = a.pins.pins[:0]
 }
 
 // blocked reports whether a step depends on one that did not happen.
@@ -256,7 +326,9 @@ func (a *applier) release(ctx context.Context, l lease.JobLease, rec *lease.JobR
 	return nil
 }
 
-// grant writes a lease, then pins its job to it. A job its user changed or
+// grant writes a lease, then pins its job to it: right away, or, with
+// concurrent pins (Config.PinWorkers), in the background, settled when the
+// run of grants it is in ends (finishPins). A job its user changed or
 // removed meanwhile has the lease released again (the next round sees the
 // new version); any other failure of the pin leaves the lease, which the
 // next round pins again (the job's SubmitIndex still matches).
@@ -266,10 +338,20 @@ func (a *applier) grant(ctx context.Context, s step) error {
 		return err
 	}
 	a.leases[k] = &l
-	err := s.PoolErr
-	if err == nil {
-		err = p.cfg.Nomad.Pin(ctx, s.Nomad, l, s.Pool, s.Restarts)
+	if s.PoolErr != nil {
+		return a.pinned(ctx, s, s.PoolErr)
 	}
+	if a.pins != nil {
+		a.pins.start(ctx, p.cfg.Nomad, s)
+		return nil
+	}
+	return a.pinned(ctx, s, p.cfg.Nomad.Pin(ctx, s.Nomad, l, s.Pool, s.Restarts))
+}
+
+// pinned settles a grant whose lease was written and whose pin returned
+// err.
+func (a *applier) pinned(ctx context.Context, s step, err error) error {
+	p, k, l := a.p, s.Job, s.Lease
 	switch {
 	case errors.Is(err, nomad.ErrJobChanged):
 		if rerr := a.release(ctx, l, nil, "job changed while being granted"); rerr != nil {

@@ -114,6 +114,14 @@ type Config struct {
 	OnRoundTime func(took time.Duration, err error)
 	// Now is the clock; the decision core itself never reads one.
 	Now func() time.Time
+	// PinWorkers is how many Nomad pins of a run of consecutive grants
+	// run at once, after the run's lease transactions committed in plan
+	// order (apply.go); 0 or 1 pins each job right after its lease (the
+	// default: concurrent pins halve a burst's granting round but made
+	// its jobs run later, Nomad's scheduler being the bottleneck:
+	// docs/scale.md, "A burst of grants"). SetPinWorkers changes it on a
+	// running planner.
+	PinWorkers int
 	// OnRound, when set, is called at the end of every round with what
 	// the round left (View), from the planner's goroutine: it must not
 	// block for long. The HTTP API (planner/httpapi) serves it.
@@ -144,6 +152,19 @@ type Planner struct {
 	badKeys map[string]string
 	// newLeaseID names a new lease (a random UUID).
 	newLeaseID func() (string, error)
+	// pinWorkers is Config.PinWorkers, or SetPinWorkers's.
+	pinWorkers atomic.Int32
+}
+
+// ConcurrentPinWorkers is the PinWorkers that TestGrantBurst compares with
+// one pin at a time.
+const ConcurrentPinWorkers = 8
+
+// SetPinWorkers sets how many pins of a run of grants run at once from the
+// next round on (Config.PinWorkers; 0 or 1: one after another), for load
+// tests that compare the two ways on one planner.
+func (p *Planner) SetPinWorkers(n int) {
+	p.pinWorkers.Store(int32(max(n, 1)))
 }
 
 // stack is the decision stack in force.
@@ -169,6 +190,7 @@ func New(cfg Config) *Planner {
 	}
 	p := &Planner{cfg: cfg, log: cfg.Log, newLeaseID: uuid.GenerateUUID}
 	p.st.Store(cfg.Stack)
+	p.SetPinWorkers(cfg.PinWorkers)
 	if cfg.OnRound != nil {
 		p.cfg.Store = recorder{Store: cfg.Store, p: p}
 	}

@@ -56,6 +56,9 @@ func TestLeastLostWorkPicksTheFreshestCheckpointLive(t *testing.T) {
 		st.Victims = tc.victims
 		p := New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }})
 		fn.Submit("be-a", 4, "be", "30s")
+		// be-b comes second in FIFO order by its submission, not by the
+		// order of the two jobs' pins (concurrent: apply.go).
+		clock = clock.Add(time.Millisecond)
 		fn.Submit("be-b", 4, "be", "30s")
 		for range 2 {
 			if err := p.Reconcile(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -22,8 +23,12 @@ import (
 var ErrCrash = errors.New("planner crashed")
 
 // Budget makes every write fail once n writes went through: a planner
-// killed at that point.
-type Budget struct{ Left int }
+// killed at that point. The planner's concurrent pins spend from it
+// together with its other writes, so it is safe for concurrent use.
+type Budget struct {
+	mu   sync.Mutex
+	Left int
+}
 
 // Spend takes one write from the budget, or fails with ErrCrash when none
 // is left; a nil budget never runs out.
@@ -31,6 +36,8 @@ func (b *Budget) Spend() error {
 	if b == nil {
 		return nil
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.Left <= 0 {
 		return ErrCrash
 	}
@@ -45,6 +52,9 @@ func (b *Budget) Spend() error {
 // e2e suite checks the same paths against real agents. Its fields are the
 // cluster's state, for tests to read and shape.
 type Nomad struct {
+	// mu serializes the writes the planner may make concurrently (its
+	// pins of a run of grants); tests read the fields between rounds.
+	mu          sync.Mutex
 	Clock       *time.Time
 	Crash       *Budget
 	Index       uint64
@@ -208,6 +218,8 @@ func (f *Nomad) current(j *nomad.Job) (*api.Job, error) {
 }
 
 func (f *Nomad) Pin(_ context.Context, j *nomad.Job, l lease.JobLease, pool string, restarts int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err := f.Crash.Spend(); err != nil {
 		return err
 	}
@@ -236,6 +248,8 @@ func (f *Nomad) Pin(_ context.Context, j *nomad.Job, l lease.JobLease, pool stri
 }
 
 func (f *Nomad) Suspend(_ context.Context, j *nomad.Job, leaseID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err := f.Crash.Spend(); err != nil {
 		return err
 	}
@@ -263,6 +277,8 @@ func (f *Nomad) Suspend(_ context.Context, j *nomad.Job, leaseID string) error {
 }
 
 func (f *Nomad) Adopt(_ context.Context, j *nomad.Job) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	cur, err := f.current(j)
 	if err != nil {
 		return err
