@@ -28,10 +28,10 @@ import (
 // what those steps would have left); the status planned with a suspension,
 // pin or adoption that failed still says what is so (the lease is being
 // taken back, is granted, the job is rejected). The round returns every
-// error, joined; the next round reads again and plans what is left. Where a step needs what an earlier
-// one wrote, the applier threads it: a record's Consul index after the
-// write that created or changed it, a revoke mark another planner wrote
-// first. A failure to record the policy's state stops the round before the
+// error, joined; the next round reads again and plans what is left. Where
+// a step needs what an earlier one wrote, the applier threads it: a
+// record's Consul index after the write that created or changed it, a
+// revoke mark another planner wrote first. A failure to record the policy's state stops the round before the
 // decision is acted on (decided is false then: the View keeps the last
 // decided round).
 //
