@@ -209,11 +209,18 @@ func (f *Nomad) Snapshot(context.Context) (*nomad.Snapshot, error) {
 	return s, nil
 }
 
-func (f *Nomad) current(j *nomad.Job) (*api.Job, error) {
+// reregister is the check-and-set register the planner's edits of j
+// make: the job as the planner read it (else ErrJobChanged), now its next
+// version at a new modify index, for the caller to change. The caller
+// holds f.mu.
+func (f *Nomad) reregister(j *nomad.Job) (*api.Job, error) {
 	cur := f.Jobs[j.Key]
 	if cur == nil || *cur.JobModifyIndex != j.ModifyIndex() {
 		return nil, nomad.ErrJobChanged
 	}
+	f.Index++
+	newVersion(cur)
+	cur.JobModifyIndex = ptr(f.Index)
 	return cur, nil
 }
 
@@ -223,13 +230,11 @@ func (f *Nomad) Pin(_ context.Context, j *nomad.Job, l lease.JobLease, pool stri
 	if err := f.Crash.Spend(); err != nil {
 		return err
 	}
-	cur, err := f.current(j)
+	cur, err := f.reregister(j)
 	if err != nil {
 		return err
 	}
-	f.Index++
-	newVersion(cur)
-	cur.JobModifyIndex, cur.NodePool, cur.Status = ptr(f.Index), ptr(pool), ptr("running")
+	cur.NodePool, cur.Status = ptr(pool), ptr("running")
 	nomad.SetLeaseMeta(cur.Meta, l.LeaseID)
 	cur.Meta[nomad.RestartCountMeta] = strconv.Itoa(restarts)
 	delete(cur.Meta, nomad.SuspendedMeta)
@@ -253,14 +258,12 @@ func (f *Nomad) Suspend(_ context.Context, j *nomad.Job, leaseID string) error {
 	if err := f.Crash.Spend(); err != nil {
 		return err
 	}
-	cur, err := f.current(j)
+	cur, err := f.reregister(j)
 	if err != nil {
 		return err
 	}
-	f.Index++
-	newVersion(cur)
 	f.Suspensions++
-	cur.JobModifyIndex, cur.NodePool = ptr(f.Index), ptr(nomad.DefaultPendingPool)
+	cur.NodePool = ptr(nomad.DefaultPendingPool)
 	if cur.Meta[nomad.SuspendedMeta] == "" {
 		cur.Meta[nomad.CountMeta] = "1" // as nomad.Client.Suspend: a gang's count is the pin's
 	}
@@ -279,13 +282,11 @@ func (f *Nomad) Suspend(_ context.Context, j *nomad.Job, leaseID string) error {
 func (f *Nomad) Adopt(_ context.Context, j *nomad.Job) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	cur, err := f.current(j)
+	cur, err := f.reregister(j)
 	if err != nil {
 		return err
 	}
-	f.Index++
-	newVersion(cur)
-	cur.JobModifyIndex, cur.NodePool = ptr(f.Index), ptr(nomad.DefaultPendingPool)
+	cur.NodePool = ptr(nomad.DefaultPendingPool)
 	return nil
 }
 
