@@ -10,13 +10,10 @@ import (
 	"testing"
 	"time"
 
-	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/consul"
-	"github.com/themis-nomad/themis/planner/nomad"
-	"github.com/themis-nomad/themis/planner/stack"
 )
 
 // TestGrantBurst registers a burst of jobs at once against a real Nomad
@@ -48,30 +45,8 @@ func TestGrantBurst(t *testing.T) {
 	waitNodes(t, h, nodes, 3*time.Minute)
 	// The planner's own clients, timing its calls by kind.
 	calls := &callTimer{next: http.DefaultTransport, took: map[string]time.Duration{}, n: map[string]int{}}
-	ncfg := nomadapi.DefaultConfig()
-	ncfg.Address, ncfg.HttpClient = h.cluster.NomadAddr(), &http.Client{Transport: calls}
-	pn, err := nomadapi.NewClient(ncfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccfg := consulapi.DefaultConfig()
-	ccfg.Address, ccfg.HttpClient = h.consulAddr, &http.Client{Transport: calls}
-	pc, err := consulapi.NewClient(ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc := nomad.NewClient(pn, "", h.log.Named("nomad"))
+	p, _, store := drivenPlanner(t, h, calls, calls)
 	ctx := h.ctx
-	if err := nc.EnsurePendingPool(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st, err := stack.Build("fifo", stack.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := consul.NewStore(pc)
-	p := planner.New(planner.Config{Nomad: nc, Store: store, Stack: st, MaxKillTimeout: 30 * time.Minute,
-		RestoreGuard: time.Second, Log: h.log.Named("planner")})
 	if err := p.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}

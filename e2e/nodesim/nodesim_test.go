@@ -3,6 +3,7 @@ package nodesim_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -254,6 +255,37 @@ func runPlanner(t *testing.T, h *harness, policy string) {
 	p := planner.New(planner.Config{Nomad: nomad.NewClient(h.nomad, "", h.log.Named("nomad")), Store: consul.NewStore(h.consul),
 		Stack: st, Resync: 5 * time.Second, MaxKillTimeout: 30 * time.Minute, RestoreGuard: 2 * time.Second, Log: h.log.Named("planner")})
 	serve(t, h, p)
+}
+
+// drivenPlanner is a fifo planner for a test to run rounds of itself, its
+// pending pool made; its Nomad and Consul clients go through the given
+// transports (to count or time its calls).
+func drivenPlanner(t *testing.T, h *harness, nomadRT, consulRT http.RoundTripper) (*planner.Planner, *nomad.Client, *consul.Store) {
+	t.Helper()
+	ncfg := nomadapi.DefaultConfig()
+	ncfg.Address, ncfg.HttpClient = h.cluster.NomadAddr(), &http.Client{Transport: nomadRT}
+	pn, err := nomadapi.NewClient(ncfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccfg := consulapi.DefaultConfig()
+	ccfg.Address, ccfg.HttpClient = h.consulAddr, &http.Client{Transport: consulRT}
+	pc, err := consulapi.NewClient(ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := nomad.NewClient(pn, "", h.log.Named("nomad"))
+	if err := nc.EnsurePendingPool(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := stack.Build("fifo", stack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := consul.NewStore(pc)
+	p := planner.New(planner.Config{Nomad: nc, Store: store, Stack: st, MaxKillTimeout: 30 * time.Minute,
+		RestoreGuard: time.Second, Log: h.log.Named("planner")})
+	return p, nc, store
 }
 
 // serve runs planner p until the test ends (then reports its error), and

@@ -20,13 +20,10 @@ import (
 	"testing"
 	"time"
 
-	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/consul"
-	"github.com/themis-nomad/themis/planner/nomad"
-	"github.com/themis-nomad/themis/planner/stack"
 )
 
 // TestScaleRounds measures the live planner's round against a real Nomad
@@ -63,30 +60,8 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 	waitNodes(t, h, nodes, 3*time.Minute)
 
 	nomadCalls, consulCalls := &counter{next: http.DefaultTransport}, &counter{next: http.DefaultTransport}
-	ncfg := nomadapi.DefaultConfig()
-	ncfg.Address, ncfg.HttpClient = h.cluster.NomadAddr(), &http.Client{Transport: nomadCalls}
-	pn, err := nomadapi.NewClient(ncfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccfg := consulapi.DefaultConfig()
-	ccfg.Address, ccfg.HttpClient = h.consulAddr, &http.Client{Transport: consulCalls}
-	pc, err := consulapi.NewClient(ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc := nomad.NewClient(pn, "", h.log.Named("nomad"))
+	p, nc, store := drivenPlanner(t, h, nomadCalls, consulCalls)
 	ctx := h.ctx
-	if err := nc.EnsurePendingPool(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st, err := stack.Build("fifo", stack.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := consul.NewStore(pc)
-	p := planner.New(planner.Config{Nomad: nc, Store: store, Stack: st, MaxKillTimeout: 30 * time.Minute,
-		RestoreGuard: time.Second, Log: h.log.Named("planner")})
 
 	running := nodes * 2
 	began := time.Now()
@@ -139,6 +114,7 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 		consulCalls.reset()
 		var prof *os.File
 		if dir := os.Getenv("THEMIS_SCALE_PROFILE"); dir != "" {
+			var err error
 			if prof, err = os.Create(filepath.Join(dir, fmt.Sprintf("rounds-%d-%d-%s.pprof", nodes, queued, how))); err != nil {
 				t.Fatal(err)
 			}
