@@ -113,8 +113,6 @@ func (k Knobs) Int(key string, def int) (int, error) {
 	return v, nil
 }
 
-func errNegative(what string) error { return fmt.Errorf("%s must not be negative", what) }
-
 // Seconds returns a list of durations in seconds ("3200s,7200" or "1h"),
 // strictly increasing and positive, or def.
 func (k Knobs) Seconds(key string, def []float64) ([]float64, error) {
