@@ -18,7 +18,7 @@ import (
 // run` parses them) and their stanzas are valid to the planner.
 func TestWalkthroughJobspecsAreValid(t *testing.T) {
 	hello := []string{"-var", "hello_bin=" + env.helloBin}
-	torch := []string{"-var", "pytorch_dir=" + filepath.Join(env.root, "examples", "pytorch")}
+	torch := []string{"-var", "pytorch_dir=" + env.pytorchDir}
 	for _, c := range []struct {
 		file, class string
 		vars        []string

@@ -40,6 +40,10 @@ var env struct {
 	work string
 	// plugins is the folder with the themis plugins the suite built.
 	plugins string
+	// pytorchDir holds examples/pytorch's train.py and themis_ckpt.py,
+	// copied below work: the jobs run them as dynamic uids, which may not
+	// reach the clone (one below a 0700 folder, as mktemp -d makes).
+	pytorchDir string
 	// api is the suite's planner's HTTP API (planner/httpapi), served at
 	// apiURL; it leads while the suite's planner runs.
 	api    *httpapi.Server
@@ -107,6 +111,11 @@ func runMain(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "e2e: go build %s: %v\n%s", pkg, err, b)
 			return 1
 		}
+	}
+	env.pytorchDir = filepath.Join(work, "pytorch")
+	if err := copyReadable(filepath.Join(root, "examples", "pytorch"), env.pytorchDir, "train.py", "themis_ckpt.py"); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "e2e", Level: hclog.Info, Output: os.Stderr})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -188,4 +197,22 @@ func agentsDir(root string) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// copyReadable copies the named files of dir src into dst (made 0755),
+// each readable by every user.
+func copyReadable(src, dst string, names ...string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -83,7 +83,7 @@ func (o torchJob) build(t testing.TB, id string) *nomadapi.Job {
 		file = "pytorch-gang.nomad.hcl"
 	}
 	out, err := exec.Command(env.nomadBin, "job", "run", "-output",
-		"-var", "pytorch_dir="+filepath.Join(env.root, "examples", "pytorch"), "-var", fmt.Sprintf("steps=%d", o.steps),
+		"-var", "pytorch_dir="+env.pytorchDir, "-var", fmt.Sprintf("steps=%d", o.steps),
 		filepath.Join(env.root, "examples", "jobs", file)).Output()
 	if err != nil {
 		t.Fatalf("nomad job run -output %s: %v: %s", file, err, stderrOf(err))
@@ -201,10 +201,10 @@ func (c lossCurve) meanOver(from, to int) (float64, int) {
 func referenceRun(t *testing.T, ranks int, steps int, args ...string) func() string {
 	t.Helper()
 	dir := t.TempDir()
-	script := filepath.Join(env.root, "examples", "pytorch", "train.py")
+	script := filepath.Join(env.pytorchDir, "train.py")
 	cmdArgs := append([]string{script, "--steps", strconv.Itoa(steps)}, args...)
 	if ranks > 1 {
-		cmdArgs = append([]string{filepath.Join(env.root, "examples", "pytorch", "themis_ckpt.py"), "torchrun",
+		cmdArgs = append([]string{filepath.Join(env.pytorchDir, "themis_ckpt.py"), "torchrun",
 			"--nproc-per-node", strconv.Itoa(ranks)}, cmdArgs...)
 	}
 	ctx, cancel := context.WithTimeout(env.ctx, 5*time.Minute)
