@@ -79,6 +79,9 @@ func (p *Planner) account(j *nomad.Job, phase core.Phase, rec lease.JobRecord, l
 			cj.RestoreLeft = max(0, (p.cfg.RestoreGuard - run).Seconds())
 		}
 		cj.CheckpointAge = checkpointAge(run, first, ckpt, now)
+		if n := len(l.Parts); n > 1 {
+			cj.RunRate = float64(n) // leaseRun sums the parts' run times
+		}
 	}
 	cj.Started, cj.FirstStart = !firstStart.IsZero(), firstStart
 	cj.Attained = attained

@@ -24,7 +24,7 @@ func BenchmarkRoundQueued1000(b *testing.B) {
 			clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 			fn, fs := plannertest.NewCluster(&clock, 16, 8), plannertest.NewStore()
 			policy := mustStack(b, name, stack.Options{}).Policy
-			p := New(Config{Nomad: fn, Store: fs, Stack: stack.Of(policy), Now: func() time.Time { return clock }})
+			p := New(Config{Nomad: fn, Store: fs, Stack: stack.Of(policy), Now: func() time.Time { return clock }, DecideEveryRound: true})
 			for i := range 64 {
 				fn.Submit(fmt.Sprintf("run-%03d", i), 2, "be", "30s")
 			}
@@ -104,7 +104,7 @@ func BenchmarkRoundVCs200(b *testing.B) {
 	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	fn, fs := plannertest.NewCluster(&clock, 3, 8), plannertest.NewStore()
 	st := vcsStack(b, "fifo", "four-teams.hcl", fourTeams)
-	p := New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }})
+	p := New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }, DecideEveryRound: true})
 	teams := []string{"a", "b", "c", "d"}
 	for i := range 200 {
 		fn.SubmitIn(fmt.Sprintf("job-%03d", i), 1+i%4, "be", "30s", teams[i%4], 0)

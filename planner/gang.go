@@ -64,8 +64,11 @@ func (p *Planner) brokenRun(r *round, l lease.JobLease) string {
 	if timeout <= 0 {
 		timeout = DefaultGangPlaceTimeout
 	}
-	if len(placed) < len(l.Parts) && len(gone) == 0 && r.now.Sub(l.GrantedAt) > timeout {
-		return fmt.Sprintf("gang incomplete: Nomad placed %d of its %d parts within %s of the grant; the whole gang re-queues", len(placed), len(l.Parts), timeout)
+	if len(placed) < len(l.Parts) && len(gone) == 0 {
+		if r.now.Sub(l.GrantedAt) > timeout {
+			return fmt.Sprintf("gang incomplete: Nomad placed %d of its %d parts within %s of the grant; the whole gang re-queues", len(placed), len(l.Parts), timeout)
+		}
+		r.wakeAt(l.GrantedAt.Add(timeout + time.Nanosecond))
 	}
 	return ""
 }

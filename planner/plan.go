@@ -129,6 +129,10 @@ type plan struct {
 	status map[core.JobKey]lease.JobStatus
 	// recheck is when the policy's ranking next changes with time alone.
 	recheck time.Time
+	// steady says the decision stands until until (zero: for ever) while
+	// nothing but the clock moves (steady.go); false: it cannot be said.
+	steady bool
+	until  time.Time
 	// state and decision are the decision core's input and answer; r is
 	// the round's model of the world after the steps.
 	state    core.State

@@ -122,6 +122,10 @@ type Config struct {
 	// docs/scale.md, "A burst of grants"). SetPinWorkers changes it on a
 	// running planner.
 	PinWorkers int
+	// DecideEveryRound turns off skipping the rounds where nothing
+	// changed (steady.go): every round reads everything and decides (the
+	// benchmarks of a round's own work; an escape hatch).
+	DecideEveryRound bool
 	// OnRound, when set, is called at the end of every round with what
 	// the round left (View), from the planner's goroutine: it must not
 	// block for long. The HTTP API (planner/httpapi) serves it.
@@ -154,7 +158,21 @@ type Planner struct {
 	newLeaseID func() (string, error)
 	// pinWorkers is Config.PinWorkers, or SetPinWorkers's.
 	pinWorkers atomic.Int32
+	// steady is what the last round left for skipping the next (nil: the
+	// next round runs); skipped counts the rounds skipped.
+	steady     *steady
+	skipped    atomic.Int64
+	everyRound atomic.Bool // Config.DecideEveryRound, or SetDecideEveryRound's
 }
+
+// SetDecideEveryRound turns skipping unchanged rounds off (on: every round
+// decides) or on again, from the next round on (Config.DecideEveryRound),
+// for measurements that compare the two on one planner.
+func (p *Planner) SetDecideEveryRound(on bool) { p.everyRound.Store(on) }
+
+// Skipped is how many rounds ended early because nothing had changed
+// (steady.go).
+func (p *Planner) Skipped() int64 { return p.skipped.Load() }
 
 // ConcurrentPinWorkers is the PinWorkers that TestGrantBurst compares with
 // one pin at a time.
@@ -191,6 +209,7 @@ func New(cfg Config) *Planner {
 	p := &Planner{cfg: cfg, log: cfg.Log, newLeaseID: uuid.GenerateUUID}
 	p.st.Store(cfg.Stack)
 	p.SetPinWorkers(cfg.PinWorkers)
+	p.SetDecideEveryRound(cfg.DecideEveryRound)
 	if cfg.OnRound != nil {
 		p.cfg.Store = recorder{Store: cfg.Store, p: p}
 	}

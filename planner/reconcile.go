@@ -57,5 +57,10 @@ func (p *Planner) reconcile(w *world) *plan {
 	pl.status = r.status
 	r.add(step{Kind: stepStatuses})
 	r.forget()
+	// After every step was planned: they noted the deadlines they checked.
+	pl.until, pl.steady = p.steadyUntil(r, state, d)
+	if pl.steady && !pl.recheck.IsZero() && (pl.until.IsZero() || pl.recheck.Before(pl.until)) {
+		pl.until = pl.recheck
+	}
 	return pl
 }

@@ -28,6 +28,8 @@ type twin struct {
 	// build makes the twin's stack: a stateful policy (themis) is one
 	// per planner, built anew at every restart, as a new process would.
 	build func() *stack.Stack
+	// everyRound: its planner decides every round (Config.DecideEveryRound).
+	everyRound bool
 }
 
 func newTwin(build func() *stack.Stack, start time.Time) *twin {
@@ -40,7 +42,8 @@ func newTwin(build func() *stack.Stack, start time.Time) *twin {
 // restart replaces the planner with a new one: everything it kept in
 // memory is gone, as after a crash.
 func (w *twin) restart() {
-	w.p = New(Config{Nomad: w.Nomad, Store: w.Store, Stack: w.build(), Now: func() time.Time { return w.clock }, MaxKillTimeout: time.Hour, RestoreGuard: 5 * time.Second})
+	w.p = New(Config{Nomad: w.Nomad, Store: w.Store, Stack: w.build(), Now: func() time.Time { return w.clock }, MaxKillTimeout: time.Hour, RestoreGuard: 5 * time.Second,
+		DecideEveryRound: w.everyRound})
 }
 
 // state is what must agree between the twins: who holds which GPUs, which

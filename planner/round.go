@@ -17,7 +17,10 @@ import (
 // logic sees its effect (a lease revoked or released, a record created, a
 // grant pending), and the statuses the steps leave.
 type round struct {
-	now   time.Time
+	now time.Time
+	// wake is the earliest deadline the round checked that has not come
+	// yet (wakeAt; zero: none): its model changes then with the clock alone.
+	wake  time.Time
 	snap  *nomad.Snapshot
 	world *world
 	plan  *plan
@@ -80,6 +83,15 @@ func (r *round) fail(err error) {
 func (p *Planner) Reconcile(ctx context.Context) (err error) {
 	var end roundEnd
 	defer p.publish(time.Now(), &end, &err)
+	// The marks first, before anything is read (steady.go).
+	st := p.stack()
+	m, marked := p.readMarks(ctx)
+	if marked && p.unchanged(m, st, p.cfg.Now()) {
+		end.skipped = true
+		p.skipped.Add(1)
+		return nil
+	}
+	p.steady = nil
 	if p.statuses == nil {
 		if err := p.loadStatuses(ctx); err != nil {
 			return err
@@ -99,6 +111,9 @@ func (p *Planner) Reconcile(ctx context.Context) (err error) {
 	decided, err := p.apply(ctx, pl)
 	if decided {
 		end = roundEnd{r: pl.r, d: pl.decision}
+	}
+	if marked && decided && err == nil && pl.steady {
+		p.steady = &steady{marks: m, stack: st, until: pl.until, at: w.now}
 	}
 	return err
 }

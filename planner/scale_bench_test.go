@@ -38,7 +38,7 @@ func benchRoundScale(b *testing.B, policy string, nodes, queued int) {
 	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	fn, fs := plannertest.NewCluster(&clock, nodes, 8), plannertest.NewStore()
 	st := mustStack(b, policy, stack.Options{})
-	p := New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }})
+	p := New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }, DecideEveryRound: true})
 	running := nodes * 2
 	for i := range running {
 		fn.Submit(fmt.Sprintf("run-%05d", i), 4, "be", "30s")

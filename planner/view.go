@@ -28,6 +28,10 @@ type View struct {
 	// (Nomad or Consul could not be read): then only Time, Duration, Err
 	// and Events are set, and observers keep the last decided view.
 	Decided bool
+	// Skipped is set when the round ended before reading because nothing
+	// had changed since the last one (steady.go): the last decided view
+	// still holds.
+	Skipped bool
 	// Policy is the stack's policy name; Placement how jobs are placed
 	// ("free", or the virtual clusters' placement, e.g. "hived").
 	Policy, Placement string
@@ -194,6 +198,8 @@ func (p *Planner) takeEvents() []Event {
 type roundEnd struct {
 	r *round
 	d core.Decision
+	// skipped: nothing changed, nothing was read (steady.go).
+	skipped bool
 }
 
 // publish tells the observer (Config.OnRound) what the round left. end.r is
@@ -202,7 +208,7 @@ func (p *Planner) publish(start time.Time, end *roundEnd, err *error) {
 	if p.cfg.OnRound == nil {
 		return
 	}
-	v := View{Time: p.cfg.Now(), Duration: time.Since(start), Err: *err, Events: p.takeEvents()}
+	v := View{Time: p.cfg.Now(), Duration: time.Since(start), Err: *err, Events: p.takeEvents(), Skipped: end.skipped}
 	if end.r != nil {
 		p.fillView(&v, end.r, end.d)
 	}

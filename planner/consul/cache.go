@@ -2,9 +2,14 @@ package consul
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 // probeKey is the key, under a listed prefix, whose read asks Consul for
@@ -73,4 +78,19 @@ func (s *Store) listPairs(ctx context.Context, prefix string) (api.KVPairs, erro
 		s.lists.mu.Unlock()
 	}
 	return pairs, nil
+}
+
+// ChangeMark is Consul's KV index, read as the listing cache reads it (a
+// read of a key no record has, under the job leases' prefix, which the
+// planner's token may read): every write to KV raises it, so an equal mark
+// means nothing the planner reads changed (planner.ChangeMarker).
+func (s *Store) ChangeMark(ctx context.Context) (string, error) {
+	pair, meta, err := s.api.KV().Get(lease.JobPrefix()+probeKey, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return "", fmt.Errorf("read Consul's KV index: %w", err)
+	}
+	if pair != nil || meta == nil || meta.LastIndex == 0 {
+		return "", errors.New("read Consul's KV index: the probe key exists or no index came back")
+	}
+	return strconv.FormatUint(meta.LastIndex, 10), nil
 }

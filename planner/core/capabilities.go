@@ -19,6 +19,10 @@ type Capabilities struct {
 	// Rechecker names the times its ranking changes by itself (Tiresias's
 	// queue thresholds, leases' ends); the simulator decides again then.
 	Rechecker RecheckAfter
+	// Steady says how long a decision stands with only the clock moving
+	// (FIFO: for ever; LAS: until a running job's service passes a
+	// waiting one's); the live planner skips unchanged rounds till then.
+	Steady Steady
 	// RoomMaker preempts chosen running jobs to make room for a waiting one
 	// (FitGpp and its baselines); GangRoom, when it may name a set of
 	// victims at once.
@@ -116,5 +120,12 @@ type Seeder interface{ Seed(seed int64) }
 // Failer is a policy that remembers the last error a decision met.
 type Failer interface{ Err() error }
 
-// RankOnly is the capabilities of a policy that only ranks.
-func RankOnly(p Policy) Capabilities { return Capabilities{Policy: p} }
+// RankOnly is the capabilities of a policy that only ranks (and may say
+// how long its ranking stands: Steady).
+func RankOnly(p Policy) Capabilities {
+	c := Capabilities{Policy: p}
+	if s, ok := p.(Steady); ok {
+		c.Steady = s
+	}
+	return c
+}

@@ -114,6 +114,11 @@ type Job struct {
 	// arrived or was last promoted (Tiresias's t_J and delta_J; a promotion
 	// resets both).
 	Executed, Waited float64
+	// RunRate is how many seconds of Executed (and GPU-seconds of Attained
+	// per GPU) the job gains per second it runs, as its adapter accounts:
+	// 0 or 1, except live for a multi-node gang, whose parts' run times
+	// are summed (planner/account.go). Only core.Steady reads it.
+	RunRate float64
 	// Work is the job's whole execution time at full speed, when known
 	// (Remaining's starting point; an app knows its iterations in all);
 	// 0 when unknown.
@@ -157,6 +162,13 @@ const (
 	ClassTrialAndError = "te"
 	ClassBestEffort    = "be"
 )
+
+// runRate is RunRate, 1 when unset.
+func (j *Job) runRate() float64 { return max(1, j.RunRate) }
+
+// ServiceRate is the GPU-seconds of Attained the job gains per second it
+// runs (core.Steady's horizons).
+func (j *Job) ServiceRate() float64 { return float64(j.GPUs) * j.runRate() }
 
 // AttainedSinceReset is the GPU-seconds of service since the job's last
 // promotion (Tiresias's W_J x t_J).

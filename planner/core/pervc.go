@@ -60,6 +60,9 @@ func (p *PerVC) Capabilities() Capabilities {
 	if c.Any(func(q Capabilities) bool { return q.RoomMaker != nil }) {
 		c.RoomMaker = p
 	}
+	if !c.Any(func(q Capabilities) bool { return q.Steady == nil }) {
+		c.Steady = p // only when every VC's policy says how long it stands
+	}
 	return c
 }
 
@@ -180,6 +183,28 @@ func (p *PerVC) NextChange(now time.Time, jobs []*Job) time.Time {
 	return next
 }
 
+// SteadyUntil implements Steady: the earliest of the VCs' policies' (each
+// over its own jobs). Capabilities names it only when every VC's policy is
+// Steady; a VC whose policy is not makes it now, so nothing is skipped.
+func (p *PerVC) SteadyUntil(now time.Time, jobs []*Job) time.Time {
+	def, own := p.groups(jobs)
+	var next time.Time
+	earliest := func(q Capabilities, js []*Job) {
+		if q.Steady == nil {
+			next = now
+			return
+		}
+		if t := q.Steady.SteadyUntil(now, js); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	earliest(p.def, def)
+	for _, vc := range p.order {
+		earliest(p.own[vc], own[vc])
+	}
+	return next
+}
+
 // Seed seeds every policy that draws random numbers (rand).
 func (p *PerVC) Seed(seed int64) {
 	p.Capabilities().each(func(q Capabilities) {
@@ -208,6 +233,7 @@ func (p *PerVC) keepMostLost(ranked []*Job) {
 var (
 	_ Promoter     = (*PerVC)(nil)
 	_ RecheckAfter = (*PerVC)(nil)
+	_ Steady       = (*PerVC)(nil)
 	_ Preemptor    = (*PerVC)(nil)
 	_ Seeder       = (*PerVC)(nil)
 )

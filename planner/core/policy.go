@@ -37,6 +37,21 @@ type Promoter interface {
 	Promote(now time.Time, jobs []*Job) []JobKey
 }
 
+// Steady is implemented by policies that can say how long their decision
+// stands while only the clock moves: no job, node, allocation or record
+// changes, and the jobs' service and waits grow with time alone. The live
+// planner skips the rounds whose inputs did not change before that time
+// (planner/steady.go, docs/scale.md); a policy without it is decided every
+// round. Unlike RecheckAfter, the simulator does not ask it, so stating it
+// changes no simulated result.
+type Steady interface {
+	// SteadyUntil is the earliest time after now at which Decide on these
+	// jobs (the phases the decision left them in), advanced by the clock
+	// alone, may decide differently; zero means never. Earlier than the
+	// true time is safe (a round that decides the same); later is not.
+	SteadyUntil(now time.Time, jobs []*Job) time.Time
+}
+
 // RecheckAfter is implemented by policies whose ranking changes with time
 // while nothing else happens (a running job crossing a queue threshold);
 // the simulator asks it when to decide again.

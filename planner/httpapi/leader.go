@@ -28,6 +28,9 @@ type roundInfo struct {
 	Time       time.Time `json:"time,omitzero"`
 	DurationMS float64   `json:"duration_ms"`
 	Error      string    `json:"error,omitempty"`
+	// Skipped: nothing had changed since the last round, whose decision
+	// stands (the view served is that round's).
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // leader reads who leads; a planner that leads names itself.

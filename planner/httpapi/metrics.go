@@ -3,6 +3,7 @@ package httpapi
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"time"
 
 	"github.com/themis-nomad/themis/planner"
 )
@@ -21,6 +22,7 @@ type metrics struct {
 	leader    prometheus.Gauge     // themis_leader
 	index     prometheus.Gauge     // themis_api_index
 	rounds    prometheus.Counter   // themis_rounds_total
+	skipped   prometheus.Counter   // themis_rounds_skipped_total
 	errors    prometheus.Counter   // themis_round_errors_total
 	latency   prometheus.Histogram // themis_round_duration_seconds
 	decisions *prometheus.CounterVec
@@ -52,6 +54,8 @@ func newMetrics() *metrics {
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "themis_leader", Help: "1 while this planner leads, else 0."}),
 		index:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "themis_api_index", Help: "The API's index (X-Themis-Index)."}),
 		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "themis_rounds_total", Help: "Rounds run."}),
+		skipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "themis_rounds_skipped_total",
+			Help: "Rounds (counted in themis_rounds_total too) that ended before reading because nothing had changed since the last: its decision stands."}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "themis_round_errors_total",
 			Help: "Rounds that failed, wholly or in part (retried on the next event or resync)."}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "themis_round_duration_seconds",
@@ -68,7 +72,7 @@ func newMetrics() *metrics {
 			Help:    "How long each granted job waited in its virtual cluster's queue (since it queued, or was suspended), observed at the grant.",
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}}, []string{"vc"}),
 	}
-	m.reg.MustRegister(m.queue, m.gpus, m.vcGPUs, m.revoking, m.leases, m.aside, m.leader, m.index, m.rounds, m.errors, m.latency, m.decisions,
+	m.reg.MustRegister(m.queue, m.gpus, m.vcGPUs, m.revoking, m.leases, m.aside, m.leader, m.index, m.rounds, m.skipped, m.errors, m.latency, m.decisions,
 		m.jobs, m.oldest, m.wait,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, k := range []string{planner.EventGrant, planner.EventPreempt, planner.EventRevoke, planner.EventRelease, planner.EventPromote} {
@@ -88,6 +92,10 @@ func (m *metrics) leading(on bool) {
 // round counts a round and its decisions.
 func (m *metrics) round(v planner.View) {
 	m.rounds.Inc()
+	if v.Skipped {
+		m.skipped.Inc()
+		m.age(v.Time)
+	}
 	m.latency.Observe(v.Duration.Seconds())
 	if v.Err != nil {
 		m.errors.Inc()
@@ -152,6 +160,18 @@ func (m *metrics) view(v planner.View) {
 	}
 	if len(v.VCs) == 0 {
 		m.oldest.WithLabelValues("")
+	}
+	for vc, s := range oldest {
+		m.oldest.WithLabelValues(vc).Set(s)
+	}
+}
+
+// age moves each queue's longest wait on to now after a skipped round:
+// the jobs the last decided round left waiting still wait.
+func (m *metrics) age(now time.Time) {
+	oldest := map[string]float64{}
+	for _, s := range m.waits.since {
+		oldest[s.vc] = max(oldest[s.vc], now.Sub(s.since).Seconds())
 	}
 	for vc, s := range oldest {
 		m.oldest.WithLabelValues(vc).Set(s)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +140,29 @@ func TestMetricsQueueWaits(t *testing.T) {
 		if !strings.Contains(scrape, want+"\n") {
 			t.Errorf("scrape lacks %s", want)
 		}
+	}
+}
+
+// A skipped round (nothing changed) keeps the last decided view, is
+// counted, and moves each queue's longest wait on to its time.
+func TestMetricsSkippedRound(t *testing.T) {
+	first := fixture() // c and d wait from t0
+	skipped := planner.View{Time: t0.Add(2 * time.Minute), Duration: time.Millisecond, Skipped: true}
+	_, ts := leader(t, first, skipped)
+	_, _, body := get(t, ts, "/metrics")
+	scrape := body.(string)
+	for _, want := range []string{
+		`themis_rounds_total 2`,
+		`themis_rounds_skipped_total 1`,
+		`themis_queue_oldest_wait_seconds{vc=""} 120`,
+		`themis_queue_length{vc=""} 2`,
+	} {
+		if !strings.Contains(scrape, want+"\n") {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+	_, _, queue := get(t, ts, "/v1/queue")
+	if q := fmt.Sprint(queue); !strings.Contains(q, "id:c") || !strings.Contains(q, "id:d") {
+		t.Errorf("the queue after a skipped round lost the last decided view: %v", queue)
 	}
 }

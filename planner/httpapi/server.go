@@ -98,7 +98,7 @@ func (s *Server) Publish(v planner.View) {
 	s.metrics.round(v)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.round = roundInfo{Time: v.Time.UTC(), DurationMS: float64(v.Duration.Microseconds()) / 1000}
+	s.round = roundInfo{Time: v.Time.UTC(), DurationMS: float64(v.Duration.Microseconds()) / 1000, Skipped: v.Skipped}
 	if v.Err != nil {
 		s.round.Error = v.Err.Error()
 	}

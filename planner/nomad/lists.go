@@ -177,3 +177,39 @@ func (c *Client) listAllocs(ctx context.Context, full bool) (map[string]*api.All
 	l.allocsIdx = meta.LastIndex
 	return l.allocs, nil
 }
+
+// ChangeMark is the node, job and allocation tables' indexes, each asked
+// for as Snapshot asks (a list that matches no row): every write to those
+// tables raises its index, so an equal mark means nothing Snapshot reads
+// changed (planner.ChangeMarker).
+func (c *Client) ChangeMark(ctx context.Context) (string, error) {
+	probe := func(what string, list func(*api.QueryOptions) (*api.QueryMeta, error), ns string) (uint64, error) {
+		meta, err := list((&api.QueryOptions{Namespace: ns, Filter: noRow}).WithContext(ctx))
+		if err != nil {
+			return 0, fmt.Errorf("read Nomad's %s index: %w", what, err)
+		}
+		return meta.LastIndex, nil
+	}
+	nodes, err := probe("nodes", func(q *api.QueryOptions) (*api.QueryMeta, error) {
+		_, m, err := c.api.Nodes().List(q)
+		return m, err
+	}, "")
+	if err != nil {
+		return "", err
+	}
+	jobs, err := probe("jobs", func(q *api.QueryOptions) (*api.QueryMeta, error) {
+		_, m, err := c.api.Jobs().List(q)
+		return m, err
+	}, "*")
+	if err != nil {
+		return "", err
+	}
+	allocs, err := probe("allocations", func(q *api.QueryOptions) (*api.QueryMeta, error) {
+		_, m, err := c.api.Allocations().List(q)
+		return m, err
+	}, "*")
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("nodes=%d jobs=%d allocs=%d", nodes, jobs, allocs), nil
+}

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/themis-nomad/themis/planner/core"
@@ -22,6 +23,11 @@ func (FIFO) Blocking() bool                     { return true }
 func (FIFO) Consolidate(*core.Job) bool         { return true }
 func (p FIFO) Capabilities() core.Capabilities  { return core.RankOnly(p) }
 
+// SteadyUntil implements core.Steady: arrival order does not change with
+// time, and the policy never preempts, so its decision stands until
+// something changes.
+func (FIFO) SteadyUntil(time.Time, []*core.Job) time.Time { return time.Time{} }
+
 // FIFOSkip is FIFO with best-effort backfilling: a later job may start when
 // the head of the queue does not fit.
 type FIFOSkip struct{}
@@ -32,6 +38,11 @@ func (FIFOSkip) Preemptive() bool                   { return false }
 func (FIFOSkip) Blocking() bool                     { return false }
 func (FIFOSkip) Consolidate(*core.Job) bool         { return true }
 func (p FIFOSkip) Capabilities() core.Capabilities  { return core.RankOnly(p) }
+
+// SteadyUntil implements core.Steady: arrival order does not change with
+// time, and the policy never preempts, so its decision stands until
+// something changes.
+func (FIFOSkip) SteadyUntil(time.Time, []*core.Job) time.Time { return time.Time{} }
 
 // SRTF is shortest remaining time first, with perfect knowledge of job
 // durations (an oracle baseline), preemptive.
@@ -73,6 +84,42 @@ func (LAS) Blocking() bool                    { return false }
 func (LAS) Consolidate(*core.Job) bool        { return true }
 func (p LAS) Capabilities() core.Capabilities { return core.RankOnly(p) }
 
+// SteadyUntil implements core.Steady: only running jobs gain service, so
+// the ranking changes when one of them passes a waiting job's attained
+// service: for each running job, the first waiting job's service above its
+// own, reached at its service rate (core.Job.ServiceRate). A running job may
+// run below that rate
+// (not started yet), which only makes the time early. Running jobs passing
+// each other change which of them would be preempted, never whether.
+func (LAS) SteadyUntil(now time.Time, jobs []*core.Job) time.Time {
+	var waiting []float64
+	for _, j := range jobs {
+		if j.Phase == core.Queued {
+			waiting = append(waiting, j.Attained)
+		}
+	}
+	if len(waiting) == 0 {
+		return time.Time{}
+	}
+	slices.Sort(waiting)
+	soonest := math.Inf(1)
+	for _, j := range jobs {
+		if j.Phase != core.Granted || j.GPUs <= 0 {
+			continue
+		}
+		// The first waiting service at or above this job's (a tie may
+		// break the other way once it gains any: that is now).
+		i, _ := slices.BinarySearch(waiting, j.Attained)
+		if i < len(waiting) {
+			soonest = min(soonest, (waiting[i]-j.Attained)/j.ServiceRate())
+		}
+	}
+	if math.IsInf(soonest, 1) {
+		return time.Time{}
+	}
+	return now.Add(time.Duration(soonest * float64(time.Second)))
+}
+
 // Gandiva packs greedily by placement preference: jobs in arrival order, each
 // started only where it can be consolidated, without head-of-line blocking or
 // preemption (Gandiva's time-slicing and migration are not modelled).
@@ -84,6 +131,11 @@ func (Gandiva) Preemptive() bool                   { return false }
 func (Gandiva) Blocking() bool                     { return false }
 func (Gandiva) Consolidate(*core.Job) bool         { return true }
 func (p Gandiva) Capabilities() core.Capabilities  { return core.RankOnly(p) }
+
+// SteadyUntil implements core.Steady: arrival order does not change with
+// time, and the policy never preempts, so its decision stands until
+// something changes.
+func (Gandiva) SteadyUntil(time.Time, []*core.Job) time.Time { return time.Time{} }
 
 // Optimus is the Themis paper's "Optimus" baseline: resources go first to
 // the jobs whose throughput scales best with them. Optimus (Peng et al.,

@@ -156,7 +156,7 @@ func (t *Tiresias) Preemptive() bool { return true }
 // its queues' thresholds, ranks by queue level, learns job sizes
 // (2D-Gittins without a distribution) and keeps them as its state.
 func (t *Tiresias) Capabilities() core.Capabilities {
-	return core.Capabilities{Policy: t, Promoter: t, Rechecker: t, Learner: t, Leveler: t, State: t}
+	return core.Capabilities{Policy: t, Promoter: t, Rechecker: t, Steady: t, Learner: t, Leveler: t, State: t}
 }
 func (t *Tiresias) Blocking() bool { return false }
 
@@ -272,16 +272,46 @@ func (t *Tiresias) Promote(_ time.Time, jobs []*core.Job) []core.JobKey {
 	return out
 }
 
+// SteadyUntil implements core.Steady: the ranking changes only when a
+// running job crosses its queue's threshold or a waiting job becomes due
+// for promotion (NextChange); inside a queue jobs keep their order, and
+// least-lost-work's order of running jobs by lost work changes which job
+// is preempted, never whether. Unlike the simulator's model, a live job
+// gains service while it restores (its allocation runs), so the restore
+// time is not added. 2D-Gittins ranks inside a queue by an index of each
+// job's attained service, which moves with time: its decision stands only
+// now (every round is decided).
+func (t *Tiresias) SteadyUntil(now time.Time, jobs []*core.Job) time.Time {
+	if t.gittins {
+		return now
+	}
+	return t.nextChange(now, jobs, false)
+}
+
 // NextChange implements RecheckAfter: the next time a running job crosses
 // its queue's threshold, or a waiting job becomes due for promotion.
 func (t *Tiresias) NextChange(now time.Time, jobs []*core.Job) time.Time {
+	return t.nextChange(now, jobs, true)
+}
+
+// nextChange is NextChange, with the running jobs' service resuming only
+// once they restored (restoring) or at once.
+func (t *Tiresias) nextChange(now time.Time, jobs []*core.Job, restoring bool) time.Time {
 	next, promo := math.Inf(1), math.Inf(1)
 	for _, j := range jobs {
 		switch j.Phase {
 		case core.Granted:
 			if l := t.Level(j); l < len(t.Thresholds) && j.GPUs > 0 {
-				// Service resumes once the job has restored.
-				next = min(next, j.RestoreLeft+t.toDemotion(j, l)/float64(j.GPUs))
+				cross := t.toDemotion(j, l) / float64(j.GPUs)
+				if !restoring {
+					// Live (SteadyUntil): a gang's parts are summed.
+					cross /= max(1, j.RunRate)
+				}
+				if restoring {
+					// Service resumes once the job has restored.
+					cross += j.RestoreLeft
+				}
+				next = min(next, cross)
 			}
 		case core.Queued:
 			if !math.IsInf(t.PromoteKnob, 1) && t.Level(j) > 0 {

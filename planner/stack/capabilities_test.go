@@ -13,7 +13,7 @@ import (
 // policy's Capabilities, or a field forgotten) shows up as a difference.
 func has(c core.Capabilities) map[string]bool {
 	return map[string]bool{
-		"Promoter": c.Promoter != nil, "Rechecker": c.Rechecker != nil, "RoomMaker": c.RoomMaker != nil,
+		"Promoter": c.Promoter != nil, "Rechecker": c.Rechecker != nil, "Steady": c.Steady != nil, "RoomMaker": c.RoomMaker != nil,
 		"GangRoom": c.GangRoom != nil, "Allocator": c.Allocator != nil, "Learner": c.Learner != nil,
 		"Leveler": c.Leveler != nil, "State": c.State != nil, "LeaseEnder": c.LeaseEnder != nil,
 		"Resumer": c.Resumer != nil, "Reporter": c.Reporter != nil, "Seeder": c.Seeder != nil, "Failer": c.Failer != nil,
@@ -23,6 +23,7 @@ func has(c core.Capabilities) map[string]bool {
 func implements(p core.Policy) map[string]bool {
 	_, promoter := p.(core.Promoter)
 	_, rechecker := p.(core.RecheckAfter)
+	_, steady := p.(core.Steady)
 	_, room := p.(core.Preemptor)
 	_, gang := p.(core.GangPreemptor)
 	_, alloc := p.(core.Allocator)
@@ -35,7 +36,7 @@ func implements(p core.Policy) map[string]bool {
 	_, seeder := p.(core.Seeder)
 	_, failer := p.(core.Failer)
 	return map[string]bool{
-		"Promoter": promoter, "Rechecker": rechecker, "RoomMaker": room, "GangRoom": gang, "Allocator": alloc,
+		"Promoter": promoter, "Rechecker": rechecker, "Steady": steady, "RoomMaker": room, "GangRoom": gang, "Allocator": alloc,
 		"Learner": learner, "Leveler": leveler, "State": state, "LeaseEnder": ender, "Resumer": resumer,
 		"Reporter": reporter, "Seeder": seeder, "Failer": failer,
 	}

@@ -1,0 +1,145 @@
+package nodesim_test
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/themis-nomad/themis/e2e/nodesim"
+)
+
+// requestCounter counts the HTTP requests that pass through it.
+type requestCounter struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    int
+	log  []string
+}
+
+func (c *requestCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.n++
+	c.log = append(c.log, r.Method+" "+r.URL.Path)
+	c.mu.Unlock()
+	return c.next.RoundTrip(r)
+}
+
+func (c *requestCounter) take() (int, []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, log := c.n, c.log
+	c.n, c.log = 0, nil
+	return n, log
+}
+
+// TestChangeMarksAndSkippedRounds, against a real Consul and Nomad server
+// with simulated nodes: the adapters' change marks (planner.ChangeMarker)
+// stand while nothing is written and move with a job registered, an
+// allocation that starts running and a Consul key written or deleted
+// (under any prefix); a planner whose last round was steady skips the
+// next with four requests (Consul's KV index, Nomad's three table
+// indexes), and runs, granting, once a job is submitted.
+func TestChangeMarksAndSkippedRounds(t *testing.T) {
+	h := startServer(t, 2)
+	startNodes(t, h, nodesim.Cluster(2, 2))
+	nomadCalls := &requestCounter{next: http.DefaultTransport}
+	consulCalls := &requestCounter{next: http.DefaultTransport}
+	p, nc, store := drivenPlanner(t, h, nomadCalls, consulCalls)
+
+	// Steady: rounds until one is skipped (the nodes' registration and the
+	// pending pool are writes the first rounds see).
+	waitFor(t, 30*time.Second, "a skipped round", func() (bool, error) {
+		before := p.Skipped()
+		err := p.Reconcile(h.ctx)
+		return p.Skipped() > before, err
+	})
+	nomadCalls.take()
+	consulCalls.take()
+	before := p.Skipped()
+	if err := p.Reconcile(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	nn, nlog := nomadCalls.take()
+	cn, clog := consulCalls.take()
+	if p.Skipped() != before+1 || nn != 3 || cn != 1 {
+		t.Fatalf("a round with nothing changed: skipped %v, Nomad requests %d %v, Consul %d %v; want skipped with 3 and 1",
+			p.Skipped() > before, nn, nlog, cn, clog)
+	}
+
+	mark := func() (string, string) {
+		t.Helper()
+		n, err := nc.ChangeMark(h.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := store.ChangeMark(h.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, c
+	}
+	n0, c0 := mark()
+	if n1, c1 := mark(); n1 != n0 || c1 != c0 {
+		t.Fatalf("marks moved with nothing written: Nomad %s -> %s, Consul %s -> %s", n0, n1, c0, c1)
+	}
+	if _, err := h.consul.KV().Put(&consulapi.KVPair{Key: "elsewhere/x", Value: []byte("1")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, c1 := mark()
+	if c1 == c0 {
+		t.Fatalf("Consul's mark %s did not move with a key written outside themis/", c0)
+	}
+	if _, err := h.consul.KV().Delete("elsewhere/x", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, c2 := mark(); c2 == c1 {
+		t.Fatalf("Consul's mark %s did not move with a key deleted", c1)
+	}
+
+	// A submission: the next round runs and grants it; its allocation
+	// running moves the allocations' index.
+	if _, _, err := h.nomad.Jobs().Register(Job("mark-1", 8, "1h"), nil); err != nil {
+		t.Fatal(err)
+	}
+	n1, _ := mark()
+	if n1 == n0 || field(n1, "jobs") == field(n0, "jobs") {
+		t.Fatalf("Nomad's mark %s did not move its jobs index with a job registered: %s", n0, n1)
+	}
+	before = p.Skipped()
+	if err := p.Reconcile(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p.Skipped() != before {
+		t.Fatal("the round after a submission was skipped")
+	}
+	waitFor(t, 30*time.Second, "mark-1 running", func() (bool, error) {
+		allocs, _, err := h.nomad.Jobs().Allocations("mark-1", true, nil)
+		if err != nil {
+			return false, err
+		}
+		for _, a := range allocs {
+			if a.ClientStatus == nomadapi.AllocClientStatusRunning {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if n2, _ := mark(); field(n2, "allocs") == field(n1, "allocs") {
+		t.Fatalf("Nomad's mark %s did not move its allocations index with an allocation placed and running: %s", n1, n2)
+	}
+}
+
+// field is one "name=value" of a Nomad change mark.
+func field(mark, name string) string {
+	for _, f := range strings.Fields(mark) {
+		if strings.HasPrefix(f, name+"=") {
+			return f
+		}
+	}
+	return ""
+}

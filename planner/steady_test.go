@@ -1,0 +1,230 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/plannertest"
+	"github.com/themis-nomad/themis/planner/stack"
+)
+
+// Skip equivalence: a planner that skips the rounds where nothing changed
+// (steady.go) leaves the cluster exactly as one that decides every round.
+// Two identical fake clusters get the same random submissions, finishes,
+// lost allocations and clock steps, with many rounds where nothing happens
+// but the clock (when time alone must change a decision: LAS's service
+// passing a waiting job's, Tiresias's thresholds and promotions, restore
+// guards, gangs' place timeouts); after every round their leases,
+// allocations, records and statuses must be the same. The steady stacks
+// must skip some rounds (else this tests nothing), and the ones whose
+// policy cannot say how long its decision stands must skip none.
+func TestSkipEquivalence(t *testing.T) {
+	vcs, err := hived.ParseConfig("two-teams.hcl", []byte(twoTeamsTwoNodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, err := hived.ParseConfig("two-policies.hcl", []byte(twoPoliciesTwoNodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiresias := mustKnobs(t, "tiresias.queues=60s", "tiresias.promote_knob=4")
+	stacks := map[string]struct {
+		opts  stack.Options
+		skips bool
+	}{
+		"fifo": {skips: true}, "fifo-skip": {skips: true}, "gandiva": {skips: true}, "las": {skips: true},
+		"tiresias-las":       {opts: stack.Options{Knobs: tiresias}, skips: true},
+		"fifo+hived":         {opts: stack.Options{VCs: vcs}, skips: true},
+		"tiresias-las+hived": {opts: stack.Options{Knobs: tiresias, VCs: vcs}, skips: true},
+		// Not steady: FitGpp (in one VC here), Themis, 2D-Gittins.
+		"fifo+vc-policies": {opts: stack.Options{VCs: policies}},
+		"fitgpp":           {},
+		"themis":           {opts: stack.Options{Knobs: mustKnobs(t, "themis.lease=30s")}},
+		"tiresias-gittins": {opts: stack.Options{Knobs: tiresias}},
+	}
+	trials := 300
+	if testing.Short() {
+		trials = 40
+	}
+	for _, name := range slices.Sorted(maps.Keys(stacks)) {
+		c := stacks[name]
+		t.Run(name, func(t *testing.T) {
+			policy, _, _ := strings.Cut(name, "+")
+			build := func() *stack.Stack { return mustStack(t, policy, c.opts) }
+			var skipped, rounds, quietRevokes int64
+			for trial := range trials {
+				s, r, q := skipTrial(t, build, int64(trial))
+				skipped, rounds, quietRevokes = skipped+s, rounds+r, quietRevokes+q
+			}
+			t.Logf("%d of %d rounds skipped; %d leases taken back in rounds where only the clock moved", skipped, rounds, quietRevokes)
+			switch {
+			case c.skips && skipped == 0:
+				t.Errorf("no round of %d was skipped", rounds)
+			case !c.skips && skipped > 0:
+				t.Errorf("%d rounds skipped under a policy that cannot say how long its decision stands", skipped)
+			}
+			if c.skips && policy != "fifo" && policy != "fifo-skip" && policy != "gandiva" && quietRevokes == 0 {
+				t.Errorf("no lease was taken back by time alone: the time-driven path is not exercised")
+			}
+		})
+	}
+}
+
+// skipTrial runs one random sequence on a twin that decides every round
+// and one that skips: skipped is how many rounds the second skipped,
+// quietRevokes how many leases the first began taking back in a round
+// where only the clock had moved.
+func skipTrial(t *testing.T, build func() *stack.Stack, seed int64) (skipped, rounds, quietRevokes int64) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewSource(seed))
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	every := newTwin(build, start)
+	every.everyRound = true
+	every.restart()
+	skip := newTwin(build, start)
+	st := every.p.stack()
+	var log []string
+	jobs := 0
+	for round := range 40 {
+		quiet := false
+		switch r := rng.Intn(10); {
+		case r < 2 && jobs < 12:
+			id := fmt.Sprintf("j%02d", jobs)
+			jobs++
+			gpus := []int{1, 2, 4, 8, 16}[rng.Intn(5)]
+			class := []string{"be", "be", "te"}[rng.Intn(3)]
+			grace := []string{"0s", "3s", "10s"}[rng.Intn(3)]
+			vc, p := "default", 0
+			if st.VCs != nil {
+				vc, p = []string{"vision", "speech"}[rng.Intn(2)], []int{0, 0, -1}[rng.Intn(3)]
+			}
+			for _, w := range []*twin{every, skip} {
+				w.Nomad.SubmitIn(id, gpus, class, grace, vc, p)
+			}
+			log = append(log, fmt.Sprintf("submit %s gpus=%d class=%s grace=%s vc=%s prio=%d", id, gpus, class, grace, vc, p))
+		case r == 2:
+			if running := every.Nomad.RunningIDs(); len(running) > 0 {
+				id := running[rng.Intn(len(running))]
+				for _, w := range []*twin{every, skip} {
+					w.Nomad.Running(id)[0].ClientStatus = "lost"
+				}
+				log = append(log, "lose "+id)
+			}
+		case r == 3:
+			if running := every.Nomad.RunningIDs(); len(running) > 0 {
+				id := running[rng.Intn(len(running))]
+				every.Nomad.Finish(id)
+				skip.Nomad.Finish(id)
+				log = append(log, "finish "+id)
+			}
+		default:
+			quiet = true
+		}
+		step := time.Duration(1+rng.Intn(30)) * time.Second
+		revoking := countRevoking(every.Store)
+		for _, w := range []*twin{every, skip} {
+			before := w.p.Skipped()
+			if err := w.p.Reconcile(ctx); err != nil {
+				t.Fatalf("seed %d round %d: %v\nevents: %s", seed, round, err, strings.Join(log, "; "))
+			}
+			if w == skip && w.p.Skipped() > before {
+				log = append(log, "(skipped)")
+			}
+			plannertest.CheckNoTaskWithoutLease(t, w.Nomad, w.Store, fmt.Sprintf("seed %d round %d", seed, round))
+			w.clock = w.clock.Add(step)
+			w.Nomad.Settle()
+		}
+		log = append(log, fmt.Sprintf("+%s", step))
+		if n := countRevoking(every.Store); quiet && n > revoking {
+			quietRevokes += int64(n - revoking)
+		}
+		rounds++
+		if a, b := every.state(), skip.state(); a != b {
+			t.Fatalf("seed %d round %d: the skipping planner's cluster differs from the one deciding every round\nevents: %s\ndeciding every round:\n%s\nskipping:\n%s",
+				seed, round, strings.Join(log, "; "), a, b)
+		}
+	}
+	return skip.p.Skipped(), rounds, quietRevokes
+}
+
+// countRevoking counts the leases being taken back.
+func countRevoking(s *plannertest.Store) int {
+	n := 0
+	for _, l := range s.JobLeases {
+		if l.Revoke != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSkipEndsOnChange: a round after a steady one is skipped while
+// nothing changes, even as the clock moves (fifo), until FullRoundEvery
+// passed; a submission, a change in Consul, a new stack or
+// DecideEveryRound each make the next round run.
+func TestSkipEndsOnChange(t *testing.T) {
+	h := newHarness(t, 8, mustStack(t, "fifo", stack.Options{}))
+	h.Nomad.Submit("a", 4, "be", "0s")
+	h.Round("grant a")
+	h.Round("a pinned") // the pin moved Nomad's mark: this round runs
+	ran := func(what string) bool {
+		t.Helper()
+		before := h.P.Skipped()
+		h.Round(what)
+		return h.P.Skipped() == before
+	}
+	if ran("nothing changed") {
+		t.Fatal("a round where nothing changed ran")
+	}
+	// (Each round moves the clock on by a second.)
+	h.Clock = h.Clock.Add(FullRoundEvery / 2)
+	if ran("minutes later, fifo") {
+		t.Fatal("fifo's decision stands for ever, but a round ran minutes later with nothing changed")
+	}
+	h.Clock = h.Clock.Add(FullRoundEvery / 2)
+	if !ran("FullRoundEvery after the last full round") {
+		t.Fatal("no full round ran FullRoundEvery after the last")
+	}
+	if ran("steady after the full round") {
+		t.Fatal("not steady after the full round")
+	}
+	h.Nomad.Submit("b", 2, "be", "0s")
+	if !ran("b submitted") {
+		t.Fatal("the round after a submission was skipped")
+	}
+	if len(h.Nomad.Running("b")) == 0 && h.Store.JobLeases[core.JobKey{Namespace: "default", ID: "b"}].LeaseID == "" {
+		t.Fatal("b was not granted")
+	}
+	h.Round("b pinned")
+	if ran("steady again") {
+		t.Fatal("not steady again")
+	}
+	rec := h.Store.JobRecords[core.JobKey{Namespace: "default", ID: "a"}]
+	rec.Attained++
+	h.Store.JobRecords[rec.Key()] = rec
+	if !ran("a record changed in Consul") {
+		t.Fatal("the round after a change in Consul was skipped")
+	}
+	if ran("steady") {
+		t.Fatal("not steady again")
+	}
+	h.P.SetStack(mustStack(t, "fifo", stack.Options{}))
+	if !ran("a new stack") {
+		t.Fatal("the round after SetStack was skipped")
+	}
+	h.config.DecideEveryRound = true
+	h.Restart()
+	for i := range 3 {
+		if !ran(fmt.Sprintf("decide every round %d", i)) {
+			t.Fatal("a round was skipped with DecideEveryRound")
+		}
+	}
+}
