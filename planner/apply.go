@@ -38,8 +38,8 @@ import (
 // A run of consecutive grants writes its leases one after another, in
 // order (each a check-and-set transaction), and pins each job as soon as
 // its lease committed; with Config.PinWorkers > 1 (not the default) those pins run
-// concurrently (a pin is a read and a register of its job in Nomad, the
-// bulk of a grant's time), and the run's pins are settled, in plan order,
+// concurrently (a pin is one check-and-set register of its job in Nomad,
+// the bulk of a grant's time), and the run's pins are settled, in plan order,
 // before the step after the run: no later step of a granted job, and no
 // status, is written before its pin ended.
 func (p *Planner) apply(ctx context.Context, pl *plan) (decided bool, err error) {

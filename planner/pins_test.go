@@ -47,7 +47,7 @@ func (n *pinLog) Pin(ctx context.Context, j *nomad.Job, l lease.JobLease, pool s
 	n.most = max(n.most, n.inFlight)
 	n.events = append(n.events, "pin-start "+j.Key.ID)
 	n.mu.Unlock()
-	time.Sleep(n.hold) // a pin takes a while (a read and a register)
+	time.Sleep(n.hold) // a pin takes a while (a register in Nomad)
 	var err error
 	if j.Key.ID == n.changed {
 		err = fmt.Errorf("pin %s: %w", j.Key, nomad.ErrJobChanged)

@@ -173,8 +173,9 @@ func checkBurstLeases(t *testing.T, h *harness, store *consul.Store, want, gpus 
 }
 
 // callTimer sums the time of HTTP calls by kind: Consul transactions
-// (lease grants and releases, statuses), Nomad job reads (a pin's read
-// of the job) and job registers (a pin's write), everything else.
+// (lease grants and releases, statuses), Nomad job reads (the snapshot's
+// reads of new and changed jobs) and job registers (a pin's write, its
+// one Nomad call), everything else.
 type callTimer struct {
 	next http.RoundTripper
 	mu   sync.Mutex

@@ -4,6 +4,7 @@ import (
 	"github.com/themis-nomad/themis/planner/aclhint"
 
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -290,7 +291,7 @@ func (c *Client) suspendChange(j *Job, leaseID string) func(job *api.Job, tg *ap
 // editAll is edit for a job without one themis task: change gets the job,
 // and every device request of the job is removed.
 func (c *Client) editAll(ctx context.Context, j *Job, change func(job *api.Job)) error {
-	job, err := c.fresh(ctx, j)
+	job, err := current(j)
 	if err != nil {
 		return err
 	}
@@ -315,7 +316,7 @@ func (c *Client) editAll(ctx context.Context, j *Job, change func(job *api.Job))
 // JobModifyIndex) and re-registers it: change gets the job, with meta to
 // write into, and its themis task and group (rewrite).
 func (c *Client) edit(ctx context.Context, j *Job, what string, change func(job *api.Job, tg *api.TaskGroup, task *api.Task)) error {
-	job, err := c.fresh(ctx, j)
+	job, err := current(j)
 	if err != nil {
 		return err
 	}
@@ -382,7 +383,7 @@ func setThemisDevice(task *api.Task, count int, pin *api.Constraint) {
 // Adopt moves a themis job that was submitted outside the pending pool into
 // it, so that it waits for a grant like every other themis job.
 func (c *Client) Adopt(ctx context.Context, j *Job) error {
-	job, err := c.fresh(ctx, j)
+	job, err := current(j)
 	if err != nil {
 		return err
 	}
@@ -390,21 +391,32 @@ func (c *Client) Adopt(ctx context.Context, j *Job) error {
 	return c.register(ctx, job, j)
 }
 
-func (c *Client) fresh(ctx context.Context, j *Job) (*api.Job, error) {
-	job, err := nomadread.Job(ctx, c.api, j.Key.Namespace, j.Key.ID)
-	var bad *nomadread.Unreadable
-	switch {
-	case errors.Is(err, nomadread.ErrGone):
-		return nil, fmt.Errorf("job %s: %w", j.Key, ErrJobChanged)
-	case errors.As(err, &bad):
-		return nil, err
-	case err != nil:
-		return nil, denied(fmt.Errorf("read job %s: %w", j.Key, err), "read job "+j.Key.String(), `read-job in namespace "`+j.Key.Namespace+`"`)
+// current is the job to change and register: a deep copy of the definition
+// the planner read, parsed and checked (the whole-job check) at j's
+// JobModifyIndex, never that definition itself, which the snapshot keeps
+// across rounds. Nothing reads the job again: the register's check-and-set
+// on that index refuses a job changed, stopped or purged since
+// (ErrJobChanged). A job read without a JobModifyIndex (never one Nomad
+// returns) could only be refused, so it is refused here, unregistered.
+func current(j *Job) (*api.Job, error) {
+	if j.Job == nil || deref(j.Job.JobModifyIndex) == 0 {
+		return nil, fmt.Errorf("job %s read without a modify index: %w", j.Key, ErrJobChanged)
 	}
-	if deref(job.JobModifyIndex) != j.ModifyIndex() {
-		return nil, fmt.Errorf("job %s at index %d, planner saw %d: %w", j.Key, deref(job.JobModifyIndex), j.ModifyIndex(), ErrJobChanged)
+	return copyJob(j.Job)
+}
+
+// copyJob is a deep copy of job through its JSON: what register sends is
+// the job's JSON, so the copy sends exactly what the job would.
+func copyJob(job *api.Job) (*api.Job, error) {
+	b, err := json.Marshal(job)
+	if err != nil {
+		return nil, fmt.Errorf("copy job %q: %w", deref(job.ID), err)
 	}
-	return job, nil
+	out := new(api.Job)
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("copy job %q: %w", deref(job.ID), err)
+	}
+	return out, nil
 }
 
 func (c *Client) register(ctx context.Context, job *api.Job, j *Job) error {

@@ -34,6 +34,10 @@ type fakeNomad struct {
 	nodesIdx, jobsIdx, allocsIdx uint64
 	// listed counts the rows each list returned.
 	listed map[string]int
+	// requests are the requests served, "METHOD path" each, in order;
+	// registered the jobs registered (PUT /v1/jobs), as sent.
+	requests   []string
+	registered []*api.Job
 }
 
 func newFakeNomad() *fakeNomad {
@@ -82,6 +86,11 @@ func (f *fakeNomad) alloc(id, job, status string) {
 func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.requests = append(f.requests, r.Method+" "+r.URL.Path)
+	if r.URL.Path == "/v1/jobs" && (r.Method == http.MethodPut || r.Method == http.MethodPost) {
+		f.register(w, r)
+		return
+	}
 	since := uint64(0)
 	switch flt := r.URL.Query().Get("filter"); flt {
 	case "":
@@ -134,6 +143,43 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Nomad-Index", strconv.FormatUint(idx, 10))
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// register is Nomad's job register with its check-and-set, refused with
+// Nomad's own messages (nomad/job_endpoint.go, Job.Register, "Enforcing
+// job modify index"), which Nomad's HTTP API answers with a 500.
+func (f *fakeNomad) register(w http.ResponseWriter, r *http.Request) {
+	var req api.JobRegisterRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Job == nil || req.Job.ID == nil {
+		http.Error(w, fmt.Sprintf("bad register: %v", err), http.StatusBadRequest)
+		return
+	}
+	existing := f.jobs[*req.Job.ID]
+	if req.EnforceIndex {
+		jmi := req.JobModifyIndex
+		switch {
+		case existing != nil && jmi == 0:
+			http.Error(w, "Enforcing job modify index 0: job already exists", http.StatusInternalServerError)
+			return
+		case existing != nil && jmi != *existing.JobModifyIndex:
+			http.Error(w, fmt.Sprintf("Enforcing job modify index %d: job exists with conflicting job modify index: %d", jmi, *existing.JobModifyIndex), http.StatusInternalServerError)
+			return
+		case existing == nil && jmi != 0:
+			http.Error(w, fmt.Sprintf("Enforcing job modify index %d: job does not exist", jmi), http.StatusInternalServerError)
+			return
+		}
+	}
+	f.registered = append(f.registered, req.Job)
+	f.index++
+	job := *req.Job
+	job.ModifyIndex, job.JobModifyIndex = ptr(f.index), ptr(f.index)
+	if job.Status == nil {
+		job.Status = ptr("pending")
+	}
+	f.jobs[*job.ID] = &job
+	f.jobsIdx = f.index
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(f.index, 10))
+	_ = json.NewEncoder(w).Encode(api.JobRegisterResponse{JobModifyIndex: f.index})
 }
 
 func fakeClient(t *testing.T, f *fakeNomad) *Client {
