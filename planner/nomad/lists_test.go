@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -23,7 +22,7 @@ import (
 
 // fakeNomad serves the list and read endpoints Snapshot uses, with
 // Nomad's table indexes (X-Nomad-Index, raised by every write to a table,
-// deletions included) and the filter that matches no row.
+// deletions included) and a probe of one row (per_page=1).
 type fakeNomad struct {
 	mu     sync.Mutex
 	index  uint64
@@ -91,13 +90,19 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.register(w, r)
 		return
 	}
-	since := uint64(0)
-	switch flt := r.URL.Query().Get("filter"); flt {
+	// A probe of a table's index is a list of one row (per_page=1); a
+	// filter would make Nomad scan the whole table, so none is served.
+	if flt := r.URL.Query().Get("filter"); flt != "" {
+		http.Error(w, "unexpected filter "+flt, http.StatusBadRequest)
+		return
+	}
+	probe := false
+	switch pp := r.URL.Query().Get("per_page"); pp {
 	case "":
-	case `ID == ""`:
-		since = math.MaxUint64
+	case "1":
+		probe = true
 	default:
-		http.Error(w, "bad filter "+flt, http.StatusBadRequest)
+		http.Error(w, "unexpected per_page "+pp, http.StatusBadRequest)
 		return
 	}
 	var out any
@@ -106,25 +111,19 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/v1/nodes":
 		var l []*api.NodeListStub
 		for _, n := range f.nodes {
-			if n.ModifyIndex > since {
-				l = append(l, n)
-			}
+			l = append(l, n)
 		}
 		out, idx = l, f.nodesIdx
 	case r.URL.Path == "/v1/jobs":
 		var l []*api.JobListStub
 		for _, j := range f.jobs {
-			if *j.ModifyIndex > since {
-				l = append(l, &api.JobListStub{ID: *j.ID, Namespace: *j.Namespace, ModifyIndex: *j.ModifyIndex, JobModifyIndex: *j.JobModifyIndex, Status: *j.Status})
-			}
+			l = append(l, &api.JobListStub{ID: *j.ID, Namespace: *j.Namespace, ModifyIndex: *j.ModifyIndex, JobModifyIndex: *j.JobModifyIndex, Status: *j.Status})
 		}
 		out, idx = l, f.jobsIdx
 	case r.URL.Path == "/v1/allocations":
 		var l []*api.AllocationListStub
 		for _, a := range f.allocs {
-			if a.ModifyIndex > since {
-				l = append(l, a)
-			}
+			l = append(l, a)
 		}
 		out, idx = l, f.allocsIdx
 	case strings.HasPrefix(r.URL.Path, "/v1/job/"):
@@ -139,7 +138,11 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v := reflect.ValueOf(out); v.Kind() == reflect.Slice {
-		f.listed[r.URL.Path] += v.Len()
+		if probe {
+			out = v.Slice(0, min(1, v.Len())).Interface()
+		} else {
+			f.listed[r.URL.Path] += v.Len()
+		}
 	}
 	w.Header().Set("X-Nomad-Index", strconv.FormatUint(idx, 10))
 	_ = json.NewEncoder(w).Encode(out)
