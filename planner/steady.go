@@ -63,13 +63,19 @@ func (p *Planner) readMarks(ctx context.Context) (m marks, ok bool) {
 	if !nok || !sok {
 		return marks{}, false
 	}
+	// Both at once: each mark on its own says whether its store changed
+	// since the last round read it (its index was the same before that
+	// read and now), so the order of the probes does not matter.
+	var kvErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.kv, kvErr = s.ChangeMark(ctx)
+	}()
 	var err error
-	// Consul first, as read reads it first: a lease granted between the
-	// two reads then shows in the Nomad mark too.
-	if m.kv, err = s.ChangeMark(ctx); err != nil {
-		return marks{}, false
-	}
-	if m.nomad, err = n.ChangeMark(ctx); err != nil {
+	m.nomad, err = n.ChangeMark(ctx)
+	<-done
+	if err != nil || kvErr != nil {
 		return marks{}, false
 	}
 	return m, true

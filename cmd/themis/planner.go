@@ -64,6 +64,7 @@ type plannerOptions struct {
 	httpAddr, httpAdvertise              string
 	resync, maxKillTimeout, restoreGuard time.Duration
 	knobs                                stringList
+	decideEveryRound                     bool
 }
 
 func plannerFlags(o *plannerOptions) *flag.FlagSet {
@@ -82,7 +83,9 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	def := nomad.DefaultForeignCheckpoints()
 	fs.StringVar(&o.checkpointRoot, "checkpoint-root", def.Root,
 		"host directory of the checkpoint dirs of raw_exec themis tasks, which their users make (not the themis driver's checkpoint_root; docs/drivers.md)")
-	fs.DurationVar(&o.resync, "resync", 30*time.Second, "full reconcile period, on top of Nomad events")
+	fs.DurationVar(&o.resync, "resync", 30*time.Second, "reconcile period, on top of Nomad events (a round where nothing changed ends after reading four indexes)")
+	fs.BoolVar(&o.decideEveryRound, "decide-every-round", false,
+		"read everything and decide in every round, even when nothing changed since the last (by default such rounds are skipped: docs/scale.md)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&o.httpAddr, "http-addr", httpapi.DefaultAddr,
 		"address of the planner's HTTP API (JSON under /v1/, dashboard at /ui/, Prometheus metrics at /metrics; docs/api.md); empty: none")
@@ -200,6 +203,7 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 			Nomad: ncl, Store: store,
 			Stack: policy, Resync: o.resync, Log: log,
 			MaxKillTimeout: o.maxKillTimeout, RestoreGuard: o.restoreGuard,
+			DecideEveryRound: o.decideEveryRound,
 		}
 		if api != nil {
 			cfg.OnRound = api.Publish

@@ -3,8 +3,10 @@ package nomad
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/nomad/api"
@@ -193,26 +195,31 @@ func (c *Client) ChangeMark(ctx context.Context) (string, error) {
 		}
 		return meta.LastIndex, nil
 	}
-	nodes, err := probe("nodes", func(q *api.QueryOptions) (*api.QueryMeta, error) {
-		_, m, err := c.api.Nodes().List(q)
-		return m, err
-	}, "")
-	if err != nil {
+	// The three at once (each index on its own says whether its table
+	// changed, so their order does not matter).
+	var idx [3]uint64
+	var errs [3]error
+	var wg sync.WaitGroup
+	for i, t := range []struct {
+		what, ns string
+		list     func(*api.QueryOptions) (*api.QueryMeta, error)
+	}{
+		{"nodes", "", func(q *api.QueryOptions) (*api.QueryMeta, error) { _, m, err := c.api.Nodes().List(q); return m, err }},
+		{"jobs", "*", func(q *api.QueryOptions) (*api.QueryMeta, error) { _, m, err := c.api.Jobs().List(q); return m, err }},
+		{"allocations", "*", func(q *api.QueryOptions) (*api.QueryMeta, error) {
+			_, m, err := c.api.Allocations().List(q)
+			return m, err
+		}},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			idx[i], errs[i] = probe(t.what, t.list, t.ns)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
 		return "", err
 	}
-	jobs, err := probe("jobs", func(q *api.QueryOptions) (*api.QueryMeta, error) {
-		_, m, err := c.api.Jobs().List(q)
-		return m, err
-	}, "*")
-	if err != nil {
-		return "", err
-	}
-	allocs, err := probe("allocations", func(q *api.QueryOptions) (*api.QueryMeta, error) {
-		_, m, err := c.api.Allocations().List(q)
-		return m, err
-	}, "*")
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("nodes=%d jobs=%d allocs=%d", nodes, jobs, allocs), nil
+	return fmt.Sprintf("nodes=%d jobs=%d allocs=%d", idx[0], idx[1], idx[2]), nil
 }
