@@ -128,6 +128,7 @@ func TestAPI(t *testing.T) {
 		m, err := httpGet(ctx, env.apiURL+"/metrics")
 		return err == nil && strings.Contains(m.body, `themis_gpus{node="dev-node",state="leased",vc="default"} 8`) &&
 			strings.Contains(m.body, `themis_queue_length{vc=""} 1`) && strings.Contains(m.body, "themis_leader 1") &&
+			strings.Contains(m.body, "themis_rounds_skipped_total ") &&
 			!strings.Contains(m.body, `themis_decisions_total{kind="grant"} 0`), err
 	})
 

@@ -228,3 +228,25 @@ func TestSkipEndsOnChange(t *testing.T) {
 		}
 	}
 }
+
+// A planner with an observer (the HTTP API's OnRound, which wraps its
+// store to note grants and releases) skips as one without: the observer
+// is told of each skipped round, and its last decided view stands.
+func TestSkipWithAnObserver(t *testing.T) {
+	var views []View
+	h := newHarness(t, 8, mustStack(t, "fifo", stack.Options{}))
+	h.config = Config{Nomad: h.Nomad, Store: h.Store, Stack: mustStack(t, "fifo", stack.Options{}),
+		Now: func() time.Time { return h.Clock }, OnRound: func(v View) { views = append(views, v) }}
+	h.Restart()
+	h.Nomad.Submit("a", 4, "be", "0s")
+	for i := range 4 {
+		h.Round(fmt.Sprintf("round %d", i))
+	}
+	if h.P.Skipped() == 0 {
+		t.Fatal("no round was skipped with an observer")
+	}
+	last := views[len(views)-1]
+	if !last.Skipped || last.Decided || last.Err != nil {
+		t.Fatalf("the observer's last view: skipped %v, decided %v, err %v; want a skipped round", last.Skipped, last.Decided, last.Err)
+	}
+}

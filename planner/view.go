@@ -3,6 +3,7 @@ package planner
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -131,6 +132,16 @@ type Event struct {
 type recorder struct {
 	Store
 	p *Planner
+}
+
+// ChangeMark forwards to the store's (steady.go): a store that cannot
+// mark makes every round run.
+func (s recorder) ChangeMark(ctx context.Context) (string, error) {
+	m, ok := s.Store.(ChangeMarker)
+	if !ok {
+		return "", errors.New("the store has no change marks")
+	}
+	return m.ChangeMark(ctx)
 }
 
 func (s recorder) Grant(ctx context.Context, l lease.JobLease) error {
