@@ -161,7 +161,6 @@ func restartTrial(t *testing.T, build func() *stack.Stack, seed int64) (revoked,
 	a, b := newTwin(build, start), newTwin(build, start)
 	st := a.p.stack()
 	var log []string
-	vcs := []string{"vision", "speech"}
 	jobs := 0
 	prio := map[string]int{}
 	for round := range 25 {
@@ -169,33 +168,16 @@ func restartTrial(t *testing.T, build func() *stack.Stack, seed int64) (revoked,
 		case r < 4 && jobs < 12:
 			id := fmt.Sprintf("j%02d", jobs)
 			jobs++
-			gpus := []int{1, 2, 4, 8, 16}[rng.Intn(5)] // 16: a gang on both nodes
-			class := []string{"be", "be", "te"}[rng.Intn(3)]
-			grace := []string{"0s", "3s", "10s"}[rng.Intn(3)]
-			vc, p := "default", 0
-			if st.VCs != nil {
-				vc, p = vcs[rng.Intn(2)], []int{0, 0, -1}[rng.Intn(3)]
-			}
-			for _, w := range []*twin{a, b} {
-				w.Nomad.SubmitIn(id, gpus, class, grace, vc, p)
-			}
-			prio[id] = p
-			log = append(log, fmt.Sprintf("submit %s gpus=%d class=%s grace=%s vc=%s prio=%d", id, gpus, class, grace, vc, p))
+			var line string
+			prio[id], line = submitRandom(rng, st, id, a, b)
+			log = append(log, line)
 		case r == 6:
-			// A node dies under a job: its allocation is lost in both.
-			if running := a.Nomad.RunningIDs(); len(running) > 0 {
-				id := running[rng.Intn(len(running))]
-				for _, w := range []*twin{a, b} {
-					w.Nomad.Running(id)[0].ClientStatus = "lost"
-				}
-				log = append(log, "lose "+id)
+			if line := loseRandom(rng, a, b); line != "" {
+				log = append(log, line)
 			}
 		case r < 6:
-			if running := a.Nomad.RunningIDs(); len(running) > 0 {
-				id := running[rng.Intn(len(running))]
-				a.Nomad.Finish(id)
-				b.Nomad.Finish(id)
-				log = append(log, "finish "+id)
+			if line := finishRandom(rng, a, b); line != "" {
+				log = append(log, line)
 			}
 		}
 		if rng.Intn(4) == 0 {
@@ -221,6 +203,51 @@ func restartTrial(t *testing.T, build func() *stack.Stack, seed int64) (revoked,
 		}
 	}
 	return revoked, pended
+}
+
+// submitRandom submits job id to every twin, with a random size (16: a
+// gang on both nodes), class, grace period and, with VCs, VC and
+// priority; it returns the priority and the event's log line.
+func submitRandom(rng *rand.Rand, st *stack.Stack, id string, twins ...*twin) (prio int, line string) {
+	gpus := []int{1, 2, 4, 8, 16}[rng.Intn(5)]
+	class := []string{"be", "be", "te"}[rng.Intn(3)]
+	grace := []string{"0s", "3s", "10s"}[rng.Intn(3)]
+	vc := "default"
+	if st.VCs != nil {
+		vc, prio = []string{"vision", "speech"}[rng.Intn(2)], []int{0, 0, -1}[rng.Intn(3)]
+	}
+	for _, w := range twins {
+		w.Nomad.SubmitIn(id, gpus, class, grace, vc, prio)
+	}
+	return prio, fmt.Sprintf("submit %s gpus=%d class=%s grace=%s vc=%s prio=%d", id, gpus, class, grace, vc, prio)
+}
+
+// loseRandom loses a random running job's allocation in every twin (a
+// node dies under it); "" when no job runs.
+func loseRandom(rng *rand.Rand, twins ...*twin) string {
+	running := twins[0].Nomad.RunningIDs()
+	if len(running) == 0 {
+		return ""
+	}
+	id := running[rng.Intn(len(running))]
+	for _, w := range twins {
+		w.Nomad.Running(id)[0].ClientStatus = "lost"
+	}
+	return "lose " + id
+}
+
+// finishRandom finishes a random running job in every twin; "" when no
+// job runs.
+func finishRandom(rng *rand.Rand, twins ...*twin) string {
+	running := twins[0].Nomad.RunningIDs()
+	if len(running) == 0 {
+		return ""
+	}
+	id := running[rng.Intn(len(running))]
+	for _, w := range twins {
+		w.Nomad.Finish(id)
+	}
+	return "finish " + id
 }
 
 const twoTeamsTwoNodes = `

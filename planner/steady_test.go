@@ -99,31 +99,15 @@ func skipTrial(t *testing.T, build func() *stack.Stack, seed int64) (skipped, ro
 		case r < 2 && jobs < 12:
 			id := fmt.Sprintf("j%02d", jobs)
 			jobs++
-			gpus := []int{1, 2, 4, 8, 16}[rng.Intn(5)]
-			class := []string{"be", "be", "te"}[rng.Intn(3)]
-			grace := []string{"0s", "3s", "10s"}[rng.Intn(3)]
-			vc, p := "default", 0
-			if st.VCs != nil {
-				vc, p = []string{"vision", "speech"}[rng.Intn(2)], []int{0, 0, -1}[rng.Intn(3)]
-			}
-			for _, w := range []*twin{every, skip} {
-				w.Nomad.SubmitIn(id, gpus, class, grace, vc, p)
-			}
-			log = append(log, fmt.Sprintf("submit %s gpus=%d class=%s grace=%s vc=%s prio=%d", id, gpus, class, grace, vc, p))
+			_, line := submitRandom(rng, st, id, every, skip)
+			log = append(log, line)
 		case r == 2:
-			if running := every.Nomad.RunningIDs(); len(running) > 0 {
-				id := running[rng.Intn(len(running))]
-				for _, w := range []*twin{every, skip} {
-					w.Nomad.Running(id)[0].ClientStatus = "lost"
-				}
-				log = append(log, "lose "+id)
+			if line := loseRandom(rng, every, skip); line != "" {
+				log = append(log, line)
 			}
 		case r == 3:
-			if running := every.Nomad.RunningIDs(); len(running) > 0 {
-				id := running[rng.Intn(len(running))]
-				every.Nomad.Finish(id)
-				skip.Nomad.Finish(id)
-				log = append(log, "finish "+id)
+			if line := finishRandom(rng, every, skip); line != "" {
+				log = append(log, line)
 			}
 		default:
 			quiet = true

@@ -167,40 +167,39 @@ func (p *PerVC) Promote(now time.Time, jobs []*Job) []JobKey {
 
 // NextChange implements RecheckAfter: the earliest of the VCs' policies'.
 func (p *PerVC) NextChange(now time.Time, jobs []*Job) time.Time {
-	def, own := p.groups(jobs)
-	var next time.Time
-	earliest := func(q Capabilities, js []*Job) {
+	return p.soonest(jobs, func(q Capabilities, js []*Job) time.Time {
 		if rc := q.Rechecker; rc != nil {
-			if t := rc.NextChange(now, js); !t.IsZero() && (next.IsZero() || t.Before(next)) {
-				next = t
-			}
+			return rc.NextChange(now, js)
 		}
-	}
-	earliest(p.def, def)
-	for _, vc := range p.order {
-		earliest(p.own[vc], own[vc])
-	}
-	return next
+		return time.Time{}
+	})
 }
 
 // SteadyUntil implements Steady: the earliest of the VCs' policies' (each
 // over its own jobs). Capabilities names it only when every VC's policy is
 // Steady; a VC whose policy is not makes it now, so nothing is skipped.
 func (p *PerVC) SteadyUntil(now time.Time, jobs []*Job) time.Time {
+	return p.soonest(jobs, func(q Capabilities, js []*Job) time.Time {
+		if q.Steady == nil {
+			return now
+		}
+		return q.Steady.SteadyUntil(now, js)
+	})
+}
+
+// soonest is the earliest time (zero: none) that at gives for each VC's
+// policy over that VC's jobs.
+func (p *PerVC) soonest(jobs []*Job, at func(Capabilities, []*Job) time.Time) time.Time {
 	def, own := p.groups(jobs)
 	var next time.Time
-	earliest := func(q Capabilities, js []*Job) {
-		if q.Steady == nil {
-			next = now
-			return
-		}
-		if t := q.Steady.SteadyUntil(now, js); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+	take := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t
 		}
 	}
-	earliest(p.def, def)
+	take(at(p.def, def))
 	for _, vc := range p.order {
-		earliest(p.own[vc], own[vc])
+		take(at(p.own[vc], own[vc]))
 	}
 	return next
 }
