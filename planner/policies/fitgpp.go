@@ -56,10 +56,18 @@ func (*FitGpp) Blocking() bool                   { return true }
 func (*FitGpp) Consolidate(*core.Job) bool       { return true }
 func (*FitGpp) MakesRoom(j *core.Job) bool       { return j.Class == core.ClassTrialAndError }
 
-// Capabilities implements Policy: FitGpp makes room, one victim or a set.
+// Capabilities implements Policy: FitGpp makes room, one victim or a set,
+// and its decision stands until something changes (Steady).
 func (f *FitGpp) Capabilities() core.Capabilities {
-	return core.Capabilities{Policy: f, RoomMaker: f, GangRoom: f}
+	return core.Capabilities{Policy: f, RoomMaker: f, GangRoom: f, Steady: f}
 }
+
+// SteadyUntil implements core.Steady: never by time alone. The queue's
+// order (class, preempted, arrival) and Equation 2's scores (shares and
+// grace periods) do not move with time; lost work only breaks ties
+// between victims (which one, never whether), and a resumed job's
+// restore guard ending is the planner's own deadline.
+func (*FitGpp) SteadyUntil(time.Time, []*core.Job) time.Time { return time.Time{} }
 
 // Victim implements Preemptor (Equation 2).
 func (f *FitGpp) Victim(j *core.Job, running []*core.Job, room *core.Room) *core.Job {
@@ -118,13 +126,19 @@ func norm(v []float64) float64 {
 // FIFO order, or under LeastLostWork to the least lost work.
 type LRTP struct{}
 
-func (LRTP) Name() string                      { return "lrtp" }
-func (LRTP) Rank(_ time.Time, js []*core.Job)  { rankTEFirst(js) }
-func (LRTP) Preemptive() bool                  { return false }
-func (LRTP) Blocking() bool                    { return true }
-func (LRTP) Consolidate(*core.Job) bool        { return true }
-func (LRTP) MakesRoom(j *core.Job) bool        { return j.Class == core.ClassTrialAndError }
-func (p LRTP) Capabilities() core.Capabilities { return core.Capabilities{Policy: p, RoomMaker: p} }
+func (LRTP) Name() string                     { return "lrtp" }
+func (LRTP) Rank(_ time.Time, js []*core.Job) { rankTEFirst(js) }
+func (LRTP) Preemptive() bool                 { return false }
+func (LRTP) Blocking() bool                   { return true }
+func (LRTP) Consolidate(*core.Job) bool       { return true }
+func (LRTP) MakesRoom(j *core.Job) bool       { return j.Class == core.ClassTrialAndError }
+func (p LRTP) Capabilities() core.Capabilities {
+	return core.Capabilities{Policy: p, RoomMaker: p, Steady: p}
+}
+
+// SteadyUntil implements core.Steady: never by time alone, as FitGpp's
+// (remaining time and lost work choose which victim, never whether).
+func (LRTP) SteadyUntil(time.Time, []*core.Job) time.Time { return time.Time{} }
 
 // Victim implements Preemptor.
 func (LRTP) Victim(_ *core.Job, running []*core.Job, room *core.Room) *core.Job {

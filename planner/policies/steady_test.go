@@ -27,6 +27,10 @@ func TestSteadyUntil(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fitgpp, err := NewFitGpp(core.Knobs{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	never := time.Time{}
 	for _, tc := range []struct {
 		name   string
@@ -36,6 +40,8 @@ func TestSteadyUntil(t *testing.T) {
 	}{
 		{"fifo: never", FIFO{}, []*core.Job{run("a", 2, 10, 0), wait("b", 2, 0)}, never},
 		{"gandiva: never", Gandiva{}, []*core.Job{run("a", 2, 10, 0), wait("b", 2, 0)}, never},
+		{"fitgpp: never", fitgpp, []*core.Job{run("a", 2, 10, 0), wait("b", 2, 0)}, never},
+		{"lrtp: never", LRTP{}, []*core.Job{run("a", 2, 10, 0), wait("b", 2, 0)}, never},
 		{"las: nobody waits", LAS{}, []*core.Job{run("a", 2, 10, 0)}, never},
 		{"las: a running job reaches the waiting one's service", LAS{}, []*core.Job{run("a", 2, 10, 0), wait("b", 4, 30)}, now.Add(10 * time.Second)},
 		{"las: the first waiting service above, not the least", LAS{}, []*core.Job{run("a", 2, 10, 0), wait("b", 4, 5), wait("c", 1, 14)}, now.Add(2 * time.Second)},
