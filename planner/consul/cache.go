@@ -54,9 +54,9 @@ func (s *Store) listPairs(ctx context.Context, prefix string) (api.KVPairs, erro
 	s.lists.mu.Unlock()
 	var index uint64
 	if !off {
-		pair, meta, err := s.api.KV().Get(prefix+probeKey, q())
-		if err == nil && pair == nil && meta != nil && meta.LastIndex > 0 {
-			index = meta.LastIndex
+		// Without an index (the probe failed), the prefix is listed.
+		if i, err := s.kvIndex(ctx, prefix); err == nil {
+			index = i
 			s.lists.mu.Lock()
 			c, ok := s.lists.m[prefix]
 			s.lists.mu.Unlock()
@@ -85,12 +85,23 @@ func (s *Store) listPairs(ctx context.Context, prefix string) (api.KVPairs, erro
 // planner's token may read): every write to KV raises it, so an equal mark
 // means nothing the planner reads changed (planner.ChangeMarker).
 func (s *Store) ChangeMark(ctx context.Context) (string, error) {
-	pair, meta, err := s.api.KV().Get(lease.JobPrefix()+probeKey, (&api.QueryOptions{}).WithContext(ctx))
+	index, err := s.kvIndex(ctx, lease.JobPrefix())
 	if err != nil {
-		return "", fmt.Errorf("read Consul's KV index: %w", err)
+		return "", err
+	}
+	return strconv.FormatUint(index, 10), nil
+}
+
+// kvIndex reads Consul's KV index by reading prefix's probeKey, which no
+// record has; an error when the read fails, the key exists or no index
+// came back.
+func (s *Store) kvIndex(ctx context.Context, prefix string) (uint64, error) {
+	pair, meta, err := s.api.KV().Get(prefix+probeKey, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return 0, fmt.Errorf("read Consul's KV index: %w", err)
 	}
 	if pair != nil || meta == nil || meta.LastIndex == 0 {
-		return "", errors.New("read Consul's KV index: the probe key exists or no index came back")
+		return 0, errors.New("read Consul's KV index: the probe key exists or no index came back")
 	}
-	return strconv.FormatUint(meta.LastIndex, 10), nil
+	return meta.LastIndex, nil
 }
