@@ -67,28 +67,42 @@ func (l *lists) fullNow() bool {
 	return l.full.Swap(false) || l.always
 }
 
-// unchanged asks Nomad for a table's index (query: a list call with the
-// options given) and reports whether it is still index.
-func unchanged(index uint64, full bool, query func(*api.QueryOptions) (*api.QueryMeta, error), q *api.QueryOptions) (bool, error) {
+// unchanged asks Nomad for a table's index (tableIndex, with list and
+// the list's query q) and reports whether it is still index.
+func unchanged[T any](index uint64, full bool, list func(*api.QueryOptions) ([]T, *api.QueryMeta, error), q *api.QueryOptions) (bool, error) {
 	if full || index == 0 {
 		return false, nil
 	}
-	meta, err := query(indexOnly(*q))
+	now, err := tableIndex(list, *q)
+	return err == nil && now == index, err
+}
+
+// tableIndex asks Nomad for a table's index: its list (list, with the
+// list's query q) of one row.
+func tableIndex[T any](list func(*api.QueryOptions) ([]T, *api.QueryMeta, error), q api.QueryOptions) (uint64, error) {
+	_, meta, err := list(indexOnly(q))
 	if err != nil {
-		return false, err
+		return 0, err
 	}
-	return meta.LastIndex == index, nil
+	return meta.LastIndex, nil
+}
+
+// nodesQuery is the query that lists nodes (with their resources), and
+// everyNamespace the one that lists jobs or allocations.
+func nodesQuery(ctx context.Context) *api.QueryOptions {
+	return (&api.QueryOptions{Params: map[string]string{"resources": "true"}}).WithContext(ctx)
+}
+
+func everyNamespace(ctx context.Context) *api.QueryOptions {
+	return (&api.QueryOptions{Namespace: "*"}).WithContext(ctx)
 }
 
 // listNodes returns every node stub (with resources), listed again only
 // when the nodes table changed (or full).
 func (c *Client) listNodes(ctx context.Context, full bool) (map[string]*api.NodeListStub, error) {
 	l := &c.lists
-	q := (&api.QueryOptions{Params: map[string]string{"resources": "true"}}).WithContext(ctx)
-	same, err := unchanged(l.nodesIndex, full, func(q *api.QueryOptions) (*api.QueryMeta, error) {
-		_, meta, err := c.api.Nodes().List(q)
-		return meta, err
-	}, q)
+	q := nodesQuery(ctx)
+	same, err := unchanged(l.nodesIndex, full, c.api.Nodes().List, q)
 	if err == nil && same {
 		return l.nodes, nil
 	}
@@ -112,11 +126,8 @@ func (c *Client) listNodes(ctx context.Context, full bool) (map[string]*api.Node
 // order, listed again only when the jobs table changed (or full).
 func (c *Client) listJobs(ctx context.Context, full bool) ([]core.JobKey, map[core.JobKey]uint64, error) {
 	l := &c.lists
-	q := (&api.QueryOptions{Namespace: "*"}).WithContext(ctx)
-	same, err := unchanged(l.jobsIndex, full, func(q *api.QueryOptions) (*api.QueryMeta, error) {
-		_, meta, err := c.api.Jobs().List(q)
-		return meta, err
-	}, q)
+	q := everyNamespace(ctx)
+	same, err := unchanged(l.jobsIndex, full, c.api.Jobs().List, q)
 	if err == nil && same {
 		return l.order, l.jobs, nil
 	}
@@ -159,11 +170,8 @@ func (l *lists) forgetJob(k core.JobKey) {
 // allocations table changed (or full).
 func (c *Client) listAllocs(ctx context.Context, full bool) (map[string]*api.AllocationListStub, error) {
 	l := &c.lists
-	q := (&api.QueryOptions{Namespace: "*"}).WithContext(ctx)
-	same, err := unchanged(l.allocsIdx, full, func(q *api.QueryOptions) (*api.QueryMeta, error) {
-		_, meta, err := c.api.Allocations().List(q)
-		return meta, err
-	}, q)
+	q := everyNamespace(ctx)
+	same, err := unchanged(l.allocsIdx, full, c.api.Allocations().List, q)
 	if err == nil && same {
 		return l.allocs, nil
 	}
@@ -188,33 +196,24 @@ func (c *Client) listAllocs(ctx context.Context, full bool) (map[string]*api.All
 // tables raises its index, so an equal mark means nothing Snapshot reads
 // changed (planner.ChangeMarker).
 func (c *Client) ChangeMark(ctx context.Context) (string, error) {
-	probe := func(what string, list func(*api.QueryOptions) (*api.QueryMeta, error), ns string) (uint64, error) {
-		meta, err := list(indexOnly(*(&api.QueryOptions{Namespace: ns}).WithContext(ctx)))
-		if err != nil {
-			return 0, fmt.Errorf("read Nomad's %s index: %w", what, err)
-		}
-		return meta.LastIndex, nil
-	}
 	// The three at once (each index on its own says whether its table
 	// changed, so their order does not matter).
+	probes := [3]func() (uint64, error){
+		func() (uint64, error) { return tableIndex(c.api.Nodes().List, *nodesQuery(ctx)) },
+		func() (uint64, error) { return tableIndex(c.api.Jobs().List, *everyNamespace(ctx)) },
+		func() (uint64, error) { return tableIndex(c.api.Allocations().List, *everyNamespace(ctx)) },
+	}
+	tables := [3]string{"nodes", "jobs", "allocations"}
 	var idx [3]uint64
 	var errs [3]error
 	var wg sync.WaitGroup
-	for i, t := range []struct {
-		what, ns string
-		list     func(*api.QueryOptions) (*api.QueryMeta, error)
-	}{
-		{"nodes", "", func(q *api.QueryOptions) (*api.QueryMeta, error) { _, m, err := c.api.Nodes().List(q); return m, err }},
-		{"jobs", "*", func(q *api.QueryOptions) (*api.QueryMeta, error) { _, m, err := c.api.Jobs().List(q); return m, err }},
-		{"allocations", "*", func(q *api.QueryOptions) (*api.QueryMeta, error) {
-			_, m, err := c.api.Allocations().List(q)
-			return m, err
-		}},
-	} {
+	for i, probe := range probes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			idx[i], errs[i] = probe(t.what, t.list, t.ns)
+			if idx[i], errs[i] = probe(); errs[i] != nil {
+				errs[i] = fmt.Errorf("read Nomad's %s index: %w", tables[i], errs[i])
+			}
 		}()
 	}
 	wg.Wait()
