@@ -1,5 +1,7 @@
 package planner
 
+import "github.com/themis-nomad/themis/planner/core"
+
 // reconcile turns the world as read into the round's plan. It writes
 // nothing (no Consul, no Nomad, no log line): it keeps a model of the
 // world after the steps so far (round), plans each step as if it succeeds,
@@ -37,8 +39,15 @@ func (p *Planner) reconcile(w *world) *plan {
 	}
 	d := cp.Decide(state, r.now)
 	pl.decision = d
-	if rc := p.stack().Caps.Rechecker; rc != nil {
-		pl.recheck = rc.NextChange(r.now, afterDecision(state.Jobs, d))
+	// The jobs as the decision leaves them, for the times the policy's
+	// ranking and decision change by themselves.
+	var after []*core.Job
+	caps := p.stack().Caps
+	if caps.Rechecker != nil || caps.Steady != nil {
+		after = afterDecision(state.Jobs, d)
+	}
+	if rc := caps.Rechecker; rc != nil {
+		pl.recheck = rc.NextChange(r.now, after)
 	}
 	r.add(step{Kind: stepSaveState}) // act on nothing the record does not know of
 	p.act(r, d)
@@ -58,9 +67,6 @@ func (p *Planner) reconcile(w *world) *plan {
 	r.add(step{Kind: stepStatuses})
 	r.forget()
 	// After every step was planned: they noted the deadlines they checked.
-	pl.until, pl.steady = p.steadyUntil(r, state, d)
-	if pl.steady && !pl.recheck.IsZero() && (pl.until.IsZero() || pl.recheck.Before(pl.until)) {
-		pl.until = pl.recheck
-	}
+	pl.until, pl.steady = steadyUntil(caps.Steady, r, after, pl.recheck)
 	return pl
 }

@@ -91,9 +91,10 @@ func (p *Planner) unchanged(m marks, st *stack.Stack, now time.Time) bool {
 
 // steadyUntil is until when the round's decision stands with only the
 // clock moving, ok false when that cannot be said (the policy is not
-// core.Steady): the planner's deadlines and the policy's, the earliest.
-func (p *Planner) steadyUntil(r *round, state core.State, d core.Decision) (until time.Time, ok bool) {
-	sc := p.stack().Caps.Steady
+// core.Steady, sc nil): the earliest of the policy's time over the jobs as
+// the decision left them (after), the policy's recheck time, and the
+// planner's deadlines.
+func steadyUntil(sc core.Steady, r *round, after []*core.Job, recheck time.Time) (until time.Time, ok bool) {
 	if sc == nil {
 		return time.Time{}, false
 	}
@@ -102,8 +103,8 @@ func (p *Planner) steadyUntil(r *round, state core.State, d core.Decision) (unti
 			until = t
 		}
 	}
-	after := afterDecision(state.Jobs, d)
 	earliest(sc.SteadyUntil(r.now, after))
+	earliest(recheck)
 	for _, j := range after {
 		// A resumed job may be preempted once its restore guard ends.
 		if j.Phase == core.Granted && j.RestoreLeft > 0 {

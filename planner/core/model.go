@@ -163,12 +163,9 @@ const (
 	ClassBestEffort    = "be"
 )
 
-// runRate is RunRate, 1 when unset.
-func (j *Job) runRate() float64 { return max(1, j.RunRate) }
-
 // ServiceRate is the GPU-seconds of Attained the job gains per second it
-// runs (core.Steady's horizons).
-func (j *Job) ServiceRate() float64 { return float64(j.GPUs) * j.runRate() }
+// runs (core.Steady's horizons): its GPUs times RunRate (1 when unset).
+func (j *Job) ServiceRate() float64 { return float64(j.GPUs) * max(1, j.RunRate) }
 
 // AttainedSinceReset is the GPU-seconds of service since the job's last
 // promotion (Tiresias's W_J x t_J).

@@ -302,16 +302,14 @@ func (t *Tiresias) nextChange(now time.Time, jobs []*core.Job, restoring bool) t
 		switch j.Phase {
 		case core.Granted:
 			if l := t.Level(j); l < len(t.Thresholds) && j.GPUs > 0 {
-				cross := t.toDemotion(j, l) / float64(j.GPUs)
-				if !restoring {
-					// Live (SteadyUntil): a gang's parts are summed.
-					cross /= max(1, j.RunRate)
-				}
 				if restoring {
 					// Service resumes once the job has restored.
-					cross += j.RestoreLeft
+					next = min(next, j.RestoreLeft+t.toDemotion(j, l)/float64(j.GPUs))
+				} else {
+					// Live (SteadyUntil): service grows at once, at its
+					// rate (a gang's parts are summed).
+					next = min(next, t.toDemotion(j, l)/j.ServiceRate())
 				}
-				next = min(next, cross)
 			}
 		case core.Queued:
 			if !math.IsInf(t.PromoteKnob, 1) && t.Level(j) > 0 {
