@@ -51,6 +51,7 @@ func (c *Client) SetForeignCheckpoints(f ForeignCheckpoints) {
 }
 
 type cachedJob struct {
+	// modifyIndex is the JobModifyIndex the job was listed at when read.
 	modifyIndex uint64
 	job         *Job // nil: not a themis job
 }
@@ -96,9 +97,10 @@ type Snapshot struct {
 
 // Snapshot lists nodes with themis GPUs and jobs with a themis task. Nodes,
 // job stubs and allocations are listed again only when their table's index
-// moved (lists.go), nodes parsed again and full jobs fetched only when
-// their ModifyIndex changed, so a round where nothing changed reads three
-// indexes, not the cluster.
+// moved (lists.go), nodes parsed again only when their ModifyIndex
+// changed and full jobs fetched only when their definition did
+// (JobModifyIndex: a job whose status alone changed keeps its definition),
+// so a round where nothing changed reads three indexes, not the cluster.
 func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 	full := c.lists.fullNow()
 	nodes, err := c.listNodes(ctx, full)
@@ -128,19 +130,28 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 			delete(c.jobs, k)
 		}
 	}
+	// The jobs whose definition changed since they were read (or that
+	// are new) are read again, several at once; the others keep their
+	// definition and take their stub's status.
+	var stale []core.JobKey
+	for _, key := range order {
+		if cj, ok := c.jobs[key]; !ok || cj.modifyIndex != listed[key].jobModifyIndex {
+			stale = append(stale, key)
+		}
+	}
+	read := c.readJobs(ctx, stale)
 	var gone []core.JobKey
 	for _, key := range order {
-		modifyIndex := listed[key]
-		cj, ok := c.jobs[key]
-		if !ok || cj.modifyIndex != modifyIndex {
-			tj, err := c.readJob(ctx, key)
+		lj := listed[key]
+		cj := c.jobs[key]
+		if r, ok := read[key]; ok {
 			var bad *nomadread.Unreadable
 			switch {
-			case errors.Is(err, nomadread.ErrGone):
+			case errors.Is(r.err, nomadread.ErrGone):
 				gone = append(gone, key) // deregistered since the list
 				delete(c.jobs, key)
 				continue
-			case errors.As(err, &bad):
+			case errors.As(r.err, &bad):
 				// This job alone: set aside, read again next round
 				// (it has no cache entry, so it is read again even if
 				// its stub does not change).
@@ -150,10 +161,13 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 				s.Unreadable[key] = bad.Error()
 				delete(c.jobs, key)
 				continue
-			case err != nil:
-				return nil, err
+			case r.err != nil:
+				return nil, r.err
 			}
-			cj = cachedJob{modifyIndex: modifyIndex, job: tj}
+			cj = cachedJob{modifyIndex: lj.jobModifyIndex, job: r.job}
+			c.jobs[key] = cj
+		} else if cj.job != nil && deref(cj.job.Job.Status) != lj.status {
+			cj.job = cj.job.withStatus(lj.status)
 			c.jobs[key] = cj
 		}
 		if cj.job != nil {

@@ -65,6 +65,15 @@ func metaOf(tg *api.TaskGroup, t *api.Task) map[string]string {
 // ModifyIndex is the Nomad index of the job's last user-visible change.
 func (j *Job) ModifyIndex() uint64 { return deref(j.Job.JobModifyIndex) }
 
+// withStatus is j with Nomad's status for the job, a copy: a cached job
+// is shared with the snapshots that handed it out before.
+func (j *Job) withStatus(status string) *Job {
+	nj, aj := *j, *j.Job
+	aj.Status = &status
+	nj.Job = &aj
+	return &nj
+}
+
 // Dead reports whether Nomad has the job dead: finished, failed for good,
 // stopped, or suspended by the planner (count 0). Which of these it is, the
 // planner says from its own records (planner/own.go), never from the job's

@@ -25,8 +25,8 @@ import (
 // the whole table: 64-71 ms at 12,000 jobs.) A kind whose index did not move is not listed again: the
 // round reuses the rows it has. Nomad's filter has no "ModifyIndex > N",
 // so a kind that changed is listed whole; what changed since is then
-// found by each row's ModifyIndex (jobs read and parsed again, nodes
-// parsed again).
+// found by each row's ModifyIndex (nodes parsed again) or, for jobs,
+// JobModifyIndex (read and parsed again; listedJob).
 type lists struct {
 	// full is set when the next Snapshot must list everything.
 	full atomic.Bool
@@ -35,10 +35,10 @@ type lists struct {
 
 	nodes      map[string]*api.NodeListStub
 	nodesIndex uint64
-	// jobs maps each listed job to its stub's ModifyIndex; order is their
+	// jobs maps each listed job to what its stub says; order is their
 	// keys in Nomad's list order (namespace, then ID), rebuilt when one
 	// comes or goes.
-	jobs      map[core.JobKey]uint64
+	jobs      map[core.JobKey]listedJob
 	order     []core.JobKey
 	jobsIndex uint64
 	allocs    map[string]*api.AllocationListStub
@@ -98,13 +98,29 @@ func everyNamespace(ctx context.Context) *api.QueryOptions {
 }
 
 // listNodes returns every node stub (with resources), listed again only
-// when the nodes table changed (or full).
+// when the nodes table changed (or full). Every allocation update raises
+// that table's index (Nomad stamps the node's LastAllocUpdateIndex)
+// without changing the node, whose ModifyIndex stays: in a busy cluster
+// the table changes every round while its nodes do not. So a changed
+// table is listed first without resources (at 1,000 simulated nodes 0.45
+// MB in 10 ms, against 2.4 MB in 140 ms with them) and again with them
+// only when a node came, went or changed (sameNodes).
 func (c *Client) listNodes(ctx context.Context, full bool) (map[string]*api.NodeListStub, error) {
 	l := &c.lists
 	q := nodesQuery(ctx)
 	same, err := unchanged(l.nodesIndex, full, c.api.Nodes().List, q)
 	if err == nil && same {
 		return l.nodes, nil
+	}
+	if err == nil && !full && l.nodes != nil {
+		light, meta, err := c.api.Nodes().List((&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return nil, denied(fmt.Errorf("list nodes: %w", err), "list nodes (GET /v1/nodes)", `node { policy = "read" }`)
+		}
+		if sameNodes(l.nodes, light) {
+			l.nodesIndex = meta.LastIndex
+			return l.nodes, nil
+		}
 	}
 	var stubs []*api.NodeListStub
 	var meta *api.QueryMeta
@@ -122,9 +138,37 @@ func (c *Client) listNodes(ctx context.Context, full bool) (map[string]*api.Node
 	return l.nodes, nil
 }
 
-// listJobs returns every job's key and stub ModifyIndex in Nomad's list
-// order, listed again only when the jobs table changed (or full).
-func (c *Client) listJobs(ctx context.Context, full bool) ([]core.JobKey, map[core.JobKey]uint64, error) {
+// sameNodes reports whether light (a list without resources) has exactly
+// the nodes of listed, each at the ModifyIndex it was listed at: every
+// change to a node that a stub shows (its status, eligibility, drain,
+// pool, fingerprint) raises its ModifyIndex.
+func sameNodes(listed map[string]*api.NodeListStub, light []*api.NodeListStub) bool {
+	if len(light) != len(listed) {
+		return false
+	}
+	for _, n := range light {
+		was, ok := listed[n.ID]
+		if !ok || n.ModifyIndex == 0 || was.ModifyIndex != n.ModifyIndex {
+			return false
+		}
+	}
+	return true
+}
+
+// listedJob is what a job's stub says that a round needs: the index of
+// the job's last definition change (JobModifyIndex: every register,
+// including a stop, raises it), and its status. A status change raises
+// only the stub's ModifyIndex (Nomad's setJobStatus), so a job whose
+// allocations start or end is not read again: its cached definition
+// takes the stub's status (Snapshot).
+type listedJob struct {
+	jobModifyIndex uint64
+	status         string
+}
+
+// listJobs returns every job's key and stub in Nomad's list order, listed
+// again only when the jobs table changed (or full).
+func (c *Client) listJobs(ctx context.Context, full bool) ([]core.JobKey, map[core.JobKey]listedJob, error) {
 	l := &c.lists
 	q := everyNamespace(ctx)
 	same, err := unchanged(l.jobsIndex, full, c.api.Jobs().List, q)
@@ -139,14 +183,14 @@ func (c *Client) listJobs(ctx context.Context, full bool) ([]core.JobKey, map[co
 	if err != nil {
 		return nil, nil, denied(fmt.Errorf("list jobs: %w", err), "list jobs (GET /v1/jobs?namespace=*)", `namespace "*" { capabilities = ["list-jobs", "read-job"] }`)
 	}
-	l.jobs = make(map[core.JobKey]uint64, len(stubs))
+	l.jobs = make(map[core.JobKey]listedJob, len(stubs))
 	l.order = l.order[:0]
 	for _, js := range stubs {
 		key := core.JobKey{Namespace: js.Namespace, ID: js.ID}
 		if key.Namespace == "" {
 			key.Namespace = "default"
 		}
-		l.jobs[key] = js.ModifyIndex
+		l.jobs[key] = listedJob{jobModifyIndex: js.JobModifyIndex, status: js.Status}
 		l.order = append(l.order, key)
 	}
 	// Nomad lists by namespace, then ID; kept so whatever it does.

@@ -70,6 +70,38 @@ func (f *fakeNomad) job(id string, gpus int, status string) {
 	f.jobsIdx = f.index
 }
 
+// allocUpdate is a client's update of an allocation, which Nomad writes
+// with the node's LastAllocUpdateIndex: the nodes table's index moves,
+// the node's ModifyIndex does not.
+func (f *fakeNomad) allocUpdate(id, job, status string) {
+	f.alloc(id, job, status)
+	f.nodesIdx = f.index
+}
+
+// status changes a job's status alone, as Nomad does when its
+// allocations start or end (setJobStatus): the job's ModifyIndex moves,
+// its JobModifyIndex does not.
+func (f *fakeNomad) status(id, status string) {
+	f.index++
+	j := *f.jobs[id]
+	j.Status, j.ModifyIndex = ptr(status), ptr(f.index)
+	f.jobs[id] = &j
+	f.jobsIdx = f.index
+}
+
+// jobReads counts the reads of whole jobs served so far.
+func (f *fakeNomad) jobReads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, r := range f.requests {
+		if strings.HasPrefix(r, "GET /v1/job/") {
+			n++
+		}
+	}
+	return n
+}
+
 func (f *fakeNomad) purge(id string) {
 	f.index++
 	delete(f.jobs, id)
@@ -110,8 +142,17 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/v1/nodes":
 		var l []*api.NodeListStub
+		resources := r.URL.Query().Get("resources") == "true"
 		for _, n := range f.nodes {
+			if !resources {
+				light := *n
+				light.NodeResources = nil
+				n = &light
+			}
 			l = append(l, n)
+		}
+		if resources && !probe {
+			f.listed["/v1/nodes?resources=true"] += len(l)
 		}
 		out, idx = l, f.nodesIdx
 	case r.URL.Path == "/v1/jobs":
@@ -267,9 +308,21 @@ func TestSnapshotListsOnlyWhatChanged(t *testing.T) {
 	if f.listed["/v1/nodes"] != 0 || f.listed["/v1/jobs"] != 0 || f.listed["/v1/allocations"] != 1 {
 		t.Errorf("one allocation changed: lists returned %v, want the allocations alone", f.listed)
 	}
+	f.allocUpdate("a1", "j03", "running")
+	f.listed = map[string]int{}
+	same("an allocation update, which raises the nodes table's index")
+	if f.listed["/v1/nodes?resources=true"] != 0 || f.listed["/v1/nodes"] != 5 {
+		t.Errorf("no node changed: lists returned %v, want the nodes without their resources alone", f.listed)
+	}
 	f.job("j03", 4, "running")
 	f.node("n2", 4) // a GPU board removed
+	f.listed = map[string]int{}
 	same("a job and a node")
+	if f.listed["/v1/nodes?resources=true"] != 5 {
+		t.Errorf("a node changed: lists returned %v, want the nodes with their resources", f.listed)
+	}
+	f.status("j07", "running")
+	same("a job's status alone")
 	f.job("j03", 4, "dead")
 	f.alloc("a1", "j03", "complete")
 	same("job finished")
@@ -280,5 +333,52 @@ func TestSnapshotListsOnlyWhatChanged(t *testing.T) {
 	same("full lists")
 	if f.listed["/v1/nodes"] != 5 || f.listed["/v1/jobs"] != 19 || f.listed["/v1/allocations"] != 1 {
 		t.Errorf("SetFullLists: lists returned %v, want every row", f.listed)
+	}
+}
+
+// A job whose status alone changed (its allocations started or ended) is
+// not read again: its definition stays, with the list's status, on a copy
+// (an earlier snapshot's job does not change). A job whose definition
+// changed is read again.
+func TestSnapshotTakesAStatusFromTheList(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeNomad()
+	f.node("n0", 8)
+	f.job("j1", 1, "pending")
+	f.job("j2", 1, "pending")
+	c := fakeClient(t, f)
+	dead := func(s *Snapshot, id string) bool {
+		t.Helper()
+		for _, j := range s.Jobs {
+			if j.Key.ID == id {
+				return j.Dead()
+			}
+		}
+		t.Fatalf("%s is not in the snapshot", id)
+		return false
+	}
+	first, err := c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.status("j1", "dead")
+	before := f.jobReads()
+	got, err := c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.jobReads() - before; n != 0 {
+		t.Errorf("a job whose status alone changed: %d reads of a whole job, want 0", n)
+	}
+	if !dead(got, "j1") || dead(first, "j1") {
+		t.Errorf("j1 dead: %v now, %v in the snapshot before; want true, false", dead(got, "j1"), dead(first, "j1"))
+	}
+	f.job("j2", 2, "pending")
+	before = f.jobReads()
+	if _, err := c.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.jobReads() - before; n != 1 {
+		t.Errorf("a job whose definition changed: %d reads of a whole job, want 1", n)
 	}
 }

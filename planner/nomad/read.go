@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/nomadread"
@@ -31,4 +32,44 @@ func (c *Client) readJob(ctx context.Context, key core.JobKey) (*Job, error) {
 		return nil, &nomadread.Unreadable{Namespace: key.Namespace, ID: key.ID, Err: fmt.Errorf("parse: %w", err)}
 	}
 	return tj, nil
+}
+
+// readers is how many jobs readJobs reads at once: a burst of submissions
+// (a sweep of hundreds of jobs) is read in one round, and each read is a
+// round trip to the server.
+const readers = 8
+
+// jobRead is one job's readJob.
+type jobRead struct {
+	job *Job
+	err error
+}
+
+// readJobs reads keys (readJob), up to readers at once.
+func (c *Client) readJobs(ctx context.Context, keys []core.JobKey) map[core.JobKey]jobRead {
+	out := make(map[core.JobKey]jobRead, len(keys))
+	if len(keys) == 0 {
+		return out
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan core.JobKey)
+	for range min(readers, len(keys)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				j, err := c.readJob(ctx, k)
+				mu.Lock()
+				out[k] = jobRead{job: j, err: err}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, k := range keys {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	return out
 }
