@@ -12,6 +12,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
+	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/plannertest"
 	"github.com/themis-nomad/themis/planner/stack"
 )
@@ -48,6 +49,8 @@ func TestSkipEquivalence(t *testing.T) {
 		"fifo+vc-policies": {opts: stack.Options{VCs: policies}, skips: true},
 		"fitgpp":           {skips: true},
 		"lrtp":             {skips: true},
+		// Remaining time, known from the progress reports below.
+		"srtf": {skips: true}, "srsf": {skips: true}, "optimus": {skips: true},
 		// Not steady: Themis, 2D-Gittins, rand.
 		"rand":             {},
 		"themis":           {opts: stack.Options{Knobs: mustKnobs(t, "themis.lease=30s")}},
@@ -112,6 +115,10 @@ func skipTrial(t *testing.T, build func() *stack.Stack, seed int64) (skipped, ro
 			if line := finishRandom(rng, every, skip); line != "" {
 				log = append(log, line)
 			}
+		case r == 4:
+			if line := reportRandom(rng, every, skip); line != "" {
+				log = append(log, line)
+			}
 		default:
 			quiet = true
 		}
@@ -140,6 +147,30 @@ func skipTrial(t *testing.T, build func() *stack.Stack, seed int64) (skipped, ro
 		}
 	}
 	return skip.p.Skipped(), rounds, quietRevokes
+}
+
+// reportRandom writes a progress report for a random running job in every
+// twin, with a random total and rate, so its remaining time becomes known
+// (and falls with the clock after that); "" when no job runs. The report
+// stays when the job stops: a waiting job's remaining time is then known
+// too.
+func reportRandom(rng *rand.Rand, twins ...*twin) string {
+	running := twins[0].Nomad.RunningIDs()
+	if len(running) == 0 {
+		return ""
+	}
+	id := running[rng.Intn(len(running))]
+	total, rate := int64(100+rng.Intn(2000)), float64(1+rng.Intn(20))
+	done := rng.Int63n(total)
+	for _, w := range twins {
+		if w.Store.ProgressRecords == nil {
+			w.Store.ProgressRecords = map[core.JobKey]lease.ProgressRecord{}
+		}
+		k := core.JobKey{Namespace: "default", ID: id}
+		w.Store.ProgressRecords[k] = lease.ProgressRecord{Namespace: "default", JobID: id, AllocID: w.Nomad.Running(id)[0].ID,
+			Iteration: done, Total: total, Rate: rate, At: w.clock}
+	}
+	return fmt.Sprintf("report %s %d/%d at %g/s", id, done, total, rate)
 }
 
 // countRevoking counts the leases being taken back.

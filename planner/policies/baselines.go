@@ -57,6 +57,12 @@ func (SRTF) Blocking() bool                    { return false }
 func (SRTF) Consolidate(*core.Job) bool        { return true }
 func (p SRTF) Capabilities() core.Capabilities { return core.RankOnly(p) }
 
+// SteadyUntil implements core.Steady: when a running job's remaining time
+// falls to a waiting job's (steadyRemaining).
+func (SRTF) SteadyUntil(now time.Time, jobs []*core.Job) time.Time {
+	return steadyRemaining(now, jobs, func(*core.Job) float64 { return 1 })
+}
+
 // SRSF is shortest remaining service first: remaining time x GPUs, with
 // perfect knowledge, preemptive (Tiresias's 2D oracle baseline).
 type SRSF struct{}
@@ -69,6 +75,12 @@ func (SRSF) Preemptive() bool                  { return true }
 func (SRSF) Blocking() bool                    { return false }
 func (SRSF) Consolidate(*core.Job) bool        { return true }
 func (p SRSF) Capabilities() core.Capabilities { return core.RankOnly(p) }
+
+// SteadyUntil implements core.Steady: when a running job's remaining
+// service falls to a waiting job's (steadyRemaining).
+func (SRSF) SteadyUntil(now time.Time, jobs []*core.Job) time.Time {
+	return steadyRemaining(now, jobs, func(j *core.Job) float64 { return float64(j.GPUs) })
+}
 
 // LAS is least attained service first in two dimensions (GPUs x time), with
 // a continuous priority: preemptive, re-ranked at every decision (the Themis
@@ -161,6 +173,57 @@ func (Optimus) Preemptive() bool                  { return true }
 func (Optimus) Blocking() bool                    { return false }
 func (Optimus) Consolidate(*core.Job) bool        { return false }
 func (p Optimus) Capabilities() core.Capabilities { return core.RankOnly(p) }
+
+// SteadyUntil implements core.Steady: when a running job's inflated
+// remaining service falls to a waiting job's (steadyRemaining).
+func (Optimus) SteadyUntil(now time.Time, jobs []*core.Job) time.Time {
+	return steadyRemaining(now, jobs, func(j *core.Job) float64 { return float64(j.GPUs) * max(1, j.Skew) })
+}
+
+// steadyRemaining is the horizon of a policy that ranks by remaining time
+// times a weight that does not change (SRTF: 1, SRSF: GPUs, Optimus: GPUs
+// times skew). Only a running job's remaining time falls, by at most a
+// second a second (the live planner counts it down from the job's last
+// progress report, divided by its placement's slowdown, which is at least
+// 1; never below 0), and a waiting job's stands; an unknown one (-1) sorts
+// last and stays so until a report, which is a change. So the ranking
+// changes with time alone when a running job's key falls to a waiting
+// job's at or below it: for each running job, the nearest waiting key at
+// or below its own, reached at the weight per second (a tie may break the
+// other way once it falls any: that is now). Running jobs passing each
+// other change which of them would be preempted, never whether.
+func steadyRemaining(now time.Time, jobs []*core.Job, weight func(*core.Job) float64) time.Time {
+	var waiting []float64
+	for _, j := range jobs {
+		if j.Phase == core.Queued && j.Remaining >= 0 {
+			waiting = append(waiting, j.Remaining*weight(j))
+		}
+	}
+	if len(waiting) == 0 {
+		return time.Time{}
+	}
+	slices.Sort(waiting)
+	soonest := math.Inf(1)
+	for _, j := range jobs {
+		w := weight(j)
+		if j.Phase != core.Granted || j.Remaining <= 0 || w <= 0 {
+			continue
+		}
+		key := j.Remaining * w
+		// The last waiting key at or below this job's.
+		i, found := slices.BinarySearch(waiting, key)
+		if found {
+			return now
+		}
+		if i > 0 {
+			soonest = min(soonest, (key-waiting[i-1])/w)
+		}
+	}
+	if math.IsInf(soonest, 1) {
+		return time.Time{}
+	}
+	return now.Add(time.Duration(soonest * float64(time.Second)))
+}
 
 // remaining is a job's known remaining time; unknown sorts last.
 func remaining(j *core.Job) float64 {

@@ -31,6 +31,10 @@ func TestSteadyUntil(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	left := func(j *core.Job, remaining, skew float64) *core.Job {
+		j.Remaining, j.Skew = remaining, skew
+		return j
+	}
 	never := time.Time{}
 	for _, tc := range []struct {
 		name   string
@@ -51,6 +55,14 @@ func TestSteadyUntil(t *testing.T) {
 		{"tiresias: crossing the first queue's 60 GPU-seconds", tiresias, []*core.Job{run("a", 2, 40, 0), wait("b", 2, 0)}, now.Add(10 * time.Second)},
 		{"tiresias: a gang crosses it sooner", tiresias, []*core.Job{run("a", 2, 40, 2), wait("b", 2, 0)}, now.Add(5 * time.Second)},
 		{"2d-gittins: its index moves with service", gittins, []*core.Job{run("a", 2, 100, 0), wait("b", 2, 0)}, now},
+		{"srtf: no waiting job's remaining time is known", SRTF{}, []*core.Job{left(run("a", 2, 10, 0), 50, 0), left(wait("b", 2, 0), -1, 0)}, never},
+		{"srtf: a running job's remaining time falls to a waiting one's", SRTF{}, []*core.Job{left(run("a", 2, 10, 0), 50, 0), left(wait("b", 2, 0), 30, 0)}, now.Add(20 * time.Second)},
+		{"srtf: the nearest waiting time below, not the least", SRTF{}, []*core.Job{left(run("a", 2, 10, 0), 50, 0), left(wait("b", 2, 0), 10, 0), left(wait("c", 2, 0), 40, 0)}, now.Add(10 * time.Second)},
+		{"srtf: a longer waiting job is never reached", SRTF{}, []*core.Job{left(run("a", 2, 10, 0), 50, 0), left(wait("b", 2, 0), 80, 0)}, never},
+		{"srtf: a running job of unknown remaining time falls nowhere", SRTF{}, []*core.Job{left(run("a", 2, 10, 0), -1, 0), left(wait("b", 2, 0), 30, 0)}, never},
+		{"srtf: a tie may break either way at once", SRTF{}, []*core.Job{left(run("a", 2, 10, 0), 30, 0), left(wait("b", 2, 0), 30, 0)}, now},
+		{"srsf: remaining service falls at the job's GPUs a second", SRSF{}, []*core.Job{left(run("a", 2, 10, 0), 50, 0), left(wait("b", 4, 0), 20, 0)}, now.Add(10 * time.Second)},
+		{"optimus: and at its skew times that", Optimus{}, []*core.Job{left(run("a", 2, 10, 0), 50, 2), left(wait("b", 1, 0), 100, 0)}, now.Add(25 * time.Second)},
 	} {
 		if got := tc.policy.SteadyUntil(now, tc.jobs); !got.Equal(tc.want) {
 			t.Errorf("%s: steady until %v, want %v", tc.name, got, tc.want)
