@@ -40,7 +40,10 @@ import (
 // invariant violation, a job that did not finish, or a failed round; the
 // figures are a measurement (docs/scale.md). THEMIS_SCALE_IDLE_ONLY=1
 // measures only submit -> running on the idle cluster (10 jobs one at a
-// time), which every run measures first.
+// time), which every run measures first. THEMIS_SCALE_PIN_WORKERS lists
+// the Config.PinWorkers to run each policy with (default 1: one pin at a
+// time; "1,8": each policy twice, on a fresh cluster each, sharing the
+// wall time).
 //
 //	THEMIS_E2E_SLOW=1 go test ./e2e/nodesim -run TestScalePhilly -v -timeout 60m
 func TestScalePhilly(t *testing.T) {
@@ -67,9 +70,16 @@ func TestScalePhilly(t *testing.T) {
 	if v := os.Getenv("THEMIS_SCALE_POLICIES"); v != "" {
 		policies = strings.Split(v, ",")
 	}
-	share := wall / time.Duration(len(policies))
+	pins := envInts(t, "THEMIS_SCALE_PIN_WORKERS", []int{1})
+	share := wall / time.Duration(len(policies)*len(pins))
 	for _, name := range policies {
-		t.Run(name, func(t *testing.T) { runPhilly(t, bin, name, nodes, jobs, share) })
+		for _, n := range pins {
+			sub := name
+			if len(pins) > 1 || n != 1 {
+				sub = fmt.Sprintf("%s/pins=%d", name, n)
+			}
+			t.Run(sub, func(t *testing.T) { runPhilly(t, bin, name, nodes, jobs, share, n) })
+		}
 	}
 }
 
@@ -130,7 +140,7 @@ type liveJob struct {
 	submitted, started, finished time.Time
 }
 
-func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Duration) {
+func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Duration, pins int) {
 	policy, vcs := strings.CutSuffix(name, "+vcs")
 	arrivals := share / 2
 	tr, factor := phillyDay(t, jobs, arrivals, share/4)
@@ -160,6 +170,7 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 
 	var mu sync.Mutex
 	var rounds []time.Duration
+	var roundStarts []time.Time
 	failed := 0
 	ncfg := nomadapi.DefaultConfig()
 	ncfg.Address = h.cluster.NomadAddr()
@@ -169,11 +180,12 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 		t.Fatal(err)
 	}
 	p := planner.New(planner.Config{Nomad: nomad.NewClient(pn, "", h.log.Named("nomad")), Store: consul.NewStore(h.consul),
-		Stack: st, Resync: 5 * time.Second, MaxKillTimeout: 30 * time.Minute, RestoreGuard: 2 * time.Second, Log: h.log.Named("planner"),
+		Stack: st, Resync: 5 * time.Second, PinWorkers: pins, MaxKillTimeout: 30 * time.Minute, RestoreGuard: 2 * time.Second, Log: h.log.Named("planner"),
 		OnRoundTime: func(took time.Duration, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			rounds = append(rounds, took)
+			roundStarts = append(roundStarts, time.Now().Add(-took))
 			if err != nil {
 				failed++
 			}
@@ -315,6 +327,8 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 	// Submit -> running for the jobs the simulator started at once (GPUs
 	// were free), and the JCTs.
 	var liveJCT, simJCT, noQueue []float64
+	var noQueueIDs []string
+	var noQueueSubmitted []time.Time
 	for i, sj := range sr.Jobs {
 		if live[i].finished.IsZero() {
 			continue
@@ -323,11 +337,14 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 		simJCT = append(simJCT, sj.JCT())
 		if sj.Start-sj.Submit <= simStart+0.001 && !live[i].started.IsZero() {
 			noQueue = append(noQueue, live[i].started.Sub(live[i].submitted).Seconds())
+			noQueueIDs = append(noQueueIDs, phillyID(i))
+			noQueueSubmitted = append(noQueueSubmitted, live[i].submitted)
 		}
 	}
 	mu.Lock()
 	lat := slices.Clone(rounds)
 	nfailed := failed
+	starts := slices.Clone(roundStarts)
 	mu.Unlock()
 	slices.Sort(lat)
 	slices.Sort(noQueue)
@@ -344,10 +361,12 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 		return xs[min(len(xs)-1, int(math.Ceil(q*float64(len(xs))))-1)]
 	}
 	la, sa := meanOf(liveJCT), meanOf(simJCT)
-	t.Logf("PHILLY %s nodes=%d jobs=%d finished=%d: rounds %d (failed %d) p50 %s p99 %s max %s; planner RSS peak %d MiB; "+
+	t.Logf("PHILLY %s pins=%d nodes=%d jobs=%d finished=%d: rounds %d (failed %d) p50 %s p99 %s max %s; planner RSS peak %d MiB; "+
 		"submit->running idle cluster p50 %.2fs max %.2fs (10 jobs one at a time), under the trace (jobs the simulator started at once) p50 %.2fs p99 %.2fs n=%d; avg JCT live %.1fs sim %.1fs (%+.1f%%); preemptions sim %d; violations %d",
-		name, nodes, len(tr.Jobs), len(liveJCT), len(lat), nfailed, ms1(dpct(lat, 0.5)), ms1(dpct(lat, 0.99)), ms1(dpct(lat, 1)), rssPeak/1024,
+		name, pins, nodes, len(tr.Jobs), len(liveJCT), len(lat), nfailed, ms1(dpct(lat, 0.5)), ms1(dpct(lat, 0.99)), ms1(dpct(lat, 1)), rssPeak/1024,
 		idleLat[len(idleLat)/2], idleLat[len(idleLat)-1], pct(noQueue, 0.5), pct(noQueue, 0.99), len(noQueue), la, sa, 100*(sa-la)/la, sr.Preemptions, violations())
+	t.Logf("PHILLY %s pins=%d start split (jobs the simulator started at once): submit->running mean %.2fs; %s",
+		name, pins, meanOf(noQueue), splitSummary(splitStarts(t, h, noQueueIDs, noQueueSubmitted, starts)))
 	if v := violations(); v != 0 {
 		t.Errorf("%d invariant violations", v)
 	}
