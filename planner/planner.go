@@ -116,11 +116,14 @@ type Config struct {
 	Now func() time.Time
 	// PinWorkers is how many Nomad pins of a run of consecutive grants
 	// run at once, after the run's lease transactions committed in plan
-	// order (apply.go); 0 or 1 pins each job right after its lease (the
-	// default: concurrent pins halve a burst's granting round but made
-	// its jobs run later, Nomad's scheduler being the bottleneck:
-	// docs/scale.md, "A burst of grants"). SetPinWorkers changes it on a
-	// running planner.
+	// order (apply.go); 0 or 1 pins each job right after its lease. The
+	// zero value keeps the old way for the tests that build a Config;
+	// `themis planner` and `themis dev` run ConcurrentPinWorkers
+	// (-pin-workers): under a stream of arrivals concurrent pins halved
+	// each job's mean submit -> running, although in one burst alone its
+	// jobs ran later, Nomad's scheduler being the queue there
+	// (docs/scale.md, "A burst of grants", "The scale run").
+	// SetPinWorkers changes it on a running planner.
 	PinWorkers int
 	// DecideEveryRound turns off skipping the rounds where nothing
 	// changed (steady.go): every round reads everything and decides (the
@@ -174,8 +177,8 @@ func (p *Planner) SetDecideEveryRound(on bool) { p.everyRound.Store(on) }
 // (steady.go).
 func (p *Planner) Skipped() int64 { return p.skipped.Load() }
 
-// ConcurrentPinWorkers is the PinWorkers that TestGrantBurst compares with
-// one pin at a time.
+// ConcurrentPinWorkers is the PinWorkers of `themis planner` unless told
+// otherwise, and the one TestGrantBurst compares with one pin at a time.
 const ConcurrentPinWorkers = 8
 
 // SetPinWorkers sets how many pins of a run of grants run at once from the

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/themis-nomad/themis/e2e/devstack"
+	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/httpapi"
 	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
@@ -199,7 +200,8 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 	return runPlanner(ctx, plannerOptions{
 		nomadAddr: dev.nomadAddr, consulAddr: dev.consulAddr, policy: o.policy, knobs: o.knobs, vcConfig: o.vcConfig,
 		pendingPool: nomad.DefaultPendingPool, resync: 30 * time.Second, logLevel: o.logLevel, id: "themis-dev",
-		httpAddr: httpapi.DefaultAddr,
+		pinWorkers: planner.ConcurrentPinWorkers,
+		httpAddr:   httpapi.DefaultAddr,
 		// examples/agents/nomad-dev.hcl.tmpl and nomad-client.hcl.tmpl raise
 		// client.max_kill_timeout to 30m.
 		maxKillTimeout: 30 * time.Minute, restoreGuard: 10 * time.Second,

@@ -65,6 +65,7 @@ type plannerOptions struct {
 	resync, maxKillTimeout, restoreGuard time.Duration
 	knobs                                stringList
 	decideEveryRound                     bool
+	pinWorkers                           int
 }
 
 func plannerFlags(o *plannerOptions) *flag.FlagSet {
@@ -86,6 +87,8 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "reconcile period, on top of Nomad events (a round where nothing changed ends after reading four indexes)")
 	fs.BoolVar(&o.decideEveryRound, "decide-every-round", false,
 		"read everything and decide in every round, even when nothing changed since the last (by default such rounds are skipped: docs/scale.md)")
+	fs.IntVar(&o.pinWorkers, "pin-workers", planner.ConcurrentPinWorkers,
+		"how many of a round's grants pin their jobs in Nomad at once (1: one after another; docs/scale.md, \"A burst of grants\" and \"The scale run\")")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&o.httpAddr, "http-addr", httpapi.DefaultAddr,
 		"address of the planner's HTTP API (JSON under /v1/, dashboard at /ui/, Prometheus metrics at /metrics; docs/api.md); empty: none")
@@ -148,6 +151,9 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if o.pinWorkers < 0 {
+		return fmt.Errorf("-pin-workers %d: want 1 or more", o.pinWorkers)
+	}
 	ncfg := nomadapi.DefaultConfig()
 	if o.nomadAddr != "" {
 		ncfg.Address = o.nomadAddr
@@ -203,7 +209,7 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 			Nomad: ncl, Store: store,
 			Stack: policy, Resync: o.resync, Log: log,
 			MaxKillTimeout: o.maxKillTimeout, RestoreGuard: o.restoreGuard,
-			DecideEveryRound: o.decideEveryRound,
+			DecideEveryRound: o.decideEveryRound, PinWorkers: o.pinWorkers,
 		}
 		if api != nil {
 			cfg.OnRound = api.Publish
