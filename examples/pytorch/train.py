@@ -65,6 +65,15 @@ class SyntheticTeacher(torch.utils.data.Dataset):
         return self.x[i], self.y[i]
 
 
+def say(line: str) -> None:
+    """Print one line of output in one write. A gang's ranks under torchrun
+    share stdout, unbuffered (PYTHONUNBUFFERED): print would write the text
+    and its newline apart, and another rank's line could land between
+    them ("...exitingtrain: checkpointed ...")."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def build_model(features: int, hidden: int, layers: int, classes: int, seed: int) -> torch.nn.Module:
     torch.manual_seed(seed)
     mods, width = [], features
@@ -122,25 +131,25 @@ def main(argv=None) -> int:
         torch.cuda.set_device(local_rank)
         dev = torch.device("cuda", local_rank)
         props = torch.cuda.get_device_properties(dev)
-        print(f"train: device {props.name} uuid GPU-{getattr(props, 'uuid', '')} count {torch.cuda.device_count()} "
-              f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')}", flush=True)
+        say(f"train: device {props.name} uuid GPU-{getattr(props, 'uuid', '')} count {torch.cuda.device_count()} "
+              f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')}")
     else:
         dev = torch.device("cpu")
-        print(f"train: device cpu uuid none count 0 CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')}", flush=True)
+        say(f"train: device cpu uuid none count 0 CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')}")
     if world > 1:
         import torch.distributed as dist
 
         backend = "nccl" if dev.type == "cuda" else "gloo"
         dist.init_process_group(backend, init_method="env://")
-        print(f"train: rank {dist.get_rank()} of {dist.get_world_size()} ({backend}), "
-              f"master {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}", flush=True)
+        say(f"train: rank {dist.get_rank()} of {dist.get_world_size()} ({backend}), "
+              f"master {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}")
     rank = job.rank
 
     data = SyntheticTeacher(args.samples, args.features, args.classes, args.seed)
     model = build_model(args.features, args.hidden, args.layers, args.classes, args.seed).to(dev)
     params = sum(p.numel() for p in model.parameters())
     if rank == 0:
-        print(f"train: model {params} parameters, {params * 4 >> 20} MiB of weights", flush=True)
+        say(f"train: model {params} parameters, {params * 4 >> 20} MiB of weights")
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(args.warmup, args.steps))
 
@@ -152,11 +161,11 @@ def main(argv=None) -> int:
         opt.load_state_dict(state["opt"])
         sched.load_state_dict(state["sched"])
         step = state["step"]
-        print(f"train: resumed from step {step} in {time.monotonic() - start:.3f} s", flush=True)
+        say(f"train: resumed from step {step} in {time.monotonic() - start:.3f} s")
     sampler = themis_ckpt.StepSampler(len(data), args.batch, args.seed, start=step, rank=rank, world=world)
     if rank == 0 and step > 0:
         e, b = sampler.position(step + 1)
-        print(f"train: data position epoch {e} batch {b} of {sampler.per_epoch}", flush=True)
+        say(f"train: data position epoch {e} batch {b} of {sampler.per_epoch}")
     net = model
     if world > 1:
         net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if dev.type == "cuda" else None)
@@ -168,13 +177,13 @@ def main(argv=None) -> int:
         if job.should_stop():
             if rank == 0:
                 e, b = sampler.position(step + 1)
-                print(f"train: stopping: {job.why()}; data position epoch {e} batch {b} of {sampler.per_epoch}", flush=True)
+                say(f"train: stopping: {job.why()}; data position epoch {e} batch {b} of {sampler.per_epoch}")
             saved = job.save(step, {"step": step, "model": model.state_dict(), "opt": opt.state_dict(),
                                     "sched": sched.state_dict(), "args": vars(args)}, keep=args.keep)
             if saved is not None:
-                print(f"train: checkpointed at step {step} in {saved.seconds:.3f} s ({saved.bytes} bytes), exiting", flush=True)
+                say(f"train: checkpointed at step {step} in {saved.seconds:.3f} s ({saved.bytes} bytes), exiting")
             elif rank != 0:
-                print(f"train: rank {rank} stops at step {step} (rank 0 checkpoints the gang), exiting", flush=True)
+                say(f"train: rank {rank} stops at step {step} (rank 0 checkpoints the gang), exiting")
             return 0
         x, y = next(batches)
         x, y = x.to(dev), y.to(dev)
@@ -194,7 +203,7 @@ def main(argv=None) -> int:
                 value = value / world
             value = value.item()
             if rank == 0:
-                print(f"train: step {step} loss {value:.6f} lr {sched.get_last_lr()[0]:.6g}", flush=True)
+                say(f"train: step {step} loss {value:.6f} lr {sched.get_last_lr()[0]:.6g}")
             job.report(step, args.steps, value)
         if args.checkpoint_every and step % args.checkpoint_every == 0 and step < args.steps:
             job.save(step, {"step": step, "model": model.state_dict(), "opt": opt.state_dict(),
@@ -205,7 +214,7 @@ def main(argv=None) -> int:
                     "sched": sched.state_dict(), "args": vars(args)}, keep=args.keep)
     if rank == 0:
         final = loss.item() if loss is not None else float("nan")
-        print(f"train: done step {step} loss {final:.6f} digest {digest_of(model)}", flush=True)
+        say(f"train: done step {step} loss {final:.6f} digest {digest_of(model)}")
     return 0
 
 
