@@ -105,31 +105,16 @@ func (p LAS) Capabilities() core.Capabilities { return core.RankOnly(p) }
 // each other change which of them would be preempted, never whether.
 func (LAS) SteadyUntil(now time.Time, jobs []*core.Job) time.Time {
 	var waiting []float64
+	var running []moving
 	for _, j := range jobs {
-		if j.Phase == core.Queued {
+		switch {
+		case j.Phase == core.Queued:
 			waiting = append(waiting, j.Attained)
+		case j.Phase == core.Granted && j.GPUs > 0:
+			running = append(running, moving{key: j.Attained, rate: j.ServiceRate()})
 		}
 	}
-	if len(waiting) == 0 {
-		return time.Time{}
-	}
-	slices.Sort(waiting)
-	soonest := math.Inf(1)
-	for _, j := range jobs {
-		if j.Phase != core.Granted || j.GPUs <= 0 {
-			continue
-		}
-		// The first waiting service at or above this job's (a tie may
-		// break the other way once it gains any: that is now).
-		i, _ := slices.BinarySearch(waiting, j.Attained)
-		if i < len(waiting) {
-			soonest = min(soonest, (waiting[i]-j.Attained)/j.ServiceRate())
-		}
-	}
-	if math.IsInf(soonest, 1) {
-		return time.Time{}
-	}
-	return now.Add(time.Duration(soonest * float64(time.Second)))
+	return crossing(now, waiting, running, true)
 }
 
 // Gandiva packs greedily by placement preference: jobs in arrival order, each
@@ -194,29 +179,41 @@ func (Optimus) SteadyUntil(now time.Time, jobs []*core.Job) time.Time {
 // other change which of them would be preempted, never whether.
 func steadyRemaining(now time.Time, jobs []*core.Job, weight func(*core.Job) float64) time.Time {
 	var waiting []float64
-	for _, j := range jobs {
-		if j.Phase == core.Queued && j.Remaining >= 0 {
-			waiting = append(waiting, j.Remaining*weight(j))
-		}
-	}
-	if len(waiting) == 0 {
-		return time.Time{}
-	}
-	slices.Sort(waiting)
-	soonest := math.Inf(1)
+	var running []moving
 	for _, j := range jobs {
 		w := weight(j)
-		if j.Phase != core.Granted || j.Remaining <= 0 || w <= 0 {
-			continue
+		switch {
+		case j.Phase == core.Queued && j.Remaining >= 0:
+			waiting = append(waiting, j.Remaining*w)
+		case j.Phase == core.Granted && j.Remaining > 0 && w > 0:
+			running = append(running, moving{key: j.Remaining * w, rate: w})
 		}
-		key := j.Remaining * w
-		// The last waiting key at or below this job's.
-		i, found := slices.BinarySearch(waiting, key)
-		if found {
-			return now
-		}
-		if i > 0 {
-			soonest = min(soonest, (key-waiting[i-1])/w)
+	}
+	return crossing(now, waiting, running, false)
+}
+
+// moving is a running job's key in a policy's ranking and how fast it
+// moves with time alone, at most (a second of clock moves it rate).
+type moving struct{ key, rate float64 }
+
+// crossing is the horizon of a ranking in which only running jobs' keys
+// move with time, up (rising) or down, and waiting jobs' keys stand: the
+// soonest time a running job's key reaches a waiting job's key on its way
+// (the first at or above it when rising, the last at or below it
+// otherwise; now when one is equal, as a tie may break the other way once
+// it moves any); zero when none can.
+func crossing(now time.Time, waiting []float64, running []moving, rising bool) time.Time {
+	slices.Sort(waiting)
+	soonest := math.Inf(1)
+	for _, r := range running {
+		i, found := slices.BinarySearch(waiting, r.key)
+		switch {
+		case found:
+			soonest = 0
+		case rising && i < len(waiting):
+			soonest = min(soonest, (waiting[i]-r.key)/r.rate)
+		case !rising && i > 0:
+			soonest = min(soonest, (r.key-waiting[i-1])/r.rate)
 		}
 	}
 	if math.IsInf(soonest, 1) {
