@@ -225,11 +225,10 @@ func submitRandom(rng *rand.Rand, st *stack.Stack, id string, twins ...*twin) (p
 // loseRandom loses a random running job's allocation in every twin (a
 // node dies under it); "" when no job runs.
 func loseRandom(rng *rand.Rand, twins ...*twin) string {
-	running := twins[0].Nomad.RunningIDs()
-	if len(running) == 0 {
+	id := randomRunning(rng, twins[0])
+	if id == "" {
 		return ""
 	}
-	id := running[rng.Intn(len(running))]
 	for _, w := range twins {
 		w.Nomad.Running(id)[0].ClientStatus = "lost"
 	}
@@ -239,15 +238,24 @@ func loseRandom(rng *rand.Rand, twins ...*twin) string {
 // finishRandom finishes a random running job in every twin; "" when no
 // job runs.
 func finishRandom(rng *rand.Rand, twins ...*twin) string {
-	running := twins[0].Nomad.RunningIDs()
-	if len(running) == 0 {
+	id := randomRunning(rng, twins[0])
+	if id == "" {
 		return ""
 	}
-	id := running[rng.Intn(len(running))]
 	for _, w := range twins {
 		w.Nomad.Finish(id)
 	}
 	return "finish " + id
+}
+
+// randomRunning is a random one of w's running jobs (the twins run the
+// same ones), "" when none runs.
+func randomRunning(rng *rand.Rand, w *twin) string {
+	running := w.Nomad.RunningIDs()
+	if len(running) == 0 {
+		return ""
+	}
+	return running[rng.Intn(len(running))]
 }
 
 const twoTeamsTwoNodes = `

@@ -155,11 +155,10 @@ func skipTrial(t *testing.T, build func() *stack.Stack, seed int64) (skipped, ro
 // stays when the job stops: a waiting job's remaining time is then known
 // too.
 func reportRandom(rng *rand.Rand, twins ...*twin) string {
-	running := twins[0].Nomad.RunningIDs()
-	if len(running) == 0 {
+	id := randomRunning(rng, twins[0])
+	if id == "" {
 		return ""
 	}
-	id := running[rng.Intn(len(running))]
 	total, rate := int64(100+rng.Intn(2000)), float64(1+rng.Intn(20))
 	done := rng.Int63n(total)
 	for _, w := range twins {

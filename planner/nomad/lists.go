@@ -107,6 +107,9 @@ func everyNamespace(ctx context.Context) *api.QueryOptions {
 // only when a node came, went or changed (sameNodes).
 func (c *Client) listNodes(ctx context.Context, full bool) (map[string]*api.NodeListStub, error) {
 	l := &c.lists
+	refused := func(err error) error {
+		return denied(fmt.Errorf("list nodes: %w", err), "list nodes (GET /v1/nodes)", `node { policy = "read" }`)
+	}
 	q := nodesQuery(ctx)
 	same, err := unchanged(l.nodesIndex, full, c.api.Nodes().List, q)
 	if err == nil && same {
@@ -115,7 +118,7 @@ func (c *Client) listNodes(ctx context.Context, full bool) (map[string]*api.Node
 	if err == nil && !full && l.nodes != nil {
 		light, meta, err := c.api.Nodes().List((&api.QueryOptions{}).WithContext(ctx))
 		if err != nil {
-			return nil, denied(fmt.Errorf("list nodes: %w", err), "list nodes (GET /v1/nodes)", `node { policy = "read" }`)
+			return nil, refused(err)
 		}
 		if sameNodes(l.nodes, light) {
 			l.nodesIndex = meta.LastIndex
@@ -128,7 +131,7 @@ func (c *Client) listNodes(ctx context.Context, full bool) (map[string]*api.Node
 		stubs, meta, err = c.api.Nodes().List(q)
 	}
 	if err != nil {
-		return nil, denied(fmt.Errorf("list nodes: %w", err), "list nodes (GET /v1/nodes)", `node { policy = "read" }`)
+		return nil, refused(err)
 	}
 	l.nodes = make(map[string]*api.NodeListStub, len(stubs))
 	for _, n := range stubs {
