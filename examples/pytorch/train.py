@@ -143,6 +143,20 @@ def main(argv=None) -> int:
         dist.init_process_group(backend, init_method="env://")
         say(f"train: rank {dist.get_rank()} of {dist.get_world_size()} ({backend}), "
               f"master {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}")
+        # Leave the gang's process group before the interpreter exits: gloo's
+        # worker threads still hold tensors, and tearing them down during
+        # finalization aborts the rank ("terminate called without an active
+        # exception", SIGABRT) now and then after a clean stop.
+        try:
+            return train(args, job, dev, world, local_rank)
+        finally:
+            dist.destroy_process_group()
+    return train(args, job, dev, world, local_rank)
+
+
+def train(args, job, dev, world: int, local_rank: int) -> int:
+    """Train from the job's latest checkpoint until the last step or until
+    the job is asked to stop; 0 either way."""
     rank = job.rank
 
     data = SyntheticTeacher(args.samples, args.features, args.classes, args.seed)
