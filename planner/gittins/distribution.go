@@ -161,6 +161,57 @@ func (d *Distribution) BestIndex(attained float64) float64 {
 	return ratio(int(bestCount), bestDen)
 }
 
+// Stretch is how far the index at quantum delta runs on smoothly from
+// attained: the least attained service past it at which Index(·, delta)
+// may jump. Up to there (exclusive) the same samples lie above a and the
+// same finish within Δ of it, so
+//
+//	1/G(b, Δ) = 1/G(a, Δ) - (b - a)
+//
+// (the expected service in the quantum falls by exactly what is served,
+// times the samples that finish within it: the count): the index rises,
+// or stays 0 when no sample finishes within Δ. At the end it jumps: down
+// where a sample size is passed (that job would have finished), up where
+// a + Δ reaches one. +Inf when no sample lies above a (the index is 0 for
+// good), and for NaN or Δ <= 0, where it is always 0. O(log k).
+func (d *Distribution) Stretch(attained, delta float64) float64 {
+	a, ok := d.clampAttained(attained)
+	if !ok || !(delta > 0) {
+		return math.Inf(1)
+	}
+	if attained < 0 {
+		return 0 // counts as 0 until it reaches 0: treat the rise as a jump
+	}
+	i := d.firstAbove(a)
+	if i == len(d.size) {
+		return math.Inf(1)
+	}
+	// The first size past a + Δ, as Index finds j+1.
+	next := i + sort.Search(len(d.size)-i, func(x int) bool { return d.size[i+x]-a > delta })
+	end := d.size[i]
+	if next < len(d.size) {
+		end = min(end, reaches(d.size[next], delta))
+	}
+	return end
+}
+
+// reaches is the least float b at which s - b <= Δ as Index computes it
+// (in floating point, where s - Δ itself may round either way): b - a
+// rounds monotonically, so a few steps from s - Δ find it.
+func reaches(s, delta float64) float64 {
+	b := s - delta
+	for s-b > delta {
+		b = math.Nextafter(b, math.Inf(1))
+	}
+	for {
+		prev := math.Nextafter(b, math.Inf(-1))
+		if s-prev > delta {
+			return b
+		}
+		b = prev
+	}
+}
+
 // clampAttained maps attained service to a usable a: NaN is rejected, negative
 // values count as 0.
 func (d *Distribution) clampAttained(a float64) (float64, bool) {

@@ -95,3 +95,8 @@ func (o *Online) Index(attained, delta float64) float64 {
 func (o *Online) BestIndex(attained float64) float64 {
 	return o.Distribution().BestIndex(attained)
 }
+
+// Stretch is Distribution().Stretch(attained, delta).
+func (o *Online) Stretch(attained, delta float64) float64 {
+	return o.Distribution().Stretch(attained, delta)
+}

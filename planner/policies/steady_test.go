@@ -54,7 +54,7 @@ func TestSteadyUntil(t *testing.T) {
 		{"las: a tie may break either way at once", LAS{}, []*core.Job{run("a", 2, 10, 0), wait("b", 4, 10)}, now},
 		{"tiresias: crossing the first queue's 60 GPU-seconds", tiresias, []*core.Job{run("a", 2, 40, 0), wait("b", 2, 0)}, now.Add(10 * time.Second)},
 		{"tiresias: a gang crosses it sooner", tiresias, []*core.Job{run("a", 2, 40, 2), wait("b", 2, 0)}, now.Add(5 * time.Second)},
-		{"2d-gittins: its index moves with service", gittins, []*core.Job{run("a", 2, 100, 0), wait("b", 2, 0)}, now},
+		{"2d-gittins without a distribution: ranked as 2D-LAS", gittins, []*core.Job{run("a", 2, 40, 0), wait("b", 2, 0)}, now.Add(10 * time.Second)},
 		{"srtf: no waiting job's remaining time is known", SRTF{}, []*core.Job{left(run("a", 2, 10, 0), 50, 0), left(wait("b", 2, 0), -1, 0)}, never},
 		{"srtf: a running job's remaining time falls to a waiting one's", SRTF{}, []*core.Job{left(run("a", 2, 10, 0), 50, 0), left(wait("b", 2, 0), 30, 0)}, now.Add(20 * time.Second)},
 		{"srtf: the nearest waiting time below, not the least", SRTF{}, []*core.Job{left(run("a", 2, 10, 0), 50, 0), left(wait("b", 2, 0), 10, 0), left(wait("c", 2, 0), 40, 0)}, now.Add(10 * time.Second)},

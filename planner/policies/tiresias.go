@@ -279,13 +279,19 @@ func (t *Tiresias) Promote(_ time.Time, jobs []*core.Job) []core.JobKey {
 // is preempted, never whether. Unlike the simulator's model, a live job
 // gains service while it restores (its allocation runs), so the restore
 // time is not added. 2D-Gittins ranks inside a queue by an index of each
-// job's attained service, which moves with time: its decision stands only
-// now (every round is decided).
+// job's attained service, which moves with time: also until a running
+// job's index meets a waiting one's of its queue (gittinsUntil); an index
+// that cannot say how it moves (no Stretch) stands only now.
 func (t *Tiresias) SteadyUntil(now time.Time, jobs []*core.Job) time.Time {
-	if t.gittins {
+	next := t.nextChange(now, jobs, false)
+	if !t.gittins || t.index == nil {
+		return next // ranked as 2D-LAS (records)
+	}
+	ix, ok := t.index.(stretcher)
+	if !ok {
 		return now
 	}
-	return t.nextChange(now, jobs, false)
+	return t.gittinsUntil(now, jobs, ix, next)
 }
 
 // NextChange implements RecheckAfter: the next time a running job crosses
