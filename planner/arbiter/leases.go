@@ -28,6 +28,38 @@ func (p *Policy) NextChange(now time.Time, jobs []*core.Job) time.Time {
 	return next
 }
 
+// SteadyUntil implements core.Steady. With a job waiting, any round may
+// end a lease early or hold GPUs for a reservation, and with a lease over
+// it auctions: Themis is steady then only now. With nothing waiting a
+// round only observes (the apps active stay as many, so the contention's
+// clock takes nothing new: auction.Contention.Set) until the first
+// running job's lease ends, a millisecond early as expired counts it. A
+// decision left to carry out after an import is now too.
+func (p *Policy) SteadyUntil(now time.Time, jobs []*core.Job) time.Time {
+	if p.resume {
+		return now
+	}
+	var next time.Time
+	for _, j := range jobs {
+		switch j.Phase {
+		case core.Queued:
+			return now
+		case core.Granted:
+			e, ok := p.leases[j.Key]
+			if !ok || expired(e, now) {
+				return now
+			}
+			if next.IsZero() || e.Before(next) {
+				next = e
+			}
+		}
+	}
+	if next.IsZero() {
+		return next // nothing runs or waits: never with the clock alone
+	}
+	return next.Add(-time.Millisecond)
+}
+
 // expired reports whether a lease ending at e is over at now (a
 // millisecond of slack for the simulator's float clock).
 func expired(e, now time.Time) bool { return !e.After(now.Add(time.Millisecond)) }

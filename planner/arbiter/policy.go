@@ -99,11 +99,12 @@ func (p *Policy) Err() error               { return p.lastErr }
 
 // Capabilities implements core.Policy: the arbiter allocates GPUs itself
 // on leases, which end at times it names; it keeps state for restarts,
-// resumes a decision a crash interrupted, reports each auction round, and
-// draws its auctions' random numbers from a seed.
+// resumes a decision a crash interrupted, reports each auction round,
+// draws its auctions' random numbers from a seed, and says how long its
+// decision stands while nothing waits (SteadyUntil).
 func (p *Policy) Capabilities() core.Capabilities {
 	return core.Capabilities{Policy: p, Allocator: p, Rechecker: p, State: p, LeaseEnder: p,
-		Resumer: p, Reporter: p, Seeder: p, Failer: p}
+		Resumer: p, Reporter: p, Seeder: p, Failer: p, Steady: p}
 }
 func secs(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 func appOf(j *core.Job) string {

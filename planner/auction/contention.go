@@ -11,8 +11,13 @@ type Contention struct {
 	started bool
 }
 
-// Set records that n apps are active from time t on.
+// Set records that n apps are active from time t on. The same n again
+// changes nothing (the integral runs on from when it last changed), so
+// observing it every second or once gives the same N_avg, to the bit.
 func (c *Contention) Set(t float64, n int) {
+	if c.started && n == c.n {
+		return
+	}
 	if c.started {
 		c.area = c.Area(t)
 	}
