@@ -45,7 +45,7 @@ func TestGrantBurst(t *testing.T) {
 	waitNodes(t, h, nodes, 3*time.Minute)
 	// The planner's own clients, timing its calls by kind.
 	calls := &callTimer{next: http.DefaultTransport, took: map[string]time.Duration{}, n: map[string]int{}}
-	p, _, store := drivenPlanner(t, h, calls, calls)
+	p, _, store := drivenPlanner(t, h, "fifo", calls, calls)
 	ctx := h.ctx
 	if err := p.Reconcile(ctx); err != nil {
 		t.Fatal(err)

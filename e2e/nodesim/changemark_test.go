@@ -23,7 +23,7 @@ func TestChangeMarksAndSkippedRounds(t *testing.T) {
 	h := startServer(t, 2)
 	startNodes(t, h, nodesim.Cluster(2, 2))
 	nomadCalls, consulCalls := &counter{next: http.DefaultTransport}, &counter{next: http.DefaultTransport}
-	p, nc, store := drivenPlanner(t, h, nomadCalls, consulCalls)
+	p, nc, store := drivenPlanner(t, h, "fifo", nomadCalls, consulCalls)
 
 	// Steady: rounds until one is skipped (the nodes' registration and the
 	// pending pool are writes the first rounds see).

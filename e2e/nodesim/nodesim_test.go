@@ -21,6 +21,7 @@ import (
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/check"
 	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/nomad"
 	"github.com/themis-nomad/themis/planner/stack"
 )
@@ -257,10 +258,11 @@ func runPlanner(t *testing.T, h *harness, policy string) {
 	serve(t, h, p)
 }
 
-// drivenPlanner is a fifo planner for a test to run rounds of itself, its
-// pending pool made; its Nomad and Consul clients go through the given
-// transports (to count or time its calls).
-func drivenPlanner(t *testing.T, h *harness, nomadRT, consulRT http.RoundTripper) (*planner.Planner, *nomad.Client, *consul.Store) {
+// drivenPlanner is a planner of the policy (with THEMIS_SCALE_KNOBS) for a
+// test to run rounds of itself, its pending pool made; its Nomad and
+// Consul clients go through the given transports (to count or time its
+// calls).
+func drivenPlanner(t *testing.T, h *harness, policy string, nomadRT, consulRT http.RoundTripper) (*planner.Planner, *nomad.Client, *consul.Store) {
 	t.Helper()
 	ncfg := nomadapi.DefaultConfig()
 	ncfg.Address, ncfg.HttpClient = h.cluster.NomadAddr(), &http.Client{Transport: nomadRT}
@@ -278,7 +280,11 @@ func drivenPlanner(t *testing.T, h *harness, nomadRT, consulRT http.RoundTripper
 	if err := nc.EnsurePendingPool(h.ctx); err != nil {
 		t.Fatal(err)
 	}
-	st, err := stack.Build("fifo", stack.Options{})
+	knobs, err := core.ParseKnobs(strings.Fields(os.Getenv("THEMIS_SCALE_KNOBS")))
+	if err != nil {
+		t.Fatalf("THEMIS_SCALE_KNOBS: %v", err)
+	}
+	st, err := stack.Build(policy, stack.Options{Knobs: knobs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,13 +33,15 @@ import (
 // 8-GPU nodes (the nodesim command, a process of its own), every GPU held
 // by a running 4-GPU job, and the queued jobs (1-8 GPUs) waiting behind
 // them. It then times rounds where nothing changes (Reconcile called
-// directly, fifo) three ways in the same cluster (listing everything;
+// directly) three ways in the same cluster (listing everything;
 // reading what changed but decoding every Consul value; decoding each
 // value once), the Nomad snapshot alone, the requests and bytes each
 // round reads, this process's RSS (the planner's; the nodes run in the
 // nodesim process) and the nodesim process's CPU per node. A measurement,
 // not a timed test: it fails only when the run itself fails. Set
-// THEMIS_SCALE_PROFILE to a folder to get a CPU profile of the rounds.
+// THEMIS_SCALE_PROFILE to a folder to get a CPU profile of the rounds, and
+// THEMIS_SCALE_POLICY to run another policy than fifo, with the knobs of
+// THEMIS_SCALE_KNOBS (space-separated key=value).
 //
 //	THEMIS_E2E_SLOW=1 go test ./e2e/nodesim -run TestScaleRounds -v -timeout 60m
 func TestScaleRounds(t *testing.T) {
@@ -54,13 +56,21 @@ func TestScaleRounds(t *testing.T) {
 	}
 }
 
+// scalePolicy is TestScaleRounds's policy: THEMIS_SCALE_POLICY, or fifo.
+func scalePolicy() string {
+	if p := os.Getenv("THEMIS_SCALE_POLICY"); p != "" {
+		return p
+	}
+	return "fifo"
+}
+
 func measureScale(t *testing.T, bin string, nodes, queued int) {
 	h := startServer(t, nodes)
 	sim := startNodesim(t, h, bin, nodes)
 	waitNodes(t, h, nodes, 3*time.Minute)
 
 	nomadCalls, consulCalls := &counter{next: http.DefaultTransport}, &counter{next: http.DefaultTransport}
-	p, nc, store := drivenPlanner(t, h, nomadCalls, consulCalls)
+	p, nc, store := drivenPlanner(t, h, scalePolicy(), nomadCalls, consulCalls)
 	ctx := h.ctx
 
 	running := nodes * 2
@@ -159,10 +169,10 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 		runtime.ReadMemStats(&ms)
 		slices.Sort(lat)
 		slices.Sort(snap)
-		t.Logf("SCALE %s nodes=%d queued=%d running=%d: round p50 %s max(of %d) %s; first rounds %v; Nomad snapshot p50 %s; "+
+		t.Logf("SCALE %s %s nodes=%d queued=%d running=%d: round p50 %s max(of %d) %s; first rounds %v; Nomad snapshot p50 %s; "+
 			"per round Nomad %d requests %s, Consul %d requests %s (gzip'd bytes on the wire), %d Consul values decoded; planner process CPU %.0f%% of the rounds' wall, RSS %d MiB, heap %d MiB; "+
 			"nodesim CPU %.2f ms/s per 100 nodes while the planner ran",
-			how, nodes, queued, running, ms1(lat[len(lat)/2]), rounds, ms1(lat[len(lat)-1]), roundAll(first), ms1(snap[len(snap)/2]),
+			scalePolicy(), how, nodes, queued, running, ms1(lat[len(lat)/2]), rounds, ms1(lat[len(lat)-1]), roundAll(first), ms1(snap[len(snap)/2]),
 			nreq/rounds, mib(nbytes/rounds), creq/rounds, mib(cbytes/rounds), decodes,
 			100*selfCPU.Seconds()/wall.Seconds(), rssKiB(t)/1024, ms.HeapInuse>>20,
 			1000*simCPU.Seconds()/wall.Seconds()/float64(nodes)*100)
