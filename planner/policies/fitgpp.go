@@ -179,9 +179,25 @@ func (*RandomPreempt) Blocking() bool                   { return true }
 func (*RandomPreempt) Consolidate(*core.Job) bool       { return true }
 func (*RandomPreempt) MakesRoom(j *core.Job) bool       { return j.Class == core.ClassTrialAndError }
 
-// Capabilities implements Policy: rand makes room, drawing its victims.
+// Capabilities implements Policy: rand makes room, drawing its victims,
+// and its decision stands while no job waits that could draw one (Steady).
 func (r *RandomPreempt) Capabilities() core.Capabilities {
-	return core.Capabilities{Policy: r, RoomMaker: r, Seeder: r}
+	return core.Capabilities{Policy: r, RoomMaker: r, Seeder: r, Steady: r}
+}
+
+// SteadyUntil implements core.Steady: only now while a job waits that
+// rand makes room for (a trial-and-error job): such a round may draw a
+// victim, and each draw moves the random stream, so a skipped round would
+// leave the next draws different. With none waiting it draws nothing, and
+// its queue's order (class, preempted, arrival) does not move with time:
+// never, as LRTP's.
+func (r *RandomPreempt) SteadyUntil(now time.Time, jobs []*core.Job) time.Time {
+	for _, j := range jobs {
+		if j.Phase == core.Queued && r.MakesRoom(j) {
+			return now
+		}
+	}
+	return time.Time{}
 }
 
 // Victim implements Preemptor.

@@ -35,6 +35,10 @@ func TestSteadyUntil(t *testing.T) {
 		j.Remaining, j.Skew = remaining, skew
 		return j
 	}
+	class := func(j *core.Job, c string) *core.Job {
+		j.Class = c
+		return j
+	}
 	never := time.Time{}
 	for _, tc := range []struct {
 		name   string
@@ -46,6 +50,9 @@ func TestSteadyUntil(t *testing.T) {
 		{"gandiva: never", Gandiva{}, []*core.Job{run("a", 2, 10, 0), wait("b", 2, 0)}, never},
 		{"fitgpp: never", fitgpp, []*core.Job{run("a", 2, 10, 0), wait("b", 2, 0)}, never},
 		{"lrtp: never", LRTP{}, []*core.Job{run("a", 2, 10, 0), wait("b", 2, 0)}, never},
+		{"rand: never while no trial-and-error job waits", NewRandomPreempt(), []*core.Job{run("a", 2, 10, 0), wait("b", 2, 0)}, never},
+		{"rand: now while one waits (it may draw a victim)", NewRandomPreempt(), []*core.Job{run("a", 2, 10, 0), wait("b", 2, 0), class(wait("c", 1, 0), core.ClassTrialAndError)}, now},
+		{"rand: a running trial-and-error job draws nothing", NewRandomPreempt(), []*core.Job{class(run("a", 2, 10, 0), core.ClassTrialAndError), wait("b", 2, 0)}, never},
 		{"las: nobody waits", LAS{}, []*core.Job{run("a", 2, 10, 0)}, never},
 		{"las: a running job reaches the waiting one's service", LAS{}, []*core.Job{run("a", 2, 10, 0), wait("b", 4, 30)}, now.Add(10 * time.Second)},
 		{"las: the first waiting service above, not the least", LAS{}, []*core.Job{run("a", 2, 10, 0), wait("b", 4, 5), wait("c", 1, 14)}, now.Add(2 * time.Second)},
