@@ -87,7 +87,7 @@ func (c *Cluster) adopt(j *job, ids, cells []string) error {
 	}
 	phys := make([]*cell, len(ids))
 	for i, id := range ids {
-		q := c.gpus[id]
+		q := c.gpu(id)
 		switch {
 		case q == nil:
 			return fmt.Errorf("hived: job %s: %w: unknown GPU %q", j.key, ErrInvalidRequest, id)

@@ -280,7 +280,7 @@ func (c *Cluster) Release(key core.JobKey) bool {
 // bad GPUs where they can (docs/hived.md, "What is guaranteed"). A doomed
 // virtual GPU whose GPU is healthy again returns to its VC.
 func (c *Cluster) SetHealthy(gpuID string, healthy bool) error {
-	l := c.gpus[gpuID]
+	l := c.gpu(gpuID)
 	if l == nil {
 		return fmt.Errorf("hived: %w: unknown GPU %q", ErrInvalidRequest, gpuID)
 	}
@@ -310,7 +310,7 @@ func (c *Cluster) SetHealthy(gpuID string, healthy bool) error {
 
 // Healthy reports whether a GPU is healthy (false for unknown GPUs).
 func (c *Cluster) Healthy(gpuID string) bool {
-	l := c.gpus[gpuID]
+	l := c.gpu(gpuID)
 	return l != nil && l.healthy
 }
 

@@ -136,3 +136,36 @@ func BenchmarkBindRelease(b *testing.B) {
 		c.Release(r.Job)
 	}
 }
+
+// BenchmarkNewVersusClone: what the live planner's round pays for the
+// cells before it replays its leases (planner/vcs.go), at 1,000 nodes of 8
+// GPUs in 25 racks with 10 VCs of 100 nodes each (TestScalePhilly's
+// shape): building them (New) or copying the cluster built once (Clone).
+//
+//	go test ./planner/hived -run '^$' -bench NewVersusClone
+func BenchmarkNewVersusClone(b *testing.B) {
+	cl, err := cluster.Uniform("scale", 25, 40, 8)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := &Config{}
+	for i := range 10 {
+		cfg.VCs = append(cfg.VCs, VCConfig{Name: fmt.Sprintf("team-%d", i), Cells: []CellCount{{Type: "node8", Count: 100}}})
+	}
+	built, err := New(cl.Nodes, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("new", func(b *testing.B) {
+		for range b.N {
+			if _, err := New(cl.Nodes, cfg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("clone", func(b *testing.B) {
+		for range b.N {
+			built.Clone()
+		}
+	})
+}

@@ -16,10 +16,12 @@ type Cluster struct {
 	nodes   []core.Node // as given, for Reconfigure
 	cfg     *Config
 
-	root       *cell
-	cells      []*cell // physical cells, preorder
-	gpus       map[string]*cell
-	byName     map[string]*cell
+	root  *cell
+	cells []*cell // physical cells, preorder
+	// gpuAt and nameAt find a GPU's leaf and a cell by name (aliases
+	// included) in cells; built by New, never changed, shared by clones.
+	gpuAt      map[string]int
+	nameAt     map[string]int
 	types      []*cellType // height ascending
 	typeByName map[string]*cellType
 	caps       []int // distinct physical cell sizes, ascending
@@ -48,6 +50,7 @@ type Cluster struct {
 // vc is a virtual cluster: a forest of virtual cells under a group root.
 type vc struct {
 	name string
+	idx  int     // position in Cluster.vcs
 	root *cell   // untyped group; its children are the tops
 	tops []*cell // the VC's cells: the configured ones, then the pinned ones
 	caps []int   // distinct virtual cell sizes, ascending
@@ -91,19 +94,19 @@ func New(nodes []core.Node, cfg *Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hived: %w", err)
 	}
-	c.root, c.gpus = root, gpus
+	c.root = root
 	c.types = assignTypes(root, c.gpuType)
 	c.typeByName = make(map[string]*cellType, len(c.types))
 	for _, t := range c.types {
 		c.typeByName[t.name] = t
 	}
-	c.byName = map[string]*cell{}
+	c.nameAt = map[string]int{}
 	var collect func(x *cell)
 	collect = func(x *cell) {
 		c.cells = append(c.cells, x)
 		for _, n := range append([]string{x.name}, x.aliases...) {
-			if _, dup := c.byName[n]; !dup {
-				c.byName[n] = x
+			if _, dup := c.nameAt[n]; !dup {
+				c.nameAt[n] = x.order
 			}
 		}
 		for _, ch := range x.children {
@@ -111,6 +114,10 @@ func New(nodes []core.Node, cfg *Config) (*Cluster, error) {
 		}
 	}
 	collect(root)
+	c.gpuAt = make(map[string]int, len(gpus))
+	for id, l := range gpus {
+		c.gpuAt[id] = l.order
+	}
 	c.caps = sizes(root)
 	c.pool = make([][]*cell, len(c.types))
 	c.demand = make([]int, len(c.types))
@@ -132,6 +139,22 @@ func New(nodes []core.Node, cfg *Config) (*Cluster, error) {
 	return c, nil
 }
 
+// gpu is the leaf of the GPU of the given ID, nil if none.
+func (c *Cluster) gpu(id string) *cell {
+	if i, ok := c.gpuAt[id]; ok {
+		return c.cells[i]
+	}
+	return nil
+}
+
+// named is the physical cell of a name or alias, nil if none.
+func (c *Cluster) named(name string) *cell {
+	if i, ok := c.nameAt[name]; ok {
+		return c.cells[i]
+	}
+	return nil
+}
+
 // addVCs resolves the VCs' cell types and pins, checks that they can all be
 // carved from the cluster, and builds their virtual cells.
 func (c *Cluster) addVCs(cfg *Config) error {
@@ -150,7 +173,7 @@ func (c *Cluster) addVCs(cfg *Config) error {
 			asked[t] = append(asked[t], fmt.Sprintf("%s %d", vcfg.Name, cc.Count))
 		}
 		for _, name := range vcfg.Pin {
-			p := c.byName[name]
+			p := c.named(name)
 			if p == nil {
 				return fmt.Errorf("hived: %svc %q: pin %q: no such cell (pin a rack, node, \"<node>/<path>\" cell or GPU ID)", at(vcfg.pinPos), vcfg.Name, name)
 			}
@@ -190,7 +213,7 @@ func (c *Cluster) addVCs(cfg *Config) error {
 	}
 	c.vcByName = map[string]*vc{}
 	for i, vcfg := range cfg.VCs {
-		v := &vc{name: vcfg.Name, jobs: map[core.JobKey]*job{}}
+		v := &vc{name: vcfg.Name, idx: len(c.vcs), jobs: map[core.JobKey]*job{}}
 		v.root = &cell{level: "vc", vc: v}
 		add := func(top *cell) {
 			top.parent, top.index = v.root, len(v.root.children)

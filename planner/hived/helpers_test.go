@@ -371,7 +371,7 @@ func shape(x *cell) string {
 func lca(c *Cluster, gpus []string) *cell {
 	var x *cell
 	for _, id := range gpus {
-		l := c.gpus[id]
+		l := c.gpu(id)
 		if x == nil {
 			x = l
 			continue

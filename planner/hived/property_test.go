@@ -190,7 +190,7 @@ func (w *world) apply(req Request, a Allocation) {
 		}
 		nodes[g.Node] = true
 		for _, id := range g.GPUs {
-			if w.shared.gpus[id] == nil || w.shared.gpus[id].node != g.Node {
+			if w.shared.gpu(id) == nil || w.shared.gpu(id).node != g.Node {
 				w.fatalf("%+v: GPU %s is not on node %s", req, id, g.Node)
 			}
 			if w.bad[id] {
@@ -424,8 +424,8 @@ func TestSharingSafetyBadGPUs(t *testing.T) {
 	for i := 0; i < n; i++ {
 		w := newWorld(t, *propSeed+int64(i))
 		start := snap(w.shared)
-		gpus := make([]string, 0, len(w.shared.gpus))
-		for id := range w.shared.gpus {
+		gpus := make([]string, 0, len(w.shared.gpuAt))
+		for id := range w.shared.gpuAt {
 			gpus = append(gpus, id)
 		}
 		sort.Strings(gpus)
@@ -442,7 +442,7 @@ func TestSharingSafetyBadGPUs(t *testing.T) {
 			default:
 				id := gpus[w.rng.Intn(len(gpus))]
 				healthy := w.bad[id] && w.rng.Intn(2) == 0
-				if x := w.shared.gpus[id]; !healthy && x.reserved {
+				if x := w.shared.gpu(id); !healthy && x.reserved {
 					for a := x; a != nil; a = a.parent {
 						if a.alloc {
 							w.tainted[a.bound.vc.name] = true

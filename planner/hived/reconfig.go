@@ -24,7 +24,7 @@ func (c *Cluster) Reconfigure(cfg *Config) (evicted []core.JobKey, err error) {
 		n.Schedulable = true
 		n.GPUs = append([]core.GPU(nil), n.GPUs...)
 		for k := range n.GPUs {
-			if l := c.gpus[n.GPUs[k].ID]; l != nil {
+			if l := c.gpu(n.GPUs[k].ID); l != nil {
 				n.GPUs[k].Healthy = l.healthy
 			}
 		}
@@ -59,7 +59,7 @@ func (c *Cluster) Reconfigure(cfg *Config) (evicted []core.JobKey, err error) {
 			if top.pinned || top.used == 0 {
 				continue
 			}
-			q := nc.byName[top.bound.name]
+			q := nc.named(top.bound.name)
 			ntop := nv.unboundTop(q.typ)
 			if ntop == nil || !nc.takeCell(q) {
 				continue

@@ -321,7 +321,7 @@ func runRestarts(t *testing.T, n int, exact bool) {
 		for _, v := range cfg.VCs {
 			w.vcs = append(w.vcs, v.Name)
 		}
-		for id := range orig.gpus {
+		for id := range orig.gpuAt {
 			w.gpus = append(w.gpus, id)
 		}
 		sort.Strings(w.gpus)

@@ -125,8 +125,8 @@ func (s scenario) run(t *testing.T) {
 	for _, j := range c.Jobs() {
 		c.Release(j.Job)
 	}
-	for id, l := range c.gpus {
-		if !l.healthy && cellHealthyAtStart(start, id) {
+	for id := range c.gpuAt {
+		if l := c.gpu(id); !l.healthy && cellHealthyAtStart(start, id) {
 			c.SetHealthy(id, true)
 		}
 	}
