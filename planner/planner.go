@@ -163,8 +163,11 @@ type Planner struct {
 	pinWorkers atomic.Int32
 	// steady is what the last round left for skipping the next (nil: the
 	// next round runs); skipped counts the rounds skipped.
-	steady     *steady
-	skipped    atomic.Int64
+	steady  *steady
+	skipped atomic.Int64
+	// cells are the virtual clusters' cells, built once for the nodes
+	// (vcs.go).
+	cells      cellCache
 	everyRound atomic.Bool // Config.DecideEveryRound, or SetDecideEveryRound's
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,11 +19,14 @@ import (
 // memory (the fake Nomad's snapshot is cached), so it is the planner's own
 // work in a round where nothing changed: observe, decide, act, statuses.
 // It reports the rounds' p50 and p99 and the heap in use after them (MB).
+// fifo+vcs is fifo with 10 teams' HiveD virtual clusters of a tenth of the
+// nodes each, every job in one of them (TestScalePhilly's shape), whose
+// round also builds the cells and replays every lease (planner/vcs.go).
 // Run:
 //
 //	go test ./planner -run '^$' -bench 'RoundScale/fifo/nodes=1000/queued=10000' -benchtime 20x
 func BenchmarkRoundScale(b *testing.B) {
-	for _, policy := range []string{"fifo", "tiresias-las"} {
+	for _, policy := range []string{"fifo", "tiresias-las", "fifo+vcs"} {
 		for _, nodes := range []int{100, 300, 1000} {
 			for _, queued := range []int{1000, 5000, 10000} {
 				b.Run(fmt.Sprintf("%s/nodes=%d/queued=%d", policy, nodes, queued), func(b *testing.B) {
@@ -37,11 +41,21 @@ func benchRoundScale(b *testing.B, policy string, nodes, queued int) {
 	ctx := context.Background()
 	clock := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	fn, fs := plannertest.NewCluster(&clock, nodes, 8), plannertest.NewStore()
+	policy, vcs := strings.CutSuffix(policy, "+vcs")
 	st := mustStack(b, policy, stack.Options{})
+	team := func(int) string { return "default" }
+	if vcs {
+		var teams strings.Builder
+		for k := range 10 {
+			fmt.Fprintf(&teams, "vc \"team-%d\" {\n  cells {\n    type  = \"node8\"\n    count = %d\n  }\n}\n", k, nodes/10)
+		}
+		st = vcsStack(b, policy, "ten-teams.hcl", teams.String())
+		team = func(i int) string { return fmt.Sprintf("team-%d", i%10) }
+	}
 	p := New(Config{Nomad: fn, Store: fs, Stack: st, Now: func() time.Time { return clock }, DecideEveryRound: true})
 	running := nodes * 2
 	for i := range running {
-		fn.Submit(fmt.Sprintf("run-%05d", i), 4, "be", "30s")
+		fn.SubmitIn(fmt.Sprintf("run-%05d", i), 4, "be", "30s", team(i), 0)
 	}
 	for range 3 {
 		if err := p.Reconcile(ctx); err != nil {
@@ -53,7 +67,7 @@ func benchRoundScale(b *testing.B, policy string, nodes, queued int) {
 		b.Fatalf("%d leases after the grant rounds, want %d", len(fs.JobLeases), running)
 	}
 	for i := range queued {
-		fn.Submit(fmt.Sprintf("queued-%05d", i), 1+i%8, "be", "30s")
+		fn.SubmitIn(fmt.Sprintf("queued-%05d", i), 1+i%8, "be", "30s", team(i), 0)
 	}
 	if err := p.Reconcile(ctx); err != nil {
 		b.Fatal(err)

@@ -11,7 +11,7 @@
 //	name + knobs (+ VC config) -> Build -> Stack{Policy, Caps, Traits, Victims, Placement}
 //	Stack.Scheduler()          -> core.Scheduler (the simulator and the live loop)
 //	Stack.NewPlacer(nodes)     -> hived.Placer | quota.Placer | nil
-//	Stack.NewLivePlacer(nodes) -> hived.Placer (the live planner's)
+//	Stack.NewLiveCells(nodes)  -> hived.Cluster (the live planner places on a clone each round)
 //	Stack.Live()               -> nil, or why the live planner cannot run it
 package stack
 
@@ -320,18 +320,15 @@ func NewPlacer(p Placement, vcs *hived.Config, nodes []core.Node) (core.Placer, 
 	return quota.New(quotas), nil
 }
 
-// NewLivePlacer builds the placer the live planner runs: HiveD's cells
+// NewLiveCells builds the cells the live planner places on: HiveD's
 // (PlaceHived, or PlaceHivedOverflow, which Live refuses for now); other
-// placements are refused.
-func (s *Stack) NewLivePlacer(nodes []core.Node) (*hived.Placer, error) {
+// placements are refused. The planner places with hived.NewPlacer on a
+// clone of them each round (planner/vcs.go).
+func (s *Stack) NewLiveCells(nodes []core.Node) (*hived.Cluster, error) {
 	if s.Placement != PlaceHived && s.Placement != PlaceHivedOverflow {
 		return nil, fmt.Errorf("placement %s does not run live", s.Placement)
 	}
-	c, err := hived.New(nodes, s.VCs)
-	if err != nil {
-		return nil, err
-	}
-	return hived.NewPlacer(c), nil
+	return hived.New(nodes, s.VCs)
 }
 
 func placementNames() string {
