@@ -43,7 +43,9 @@ import (
 // time), which every run measures first. THEMIS_SCALE_PIN_WORKERS lists
 // the Config.PinWorkers to run each policy with (default 1: one pin at a
 // time; "1,8": each policy twice, on a fresh cluster each, sharing the
-// wall time).
+// wall time). THEMIS_SCALE_PROFILE names a folder for a CPU profile of
+// this process (the planner, the watcher, the submitter) over each run's
+// trace.
 //
 //	THEMIS_E2E_SLOW=1 go test ./e2e/nodesim -run TestScalePhilly -v -timeout 60m
 func TestScalePhilly(t *testing.T) {
@@ -225,6 +227,10 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 		return
 	}
 
+	if dir := os.Getenv("THEMIS_SCALE_PROFILE"); dir != "" {
+		stop := cpuProfile(t, filepath.Join(dir, fmt.Sprintf("philly-%s-pins%d.pprof", strings.ReplaceAll(name, "+", "-"), pins)))
+		defer stop()
+	}
 	began := time.Now()
 	live := make([]liveJob, len(tr.Jobs))
 	rssPeak := 0

@@ -64,6 +64,24 @@ func scalePolicy() string {
 	return "fifo"
 }
 
+// cpuProfile starts a CPU profile of this process into path; the
+// function returned stops it.
+func cpuProfile(t *testing.T, path string) func() {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
 func measureScale(t *testing.T, bin string, nodes, queued int) {
 	h := startServer(t, nodes)
 	sim := startNodesim(t, h, bin, nodes)
@@ -127,15 +145,9 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 		simCPU0, selfCPU0 := procCPU(t, sim.Process.Pid), procCPU(t, os.Getpid())
 		nomadCalls.reset()
 		consulCalls.reset()
-		var prof *os.File
+		stopProfile := func() {}
 		if dir := os.Getenv("THEMIS_SCALE_PROFILE"); dir != "" {
-			var err error
-			if prof, err = os.Create(filepath.Join(dir, fmt.Sprintf("rounds-%d-%d-%s.pprof", nodes, queued, how))); err != nil {
-				t.Fatal(err)
-			}
-			if err := pprof.StartCPUProfile(prof); err != nil {
-				t.Fatal(err)
-			}
+			stopProfile = cpuProfile(t, filepath.Join(dir, fmt.Sprintf("rounds-%d-%d-%s.pprof", nodes, queued, how)))
 		}
 		const rounds = 20
 		measured := time.Now()
@@ -147,10 +159,7 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 			}
 			lat = append(lat, time.Since(start))
 		}
-		if prof != nil {
-			pprof.StopCPUProfile()
-			prof.Close()
-		}
+		stopProfile()
 		wall := time.Since(measured)
 		nreq, nbytes := nomadCalls.take()
 		creq, cbytes := consulCalls.take()
