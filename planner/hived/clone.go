@@ -20,7 +20,7 @@ func (c *Cluster) Clone() *Cluster {
 	virt := make([][]*cell, len(c.vcs))
 	total, kids := len(c.cells), 0
 	for i, v := range c.vcs {
-		virt[i] = preorder(v.root, nil)
+		virt[i] = v.cells
 		total += len(virt[i])
 	}
 	slab := make([]cell, total)
@@ -93,10 +93,13 @@ func (c *Cluster) Clone() *Cluster {
 		n.cells[i] = &phys[i]
 	}
 	for i, cs := range virt {
+		nv := vcs[i]
+		nv.cells = make([]*cell, len(cs))
 		for k, x := range cs {
 			copyCell(&vslab[i][k], x)
+			nv.cells[k] = &vslab[i][k]
 		}
-		v, nv := c.vcs[i], vcs[i]
+		v := c.vcs[i]
 		nv.root = to(v.root)
 		nv.tops = mapCells(v.tops, to)
 		nv.pins = mapCells(v.pins, to)
@@ -117,7 +120,7 @@ func (c *Cluster) Clone() *Cluster {
 }
 
 // preorder appends x's tree to out in preorder: a VC's cells in the order
-// numberVirtual gave them.
+// numberVirtual gave them (vc.cells).
 func preorder(x *cell, out []*cell) []*cell {
 	out = append(out, x)
 	for _, ch := range x.children {

@@ -83,9 +83,13 @@ func cloneChecks(a, b *Cluster) error {
 			return fmt.Errorf("physical cell %s: order %d at index %d", x.name, x.order, i)
 		}
 	}
-	for _, v := range a.vcs {
-		for i, x := range preorder(v.root, nil) {
-			if x.order != i {
+	for k, v := range a.vcs {
+		walk := preorder(v.root, nil)
+		if len(walk) != len(v.cells) || len(b.vcs[k].cells) != len(v.cells) {
+			return fmt.Errorf("vc %s: %d cells in its tree, %d listed, %d in the clone's list", v.name, len(walk), len(v.cells), len(b.vcs[k].cells))
+		}
+		for i, x := range walk {
+			if x.order != i || v.cells[i] != x || b.vcs[k].cells[i].order != i {
 				return fmt.Errorf("vc %s: a cell of order %d in preorder position %d", v.name, x.order, i)
 			}
 		}

@@ -50,12 +50,14 @@ type Cluster struct {
 // vc is a virtual cluster: a forest of virtual cells under a group root.
 type vc struct {
 	name string
-	idx  int     // position in Cluster.vcs
-	root *cell   // untyped group; its children are the tops
-	tops []*cell // the VC's cells: the configured ones, then the pinned ones
-	caps []int   // distinct virtual cell sizes, ascending
-	jobs map[core.JobKey]*job
-	pins []*cell // physical cells pinned to the VC
+	idx  int   // position in Cluster.vcs
+	root *cell // untyped group; its children are the tops
+	// cells are the VC's tree in preorder: cells[i].order == i.
+	cells []*cell
+	tops  []*cell // the VC's cells: the configured ones, then the pinned ones
+	caps  []int   // distinct virtual cell sizes, ascending
+	jobs  map[core.JobKey]*job
+	pins  []*cell // physical cells pinned to the VC
 }
 
 // job is an allocated job.
@@ -234,6 +236,7 @@ func (c *Cluster) addVCs(cfg *Config) error {
 		v.root.avail = [2]int{v.root.gpus, v.root.gpus}
 		order := 0
 		numberVirtual(v.root, &order)
+		v.cells = preorder(v.root, make([]*cell, 0, order))
 		v.caps = sizes(v.root)
 		v.pins = pins[i]
 		k := 0
