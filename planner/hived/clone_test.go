@@ -2,8 +2,6 @@ package hived
 
 import (
 	"fmt"
-	"math/rand"
-	"sort"
 	"testing"
 )
 
@@ -21,31 +19,15 @@ func TestCloneEquivalence(t *testing.T) {
 	clones := 0
 	for i := range cases(3000) {
 		seed := *propSeed + int64(i)
-		rng := rand.New(rand.NewSource(seed))
-		nodes := randomNodes(rng)
-		cfg := randomConfig(rng, nodes)
-		orig, err := New(nodes, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := &twin{t: t, seed: seed, rng: rng, orig: orig, re: orig.Clone(), exact: true, diverged: map[string]int{}}
-		for _, v := range cfg.VCs {
-			w.vcs = append(w.vcs, v.Name)
-		}
-		for id := range orig.gpuAt {
-			w.gpus = append(w.gpus, id)
-		}
-		sort.Strings(w.gpus)
-		for op, ops := 0, 20+rng.Intn(60); op < ops; op++ {
-			if rng.Intn(6) == 0 {
-				w.re = w.orig.Clone()
-				clones++
-				if err := cloneChecks(w.orig, w.re); err != nil {
-					w.fatalf("clone: %v", err)
-				}
+		w := newTwin(t, seed, true, map[string]int{})
+		w.re = w.orig.Clone()
+		w.run(func() {
+			w.re = w.orig.Clone()
+			clones++
+			if err := cloneChecks(w.orig, w.re); err != nil {
+				w.fatalf("clone: %v", err)
 			}
-			w.step()
-		}
+		})
 		if err := cloneChecks(w.orig, w.re); err != nil {
 			w.fatalf("after the steps: %v", err)
 		}
@@ -54,7 +36,7 @@ func TestCloneEquivalence(t *testing.T) {
 		}
 		// Apart: steps on a clone alone leave the original as it was.
 		before := fmt.Sprintf("%+v %+v %+v", snap(w.orig), w.orig.Jobs(), w.orig.Physical())
-		alone := &twin{t: t, seed: seed, rng: rng, orig: w.orig.Clone(), vcs: w.vcs, gpus: w.gpus, next: 1 << 20}
+		alone := &twin{t: t, seed: seed, rng: w.rng, orig: w.orig.Clone(), vcs: w.vcs, gpus: w.gpus, next: 1 << 20}
 		alone.re = alone.orig.Clone()
 		for range 20 {
 			alone.step()

@@ -304,33 +304,45 @@ func TestRestartWithoutCells(t *testing.T) {
 	runRestarts(t, cases(2000), false)
 }
 
+// newTwin starts a random case: random nodes and VC config from the
+// seed, the original built from them and a second cluster built alike.
+func newTwin(t *testing.T, seed int64, exact bool, diverged map[string]int) *twin {
+	rng := rand.New(rand.NewSource(seed))
+	nodes := randomNodes(rng)
+	cfg := randomConfig(rng, nodes)
+	orig, err := New(nodes, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re, _ := New(nodes, cfg)
+	w := &twin{t: t, seed: seed, rng: rng, orig: orig, re: re, exact: exact, diverged: diverged}
+	for _, v := range cfg.VCs {
+		w.vcs = append(w.vcs, v.Name)
+	}
+	for id := range orig.gpuAt {
+		w.gpus = append(w.gpus, id)
+	}
+	sort.Strings(w.gpus)
+	return w
+}
+
+// run takes 20-80 random steps, calling between first before about one in
+// six (a restart, a clone).
+func (w *twin) run(between func()) {
+	for op, ops := 0, 20+w.rng.Intn(60); op < ops; op++ {
+		if w.rng.Intn(6) == 0 {
+			between()
+		}
+		w.step()
+	}
+}
+
 func runRestarts(t *testing.T, n int, exact bool) {
 	restarts, approx := 0, 0
 	diverged := map[string]int{}
 	for i := 0; i < n; i++ {
-		seed := *propSeed + int64(i)
-		rng := rand.New(rand.NewSource(seed))
-		nodes := randomNodes(rng)
-		cfg := randomConfig(rng, nodes)
-		orig, err := New(nodes, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		re, _ := New(nodes, cfg)
-		w := &twin{t: t, seed: seed, rng: rng, orig: orig, re: re, exact: exact, diverged: diverged}
-		for _, v := range cfg.VCs {
-			w.vcs = append(w.vcs, v.Name)
-		}
-		for id := range orig.gpuAt {
-			w.gpus = append(w.gpus, id)
-		}
-		sort.Strings(w.gpus)
-		for op, ops := 0, 20+rng.Intn(60); op < ops; op++ {
-			if rng.Intn(6) == 0 {
-				w.restart()
-			}
-			w.step()
-		}
+		w := newTwin(t, *propSeed+int64(i), exact, diverged)
+		w.run(w.restart)
 		if err := check(w.re); err != nil {
 			w.fatalf("rebuilt cluster: %v", err)
 		}

@@ -25,18 +25,7 @@ func TestSteadyUntilGittins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := func(ix GittinsIndex, knobs ...string) *Tiresias {
-		k, err := core.ParseKnobs(append([]string{"tiresias.queues=60s"}, knobs...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := NewTiresias(true, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.SetIndex(ix)
-		return p
-	}
+	g := func(ix GittinsIndex) *Tiresias { return gittinsOn(t, ix, "tiresias.queues=60s") }
 	run := func(id string, gpus int, attained float64) *core.Job {
 		return &core.Job{Key: core.JobKey{Namespace: "default", ID: id}, GPUs: gpus, Phase: core.Granted, Attained: attained,
 			Executed: attained / float64(gpus), Started: true, FirstStart: now.Add(-time.Hour)}
@@ -83,6 +72,21 @@ func TestSteadyUntilGittins(t *testing.T) {
 	}
 }
 
+// gittinsOn is 2D-Gittins with the knobs, ranking by ix.
+func gittinsOn(t *testing.T, ix GittinsIndex, knobs ...string) *Tiresias {
+	t.Helper()
+	k, err := core.ParseKnobs(knobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewTiresias(true, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetIndex(ix)
+	return p
+}
+
 // indexOnly hides a distribution's Stretch.
 type indexOnly struct{ d *gittins.Distribution }
 
@@ -94,10 +98,6 @@ func (i indexOnly) Index(a, delta float64) float64 { return i.d.Index(a, delta) 
 func TestGittinsHorizonHolds(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	k, err := core.ParseKnobs([]string{"tiresias.queues=60s,600s"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	skipped := 0
 	for trial := range 3000 {
 		samples := make([]float64, 1+r.IntN(30))
@@ -108,11 +108,7 @@ func TestGittinsHorizonHolds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := NewTiresias(true, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.SetIndex(dist)
+		p := gittinsOn(t, dist, "tiresias.queues=60s,600s")
 		var jobs []*core.Job
 		for i := range 2 + r.IntN(8) {
 			gpus := 1 << r.IntN(4)
