@@ -15,10 +15,10 @@ type Contention struct {
 // changes nothing (the integral runs on from when it last changed), so
 // observing it every second or once gives the same N_avg, to the bit.
 func (c *Contention) Set(t float64, n int) {
-	if c.started && n == c.n {
-		return
-	}
 	if c.started {
+		if n == c.n {
+			return
+		}
 		c.area = c.Area(t)
 	}
 	c.t, c.n, c.started = max(t, c.t), n, true

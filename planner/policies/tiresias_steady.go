@@ -81,19 +81,18 @@ func indexMeets(ix stretcher, a, top, delta float64, waiting []float64, limit fl
 		if a-start >= limit {
 			return limit
 		}
-		if _, tie := slices.BinarySearch(waiting, g); tie && g > 0 {
+		// k: the least waiting index at or above g.
+		k, tie := slices.BinarySearch(waiting, g)
+		if tie && g > 0 {
 			return a - start // it rises from the tie at once
 		}
 		end := min(ix.Stretch(a, delta), top)
 		// slack: how far rounding may move 1/G and the service here.
 		slack := 1e-9 * (math.Abs(a) + recip(g))
-		if g > 0 {
-			// The least waiting index above g, reached where 1/G has
-			// fallen to its reciprocal.
-			if k, _ := slices.BinarySearch(waiting, g); k < len(waiting) {
-				if reach := a + (1/g - 1/waiting[k]); reach < end+slack {
-					return max(reach-slack-start, 0)
-				}
+		if g > 0 && k < len(waiting) {
+			// Reached where 1/G has fallen to its reciprocal.
+			if reach := a + (1/g - 1/waiting[k]); reach < end+slack {
+				return max(reach-slack-start, 0)
 			}
 		}
 		if end >= top || math.IsInf(end, 1) {
@@ -112,7 +111,7 @@ func indexMeets(ix stretcher, a, top, delta float64, waiting []float64, limit fl
 		after := ix.Index(end, delta)
 		lo, hi := min(before, after), max(before, after)
 		lo, hi = lo-1e-9*lo, hi+1e-9*hi
-		if k, _ := slices.BinarySearch(waiting, lo); k < len(waiting) && waiting[k] <= hi {
+		if i, _ := slices.BinarySearch(waiting, lo); i < len(waiting) && waiting[i] <= hi {
 			return max(end-slack-start, 0)
 		}
 		a, g = end, after
