@@ -6,38 +6,35 @@ import "github.com/themis-nomad/themis/planner/core"
 // counters, buddy state and binding, the free-cell pools, the VCs and the
 // jobs, so that what is done to one is not seen by the other. It shares
 // only what no method changes after New: the cell types, the config, the
-// nodes as given, and the indexes of the cells by name and GPU ID. The live planner builds the cells
-// of its nodes and VC config once and replays each round's leases on a
-// clone (planner/vcs.go): New spends most of its time naming and indexing
-// the cells of every GPU, which a clone copies in two slabs.
+// nodes as given, and the indexes of the cells by name and GPU ID. The
+// live planner builds the cells of its nodes and VC config once and
+// replays each round's leases on a clone (planner/vcs.go): New spends
+// most of its time naming and indexing the cells of every GPU, which a
+// clone copies in two slabs.
 func (c *Cluster) Clone() *Cluster {
 	n := &Cluster{gpuType: c.gpuType, nodes: c.nodes, cfg: c.cfg, types: c.types, typeByName: c.typeByName, caps: c.caps,
 		gpuAt: c.gpuAt, nameAt: c.nameAt, poolBad: c.poolBad, seq: c.seq, stamp: c.stamp, victimCost: c.victimCost}
 
-	// The cells, each tree in one slab, found by their preorder position
-	// (cell.order): the physical tree's is its index in c.cells, a VC's
-	// counts within the VC's tree.
-	virt := make([][]*cell, len(c.vcs))
+	// The cells, all in one slab, each found by its preorder position in
+	// its tree (cell.order): the physical tree's is its index in c.cells,
+	// a VC's its index in the VC's cells.
 	total, kids := len(c.cells), 0
-	for i, v := range c.vcs {
-		virt[i] = v.cells
-		total += len(virt[i])
-	}
-	slab := make([]cell, total)
 	for _, x := range c.cells {
 		kids += len(x.children)
 	}
-	for _, cs := range virt {
-		for _, x := range cs {
+	for _, v := range c.vcs {
+		total += len(v.cells)
+		for _, x := range v.cells {
 			kids += len(x.children)
 		}
 	}
+	slab := make([]cell, total)
 	children := make([]*cell, kids)
 	phys := slab[:len(c.cells)]
 	vslab := make([][]cell, len(c.vcs))
 	at := len(c.cells)
-	for i, cs := range virt {
-		vslab[i], at = slab[at:at+len(cs)], at+len(cs)
+	for i, v := range c.vcs {
+		vslab[i], at = slab[at:at+len(v.cells)], at+len(v.cells)
 	}
 	vcs := make([]*vc, len(c.vcs))
 	for i, v := range c.vcs {
@@ -92,14 +89,13 @@ func (c *Cluster) Clone() *Cluster {
 		copyCell(&phys[i], x)
 		n.cells[i] = &phys[i]
 	}
-	for i, cs := range virt {
+	for i, v := range c.vcs {
 		nv := vcs[i]
-		nv.cells = make([]*cell, len(cs))
-		for k, x := range cs {
+		nv.cells = make([]*cell, len(v.cells))
+		for k, x := range v.cells {
 			copyCell(&vslab[i][k], x)
 			nv.cells[k] = &vslab[i][k]
 		}
-		v := c.vcs[i]
 		nv.root = to(v.root)
 		nv.tops = mapCells(v.tops, to)
 		nv.pins = mapCells(v.pins, to)
@@ -117,16 +113,6 @@ func (c *Cluster) Clone() *Cluster {
 	}
 	n.demand = append([]int(nil), c.demand...)
 	return n
-}
-
-// preorder appends x's tree to out in preorder: a VC's cells in the order
-// numberVirtual gave them (vc.cells).
-func preorder(x *cell, out []*cell) []*cell {
-	out = append(out, x)
-	for _, ch := range x.children {
-		out = preorder(ch, out)
-	}
-	return out
 }
 
 // mapCells is cs with each cell mapped (nil stays nil).

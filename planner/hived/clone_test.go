@@ -66,7 +66,7 @@ func cloneChecks(a, b *Cluster) error {
 		}
 	}
 	for k, v := range a.vcs {
-		walk := preorder(v.root, nil)
+		walk := inPreorder(v.root, nil)
 		if len(walk) != len(v.cells) || len(b.vcs[k].cells) != len(v.cells) {
 			return fmt.Errorf("vc %s: %d cells in its tree, %d listed, %d in the clone's list", v.name, len(walk), len(v.cells), len(b.vcs[k].cells))
 		}
@@ -80,4 +80,13 @@ func cloneChecks(a, b *Cluster) error {
 		return fmt.Errorf("jobs %+v, in the original %+v", b.Jobs(), a.Jobs())
 	}
 	return nil
+}
+
+// inPreorder appends x's tree to out in preorder, changing nothing.
+func inPreorder(x *cell, out []*cell) []*cell {
+	out = append(out, x)
+	for _, ch := range x.children {
+		out = inPreorder(ch, out)
+	}
+	return out
 }

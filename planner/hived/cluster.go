@@ -234,9 +234,7 @@ func (c *Cluster) addVCs(cfg *Config) error {
 			add(top)
 		}
 		v.root.avail = [2]int{v.root.gpus, v.root.gpus}
-		order := 0
-		numberVirtual(v.root, &order)
-		v.cells = preorder(v.root, make([]*cell, 0, order))
+		v.cells = numberVirtual(v.root, nil)
 		v.caps = sizes(v.root)
 		v.pins = pins[i]
 		k := 0
@@ -267,12 +265,15 @@ func (c *Cluster) virtualCell(t *cellType, v *vc) *cell {
 	return x
 }
 
-func numberVirtual(x *cell, order *int) {
-	x.order = *order
-	*order++
+// numberVirtual numbers x's tree in preorder (cell.order), appending each
+// cell to out at its number: a VC's cells (vc.cells).
+func numberVirtual(x *cell, out []*cell) []*cell {
+	x.order = len(out)
+	out = append(out, x)
 	for _, ch := range x.children {
-		numberVirtual(ch, order)
+		out = numberVirtual(ch, out)
 	}
+	return out
 }
 
 // sizes lists the distinct cell sizes in a tree, ascending.
