@@ -14,6 +14,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // TestGrantBurst registers a burst of jobs at once against a real Nomad
@@ -45,7 +46,7 @@ func TestGrantBurst(t *testing.T) {
 	waitNodes(t, h, nodes, 3*time.Minute)
 	// The planner's own clients, timing its calls by kind.
 	calls := &callTimer{next: http.DefaultTransport, took: map[string]time.Duration{}, n: map[string]int{}}
-	p, _, store := drivenPlanner(t, h, "fifo", calls, calls)
+	p, _, store := drivenPlanner(t, h, "fifo", core.Knobs{}, calls, calls)
 	ctx := h.ctx
 	if err := p.Reconcile(ctx); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/e2e/nodesim"
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // TestChangeMarksAndSkippedRounds, against a real Consul and Nomad server
@@ -23,7 +24,7 @@ func TestChangeMarksAndSkippedRounds(t *testing.T) {
 	h := startServer(t, 2)
 	startNodes(t, h, nodesim.Cluster(2, 2))
 	nomadCalls, consulCalls := &counter{next: http.DefaultTransport}, &counter{next: http.DefaultTransport}
-	p, nc, store := drivenPlanner(t, h, "fifo", nomadCalls, consulCalls)
+	p, nc, store := drivenPlanner(t, h, "fifo", core.Knobs{}, nomadCalls, consulCalls)
 
 	// Steady: rounds until one is skipped (the nodes' registration and the
 	// pending pool are writes the first rounds see).

@@ -258,11 +258,10 @@ func runPlanner(t *testing.T, h *harness, policy string) {
 	serve(t, h, p)
 }
 
-// drivenPlanner is a planner of the policy (with THEMIS_SCALE_KNOBS) for a
-// test to run rounds of itself, its pending pool made; its Nomad and
-// Consul clients go through the given transports (to count or time its
-// calls).
-func drivenPlanner(t *testing.T, h *harness, policy string, nomadRT, consulRT http.RoundTripper) (*planner.Planner, *nomad.Client, *consul.Store) {
+// drivenPlanner is a planner of the policy and knobs for a test to run
+// rounds of itself, its pending pool made; its Nomad and Consul clients go
+// through the given transports (to count or time its calls).
+func drivenPlanner(t *testing.T, h *harness, policy string, knobs core.Knobs, nomadRT, consulRT http.RoundTripper) (*planner.Planner, *nomad.Client, *consul.Store) {
 	t.Helper()
 	ncfg := nomadapi.DefaultConfig()
 	ncfg.Address, ncfg.HttpClient = h.cluster.NomadAddr(), &http.Client{Transport: nomadRT}
@@ -279,10 +278,6 @@ func drivenPlanner(t *testing.T, h *harness, policy string, nomadRT, consulRT ht
 	nc := nomad.NewClient(pn, "", h.log.Named("nomad"))
 	if err := nc.EnsurePendingPool(h.ctx); err != nil {
 		t.Fatal(err)
-	}
-	knobs, err := core.ParseKnobs(strings.Fields(os.Getenv("THEMIS_SCALE_KNOBS")))
-	if err != nil {
-		t.Fatalf("THEMIS_SCALE_KNOBS: %v", err)
 	}
 	st, err := stack.Build(policy, stack.Options{Knobs: knobs})
 	if err != nil {

@@ -227,9 +227,9 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 		return
 	}
 
+	stopProfile := func() {}
 	if dir := os.Getenv("THEMIS_SCALE_PROFILE"); dir != "" {
-		stop := cpuProfile(t, filepath.Join(dir, fmt.Sprintf("philly-%s-pins%d.pprof", strings.ReplaceAll(name, "+", "-"), pins)))
-		defer stop()
+		stopProfile = cpuProfile(t, filepath.Join(dir, fmt.Sprintf("philly-%s-pins%d.pprof", strings.ReplaceAll(name, "+", "-"), pins)))
 	}
 	began := time.Now()
 	live := make([]liveJob, len(tr.Jobs))
@@ -268,6 +268,7 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 		}
 		finished = len(stubs)
 	}
+	stopProfile()
 	// Task start and finish of each job, from its allocations.
 	var unfinished []string
 	for i := range tr.Jobs {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/consul"
+	"github.com/themis-nomad/themis/planner/core"
 )
 
 // TestScaleRounds measures the live planner's round against a real Nomad
@@ -64,6 +65,15 @@ func scalePolicy() string {
 	return "fifo"
 }
 
+// scaleKnobs are TestScaleRounds's knobs: THEMIS_SCALE_KNOBS.
+func scaleKnobs(t *testing.T) core.Knobs {
+	k, err := core.ParseKnobs(strings.Fields(os.Getenv("THEMIS_SCALE_KNOBS")))
+	if err != nil {
+		t.Fatalf("THEMIS_SCALE_KNOBS: %v", err)
+	}
+	return k
+}
+
 // cpuProfile starts a CPU profile of this process into path; the
 // function returned stops it.
 func cpuProfile(t *testing.T, path string) func() {
@@ -88,7 +98,7 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 	waitNodes(t, h, nodes, 3*time.Minute)
 
 	nomadCalls, consulCalls := &counter{next: http.DefaultTransport}, &counter{next: http.DefaultTransport}
-	p, nc, store := drivenPlanner(t, h, scalePolicy(), nomadCalls, consulCalls)
+	p, nc, store := drivenPlanner(t, h, scalePolicy(), scaleKnobs(t), nomadCalls, consulCalls)
 	ctx := h.ctx
 
 	running := nodes * 2
