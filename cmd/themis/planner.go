@@ -152,7 +152,7 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 		return err
 	}
 	if o.pinWorkers < 0 {
-		return fmt.Errorf("-pin-workers %d: want 1 or more", o.pinWorkers)
+		return fmt.Errorf("-pin-workers %d: want 0 or more (0 and 1 pin one job at a time)", o.pinWorkers)
 	}
 	ncfg := nomadapi.DefaultConfig()
 	if o.nomadAddr != "" {
