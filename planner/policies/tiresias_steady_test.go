@@ -72,17 +72,10 @@ func TestSteadyUntilGittins(t *testing.T) {
 	}
 }
 
-// gittinsOn is 2D-Gittins with the knobs, ranking by ix.
+// gittinsOn is 2D-Gittins with the knobs (policy), ranking by ix.
 func gittinsOn(t *testing.T, ix GittinsIndex, knobs ...string) *Tiresias {
 	t.Helper()
-	k, err := core.ParseKnobs(knobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewTiresias(true, k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := policy(t, "tiresias-gittins", knobs...).(*Tiresias)
 	p.SetIndex(ix)
 	return p
 }
