@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,11 +28,21 @@ type Reader struct {
 	PendingPool string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// AllocsInFull lists every allocation with its task states and
+	// resources at every snapshot, as before only the changed ones were
+	// read in full: for measuring the difference.
+	AllocsInFull bool
 
 	mu sync.Mutex
 	// jobs caches each job's full definition by JobModifyIndex: a job's
 	// tasks and pool change only with a new version.
 	jobs map[Ref]cachedJob
+
+	// allocMu guards the allocations read last (allocRead) and what each
+	// was converted to (allocs), by ID.
+	allocMu   sync.Mutex
+	allocRead nomadread.Allocs
+	allocs    map[string]convertedAlloc
 }
 
 type cachedJob struct {
@@ -219,17 +230,38 @@ func isThemis(j *nomadapi.Job) bool {
 	return false
 }
 
+// readAllocs reads every allocation with its task states and resources,
+// in full only those that changed since the last snapshot
+// (nomadread.Allocs); each is converted again only when it changed.
 func (r *Reader) readAllocs(ctx context.Context) ([]Alloc, error) {
-	q := (&nomadapi.QueryOptions{Namespace: "*", Params: map[string]string{"resources": "true", "task_states": "true"}}).WithContext(ctx)
-	stubs, _, err := r.Nomad.Allocations().List(q)
+	r.allocMu.Lock()
+	defer r.allocMu.Unlock()
+	r.allocRead.Resources, r.allocRead.InFullAlways = true, r.AllocsInFull
+	stubs, _, err := r.allocRead.Read(ctx, r.Nomad, false)
 	if err != nil {
 		return nil, nomadDenied(fmt.Errorf("list Nomad allocations: %w", err), "list allocations (GET /v1/allocations?namespace=*)")
 	}
+	seen := make(map[string]convertedAlloc, len(stubs))
 	out := make([]Alloc, 0, len(stubs))
 	for _, st := range stubs {
-		out = append(out, allocFromStub(st))
+		c, ok := r.allocs[st.ID]
+		if !ok || c.stub != st {
+			c = convertedAlloc{stub: st, alloc: allocFromStub(st)}
+		}
+		seen[st.ID] = c
+		out = append(out, c.alloc)
 	}
+	r.allocs = seen
+	// Nomad lists allocations by ID; the map does not keep an order.
+	slices.SortFunc(out, func(a, b Alloc) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+// convertedAlloc is an allocation's stub as last read and what the
+// snapshot made of it.
+type convertedAlloc struct {
+	stub  *nomadapi.AllocationListStub
+	alloc Alloc
 }
 
 func allocFromStub(st *nomadapi.AllocationListStub) Alloc {

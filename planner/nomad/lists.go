@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/nomadread"
 )
 
 // lists keeps Nomad's node, job-stub and allocation-stub lists between
@@ -43,6 +44,9 @@ type lists struct {
 	jobsIndex uint64
 	allocs    map[string]*api.AllocationListStub
 	allocsIdx uint64
+	// allocRead lists the allocations without their task states and
+	// reads in full only those that changed (nomadread.Allocs).
+	allocRead nomadread.Allocs
 }
 
 // ForceFullList makes the next Snapshot list every node, job and
@@ -53,6 +57,12 @@ func (c *Client) ForceFullList() { c.lists.full.Store(true) }
 // allocation, as the planner did before #35: for measuring the difference
 // (e2e/nodesim TestScaleRounds), and an escape hatch.
 func (c *Client) SetFullLists(on bool) { c.lists.always = on }
+
+// SetAllocReadsInFull makes every Snapshot whose allocations table moved
+// list every allocation with its task states, as before
+// nomadread.Allocs read only the changed ones in full: for measuring the
+// difference (e2e/nodesim TestScalePhilly).
+func (c *Client) SetAllocReadsInFull(on bool) { c.lists.allocRead.InFullAlways = on }
 
 // indexOnly makes a list query ask for a table's index: one row, no
 // filter (a filter would be evaluated row by row until a row matches).
@@ -213,28 +223,24 @@ func (l *lists) forgetJob(k core.JobKey) {
 	l.order = slices.DeleteFunc(l.order, func(o core.JobKey) bool { return o == k })
 }
 
-// listAllocs returns every allocation stub, listed again only when the
-// allocations table changed (or full).
+// listAllocs returns every allocation stub with its task states, read
+// again only when the allocations table changed (or full), and then in
+// full only for the allocations that changed (nomadread.Allocs).
 func (c *Client) listAllocs(ctx context.Context, full bool) (map[string]*api.AllocationListStub, error) {
 	l := &c.lists
-	q := everyNamespace(ctx)
-	same, err := unchanged(l.allocsIdx, full, c.api.Allocations().List, q)
+	same, err := unchanged(l.allocsIdx, full, c.api.Allocations().List, everyNamespace(ctx))
 	if err == nil && same {
 		return l.allocs, nil
 	}
-	var stubs []*api.AllocationListStub
-	var meta *api.QueryMeta
+	var stubs map[string]*api.AllocationListStub
+	var index uint64
 	if err == nil {
-		stubs, meta, err = c.api.Allocations().List(q)
+		stubs, index, err = l.allocRead.Read(ctx, c.api, full)
 	}
 	if err != nil {
 		return nil, denied(fmt.Errorf("list allocations: %w", err), "list allocations (GET /v1/allocations?namespace=*)", `namespace "*" { capabilities = ["read-job"] }`)
 	}
-	l.allocs = make(map[string]*api.AllocationListStub, len(stubs))
-	for _, s := range stubs {
-		l.allocs[s.ID] = s
-	}
-	l.allocsIdx = meta.LastIndex
+	l.allocs, l.allocsIdx = stubs, index
 	return l.allocs, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
@@ -108,9 +109,20 @@ func (f *fakeNomad) purge(id string) {
 	f.jobsIdx = f.index
 }
 
+// alloc writes an allocation of job's task "t", started at the write's
+// index (in seconds) unless pending, and finished at it when complete.
 func (f *fakeNomad) alloc(id, job, status string) {
 	f.index++
-	f.allocs[id] = &api.AllocationListStub{ID: id, JobID: job, Namespace: "default", NodeID: "n1", ClientStatus: status, ModifyIndex: f.index}
+	ts := &api.TaskState{State: "pending"}
+	at := time.Unix(int64(f.index), 0)
+	switch status {
+	case "running":
+		ts.State, ts.StartedAt = "running", at
+	case "complete":
+		ts.State, ts.StartedAt, ts.FinishedAt = "dead", at.Add(-time.Second), at
+	}
+	f.allocs[id] = &api.AllocationListStub{ID: id, JobID: job, Namespace: "default", NodeID: "n1", ClientStatus: status, ModifyIndex: f.index,
+		TaskStates: map[string]*api.TaskState{"t": ts}}
 	f.allocsIdx = f.index
 }
 
@@ -162,11 +174,27 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		out, idx = l, f.jobsIdx
 	case r.URL.Path == "/v1/allocations":
+		// Nomad lists task states unless told not to.
+		light := r.URL.Query().Get("task_states") == "false"
 		var l []*api.AllocationListStub
 		for _, a := range f.allocs {
+			if light {
+				c := *a
+				c.TaskStates = nil
+				a = &c
+			}
 			l = append(l, a)
 		}
 		out, idx = l, f.allocsIdx
+	case strings.HasPrefix(r.URL.Path, "/v1/allocation/"):
+		a := f.allocs[strings.TrimPrefix(r.URL.Path, "/v1/allocation/")]
+		if a == nil {
+			http.Error(w, "alloc not found", http.StatusNotFound)
+			return
+		}
+		f.listed["/v1/allocation/"]++
+		out, idx = &api.Allocation{ID: a.ID, JobID: a.JobID, Namespace: a.Namespace, NodeID: a.NodeID, ClientStatus: a.ClientStatus,
+			ModifyIndex: a.ModifyIndex, TaskStates: a.TaskStates}, a.ModifyIndex
 	case strings.HasPrefix(r.URL.Path, "/v1/job/"):
 		j := f.jobs[strings.TrimPrefix(r.URL.Path, "/v1/job/")]
 		if j == nil {
@@ -182,7 +210,11 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if probe {
 			out = v.Slice(0, min(1, v.Len())).Interface()
 		} else {
-			f.listed[r.URL.Path] += v.Len()
+			key := r.URL.Path
+			if r.URL.Path == "/v1/allocations" && r.URL.Query().Get("task_states") == "false" {
+				key += "?task_states=false"
+			}
+			f.listed[key] += v.Len()
 		}
 	}
 	w.Header().Set("X-Nomad-Index", strconv.FormatUint(idx, 10))
@@ -250,7 +282,7 @@ func summary(s *Snapshot) string {
 	}
 	for _, k := range sortedKeys(s.Allocs) {
 		for _, a := range s.Allocs[k] {
-			fmt.Fprintf(&b, "alloc %s of %s %s\n", a.ID, k, a.ClientStatus)
+			fmt.Fprintf(&b, "alloc %s of %s %s started %d finished %d\n", a.ID, k, a.ClientStatus, a.Started.Unix(), a.Finished.Unix())
 		}
 	}
 	return b.String()
@@ -299,14 +331,22 @@ func TestSnapshotListsOnlyWhatChanged(t *testing.T) {
 	same("first")
 	f.listed = map[string]int{}
 	same("nothing changed")
-	if f.listed["/v1/nodes"]+f.listed["/v1/jobs"]+f.listed["/v1/allocations"] != 0 {
+	if f.listed["/v1/nodes"]+f.listed["/v1/jobs"]+f.listed["/v1/allocations"]+f.listed["/v1/allocations?task_states=false"] != 0 {
 		t.Errorf("nothing changed, yet the lists returned %v", f.listed)
 	}
 	f.alloc("a1", "j03", "running")
+	f.alloc("a2", "j04", "pending")
+	f.listed = map[string]int{}
+	same("two allocations")
+	if f.listed["/v1/nodes"] != 0 || f.listed["/v1/jobs"] != 0 || f.listed["/v1/allocations"] != 0 ||
+		f.listed["/v1/allocations?task_states=false"] != 2 || f.listed["/v1/allocation/"] != 2 {
+		t.Errorf("two allocations came: lists returned %v, want the allocations without task states, and each read", f.listed)
+	}
+	f.alloc("a2", "j04", "running")
 	f.listed = map[string]int{}
 	same("an allocation")
-	if f.listed["/v1/nodes"] != 0 || f.listed["/v1/jobs"] != 0 || f.listed["/v1/allocations"] != 1 {
-		t.Errorf("one allocation changed: lists returned %v, want the allocations alone", f.listed)
+	if f.listed["/v1/allocations"] != 0 || f.listed["/v1/allocations?task_states=false"] != 2 || f.listed["/v1/allocation/"] != 1 {
+		t.Errorf("one allocation changed: lists returned %v, want the allocations without task states, and the one read", f.listed)
 	}
 	f.allocUpdate("a1", "j03", "running")
 	f.listed = map[string]int{}
@@ -328,6 +368,12 @@ func TestSnapshotListsOnlyWhatChanged(t *testing.T) {
 	same("job finished")
 	f.purge("j05")
 	same("purged")
+	f.mu.Lock()
+	delete(f.allocs, "a2") // garbage-collected
+	f.index++
+	f.allocsIdx = f.index
+	f.mu.Unlock()
+	same("an allocation garbage-collected")
 	c.SetFullLists(true)
 	f.listed = map[string]int{}
 	same("full lists")
