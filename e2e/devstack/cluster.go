@@ -277,6 +277,15 @@ func (c *Cluster) ClientLog(i int) string {
 	return filepath.Join(c.s.cfg.DataDir, "nomad-client-"+c.clients[i].node+".log")
 }
 
+// ServerPid is the process id of the Nomad server's agent, 0 when it is
+// stopped.
+func (c *Cluster) ServerPid() int {
+	if c.server == nil {
+		return 0
+	}
+	return c.server.Process.Pid
+}
+
 // ClientPid is the process id of client i's agent, 0 when it is stopped.
 func (c *Cluster) ClientPid(i int) int {
 	if c.clients[i].cmd == nil {

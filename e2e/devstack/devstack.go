@@ -120,6 +120,16 @@ func (s *Stack) NomadAddr() string { return "http://127.0.0.1:" + strconv.Itoa(s
 // DataDir is the stack's data folder.
 func (s *Stack) DataDir() string { return s.cfg.DataDir }
 
+// Pids are the process ids of the stack's running agents, in the order
+// they started.
+func (s *Stack) Pids() []int {
+	out := make([]int, 0, len(s.procs))
+	for _, c := range s.procs {
+		out = append(out, c.Process.Pid)
+	}
+	return out
+}
+
 // Start renders the configs, starts Consul, waits for its leader, starts
 // Nomad, and waits until the Nomad node is ready with the themis driver
 // healthy and its themis GPUs fingerprinted. On error everything started is

@@ -224,8 +224,10 @@ func (n *node) watchLoop() {
 			continue
 		}
 		index = resp.Index
+		n.sim.stats.allocQueries.Add(1)
 		var pull []string
 		var pullIndex uint64
+		gone := 0
 		n.mu.Lock()
 		for id, mi := range resp.Allocs {
 			if a, ok := n.allocs[id]; !ok || mi > a.modifyIndex {
@@ -240,10 +242,14 @@ func (n *node) watchLoop() {
 					a.timer.Stop()
 				}
 				delete(n.allocs, id)
+				gone++
 			}
 		}
 		n.mu.Unlock()
 		if len(pull) == 0 {
+			if gone == 0 {
+				n.sim.stats.idleWakes.Add(1)
+			}
 			continue
 		}
 		areq := structs.AllocsGetRequest{AllocIDs: pull,

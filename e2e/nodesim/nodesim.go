@@ -75,6 +75,7 @@ type jobKey struct{ namespace, id string }
 
 type counters struct {
 	rpcs, rpcErrors, heartbeats, started, completed, stopped, failed atomic.Int64
+	allocQueries, idleWakes                                          atomic.Int64
 }
 
 // Stats are what the simulator did so far.
@@ -87,6 +88,14 @@ type Stats struct {
 	// their duration; Stopped those the server stopped; Failed those
 	// refused (devices not of the node).
 	Started, Completed, Stopped, Failed int64
+	// AllocQueries are the nodes' blocking queries for their allocations
+	// (Node.GetClientAllocs) that returned with a new index; IdleWakes
+	// those of them that brought the node nothing new, changed or gone.
+	// Nomad answers a node with no allocation with the allocations
+	// table's index, so a write to any allocation anywhere wakes it, as it
+	// wakes a real client; a node's own status reports raise its index
+	// too, with nothing to pull.
+	AllocQueries, IdleWakes int64
 }
 
 // Start registers every node with the server, then keeps them alive and
@@ -206,6 +215,7 @@ func (s *Sim) Stats() Stats {
 	return Stats{
 		Nodes: len(s.nodes), RPCs: c.rpcs.Load(), RPCErrors: c.rpcErrors.Load(), Heartbeats: c.heartbeats.Load(),
 		Started: c.started.Load(), Completed: c.completed.Load(), Stopped: c.stopped.Load(), Failed: c.failed.Load(),
+		AllocQueries: c.allocQueries.Load(), IdleWakes: c.idleWakes.Load(),
 	}
 }
 

@@ -168,6 +168,8 @@ type harness struct {
 	log     hclog.Logger
 	// consulAddr is Consul's HTTP address.
 	consulAddr string
+	// consulPid is the Consul agent's process id.
+	consulPid int
 }
 
 // startNodes starts simulated nodes of top against h's Nomad server,
@@ -220,7 +222,7 @@ func startServer(t *testing.T, nodes int) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{ctx: ctx, cluster: cluster, nomad: nc, consul: cc, log: log, consulAddr: cs.ConsulAddr()}
+	return &harness{ctx: ctx, cluster: cluster, nomad: nc, consul: cc, log: log, consulAddr: cs.ConsulAddr(), consulPid: cs.Pids()[0]}
 }
 
 // agentsDir is where the pinned Nomad and Consul are: THEMIS_AGENTS_DIR,
@@ -310,12 +312,16 @@ func serve(t *testing.T, h *harness, p *planner.Planner) {
 
 // watch runs the invariant watcher until the test ends; the count is the
 // violations it saw so far (each logged).
-func watch(t *testing.T, h *harness) func() int {
+func watch(t *testing.T, h *harness) func() int { return watchReading(t, h, false) }
+
+// watchReading is watch, its reader listing every allocation in full at
+// every pass when allocsInFull (check.Reader.AllocsInFull).
+func watchReading(t *testing.T, h *harness, allocsInFull bool) func() int {
 	t.Helper()
 	ctx, cancel := context.WithCancel(h.ctx)
 	count := make(chan int, 1)
 	count <- 0
-	w := &check.Watcher{Reader: &check.Reader{Nomad: h.nomad, Consul: h.consul}, Tolerances: check.DefaultTolerances,
+	w := &check.Watcher{Reader: &check.Reader{Nomad: h.nomad, Consul: h.consul, AllocsInFull: allocsInFull}, Tolerances: check.DefaultTolerances,
 		Report: func(v check.Violation) {
 			t.Logf("invariant violation: %v", v)
 			count <- <-count + 1

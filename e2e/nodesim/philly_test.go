@@ -36,14 +36,21 @@ import (
 // them), each on a fresh cluster, with the invariant watcher on
 // throughout. Each run reports the planner's round time (p50, p99), its
 // RSS, submit -> running for jobs that did not queue, and the avg JCT live
-// against the simulator's on the same cluster and jobs. It fails on an
+// against the simulator's on the same cluster and jobs; and, over the
+// trace, the cores each process used (the Nomad server, Consul, the
+// nodesim command, this process) and the whole machine, with the
+// simulator's counters (its nodes' blocking queries for allocations, and
+// how many of them woke a node for nothing of its own). It fails on an
 // invariant violation, a job that did not finish, or a failed round; the
 // figures are a measurement (docs/scale.md). THEMIS_SCALE_IDLE_ONLY=1
 // measures only submit -> running on the idle cluster (10 jobs one at a
 // time), which every run measures first. THEMIS_SCALE_PIN_WORKERS lists
 // the Config.PinWorkers to run each policy with (default 1: one pin at a
 // time; "1,8": each policy twice, on a fresh cluster each, sharing the
-// wall time). THEMIS_SCALE_PROFILE names a folder for a CPU profile of
+// wall time). THEMIS_SCALE_ALLOC_READS lists how the planner and the
+// watcher read allocations: changed (the default: only changed ones in
+// full, nomadread.Allocs) or full (every one, as before); "full,changed"
+// runs each policy both ways. THEMIS_SCALE_PROFILE names a folder for a CPU profile of
 // this process (the planner, the watcher, the submitter) over each run's
 // trace.
 //
@@ -73,14 +80,26 @@ func TestScalePhilly(t *testing.T) {
 		policies = strings.Split(v, ",")
 	}
 	pins := envInts(t, "THEMIS_SCALE_PIN_WORKERS", []int{1})
-	share := wall / time.Duration(len(policies)*len(pins))
+	reads := []string{"changed"}
+	if v := os.Getenv("THEMIS_SCALE_ALLOC_READS"); v != "" {
+		reads = strings.Split(v, ",")
+	}
+	share := wall / time.Duration(len(policies)*len(pins)*len(reads))
 	for _, name := range policies {
 		for _, n := range pins {
-			sub := name
-			if len(pins) > 1 || n != 1 {
-				sub = fmt.Sprintf("%s/pins=%d", name, n)
+			for _, how := range reads {
+				if how != "changed" && how != "full" {
+					t.Fatalf("THEMIS_SCALE_ALLOC_READS: %q is neither changed nor full", how)
+				}
+				sub := name
+				if len(pins) > 1 || n != 1 {
+					sub = fmt.Sprintf("%s/pins=%d", name, n)
+				}
+				if len(reads) > 1 || how != "changed" {
+					sub += "/allocs=" + how
+				}
+				t.Run(sub, func(t *testing.T) { runPhilly(t, bin, name, nodes, jobs, share, n, how == "full") })
 			}
-			t.Run(sub, func(t *testing.T) { runPhilly(t, bin, name, nodes, jobs, share, n) })
 		}
 	}
 }
@@ -142,7 +161,7 @@ type liveJob struct {
 	submitted, started, finished time.Time
 }
 
-func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Duration, pins int) {
+func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Duration, pins int, allocsInFull bool) {
 	policy, vcs := strings.CutSuffix(name, "+vcs")
 	arrivals := share / 2
 	tr, factor := phillyDay(t, jobs, arrivals, share/4)
@@ -166,9 +185,9 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 		tr.Name, len(tr.Jobs), gpus, factor, arrivals)
 
 	h := startServer(t, nodes)
-	startNodesim(t, h, bin, nodes)
+	simCmd, simStats := startNodesim(t, h, bin, nodes)
 	waitNodes(t, h, nodes, 3*time.Minute)
-	violations := watch(t, h)
+	violations := watchReading(t, h, allocsInFull)
 
 	var mu sync.Mutex
 	var rounds []time.Duration
@@ -181,7 +200,9 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := planner.New(planner.Config{Nomad: nomad.NewClient(pn, "", h.log.Named("nomad")), Store: consul.NewStore(h.consul),
+	nc := nomad.NewClient(pn, "", h.log.Named("nomad"))
+	nc.SetAllocReadsInFull(allocsInFull)
+	p := planner.New(planner.Config{Nomad: nc, Store: consul.NewStore(h.consul),
 		Stack: st, Resync: 5 * time.Second, PinWorkers: pins, MaxKillTimeout: 30 * time.Minute, RestoreGuard: 2 * time.Second, Log: h.log.Named("planner"),
 		OnRoundTime: func(took time.Duration, err error) {
 			mu.Lock()
@@ -231,6 +252,9 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 	if dir := os.Getenv("THEMIS_SCALE_PROFILE"); dir != "" {
 		stopProfile = cpuProfile(t, filepath.Join(dir, fmt.Sprintf("philly-%s-pins%d.pprof", strings.ReplaceAll(name, "+", "-"), pins)))
 	}
+	cpu := startCPU(t, map[string]int{"nomad server": h.cluster.ServerPid(), "consul": h.consulPid,
+		"nodesim": simCmd.Process.Pid, "test process (planner, watcher, submitter)": os.Getpid()})
+	simStats0 := simStats()
 	began := time.Now()
 	live := make([]liveJob, len(tr.Jobs))
 	rssPeak := 0
@@ -269,6 +293,7 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 		finished = len(stubs)
 	}
 	stopProfile()
+	cpuUse, simStats1 := cpu(), simStats()
 	// Task start and finish of each job, from its allocations.
 	var unfinished []string
 	for i := range tr.Jobs {
@@ -368,12 +393,18 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 		return xs[min(len(xs)-1, int(math.Ceil(q*float64(len(xs))))-1)]
 	}
 	la, sa := meanOf(liveJCT), meanOf(simJCT)
-	t.Logf("PHILLY %s pins=%d nodes=%d jobs=%d finished=%d: rounds %d (failed %d) p50 %s p99 %s max %s; planner RSS peak %d MiB; "+
+	tag := fmt.Sprintf("%s pins=%d", name, pins)
+	if allocsInFull {
+		tag += " allocs=full"
+	}
+	t.Logf("PHILLY %s nodes=%d jobs=%d finished=%d: rounds %d (failed %d) p50 %s p99 %s max %s; planner RSS peak %d MiB; "+
 		"submit->running idle cluster p50 %.2fs max %.2fs (10 jobs one at a time), under the trace (jobs the simulator started at once) p50 %.2fs p99 %.2fs n=%d; avg JCT live %.1fs sim %.1fs (%+.1f%%); preemptions sim %d; violations %d",
-		name, pins, nodes, len(tr.Jobs), len(liveJCT), len(lat), nfailed, ms1(dpct(lat, 0.5)), ms1(dpct(lat, 0.99)), ms1(dpct(lat, 1)), rssPeak/1024,
+		tag, nodes, len(tr.Jobs), len(liveJCT), len(lat), nfailed, ms1(dpct(lat, 0.5)), ms1(dpct(lat, 0.99)), ms1(dpct(lat, 1)), rssPeak/1024,
 		idleLat[len(idleLat)/2], idleLat[len(idleLat)-1], pct(noQueue, 0.5), pct(noQueue, 0.99), len(noQueue), la, sa, 100*(sa-la)/la, sr.Preemptions, violations())
-	t.Logf("PHILLY %s pins=%d start split (jobs the simulator started at once): submit->running mean %.2fs; %s",
-		name, pins, meanOf(noQueue), splitSummary(splitStarts(t, h, noQueueIDs, noQueueSubmitted, starts)))
+	t.Logf("PHILLY %s start split (jobs the simulator started at once): submit->running mean %.2fs; %s",
+		tag, meanOf(noQueue), splitSummary(splitStarts(t, h, noQueueIDs, noQueueSubmitted, starts)))
+	t.Logf("PHILLY %s CPU over the trace (cores on average): %s", tag, cpuUse)
+	t.Logf("PHILLY %s nodesim's counters (printed every 5 s) before the trace: %s; at its end: %s", tag, simStats0, simStats1)
 	if v := violations(); v != 0 {
 		t.Errorf("%d invariant violations", v)
 	}

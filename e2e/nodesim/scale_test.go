@@ -3,8 +3,10 @@ package nodesim_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +27,7 @@ import (
 	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/nomadread"
 )
 
 // TestScaleRounds measures the live planner's round against a real Nomad
@@ -94,7 +97,7 @@ func cpuProfile(t *testing.T, path string) func() {
 
 func measureScale(t *testing.T, bin string, nodes, queued int) {
 	h := startServer(t, nodes)
-	sim := startNodesim(t, h, bin, nodes)
+	sim, _ := startNodesim(t, h, bin, nodes)
 	waitNodes(t, h, nodes, 3*time.Minute)
 
 	nomadCalls, consulCalls := &counter{next: http.DefaultTransport}, &counter{next: http.DefaultTransport}
@@ -202,6 +205,7 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 	}
 	p.SetDecideEveryRound(true)
 	compareDecodes(ctx, t, p, store)
+	compareAllocReads(ctx, t, h)
 	// The nodes idle (no allocation changes) for 20 s: their heartbeats
 	// and blocking queries alone.
 	idle0 := procCPU(t, sim.Process.Pid)
@@ -253,10 +257,11 @@ func buildNodesim(t *testing.T) string {
 }
 
 // startNodesim runs the nodesim command with n nodes, 40 to a rack, until
-// the test ends; it returns once every node registered.
-func startNodesim(t *testing.T, h *harness, bin string, n int) *exec.Cmd {
+// the test ends; it returns once every node registered, with a function
+// that gives the counters the command printed last (every 5 s).
+func startNodesim(t *testing.T, h *harness, bin string, n int) (*exec.Cmd, func() string) {
 	t.Helper()
-	cmd := exec.Command(bin, "-server", h.cluster.NomadRPCAddr(), "-nodes", strconv.Itoa(n), "-per-rack", "40")
+	cmd := exec.Command(bin, "-server", h.cluster.NomadRPCAddr(), "-nodes", strconv.Itoa(n), "-per-rack", "40", "-report", "5s")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -274,11 +279,14 @@ func startNodesim(t *testing.T, h *harness, bin string, n int) *exec.Cmd {
 		t.Fatalf("nodesim did not start: %q", lines.Text())
 	}
 	t.Logf("nodesim: %s", lines.Text())
+	var last atomic.Value
+	last.Store("")
 	go func() {
 		for lines.Scan() {
+			last.Store(lines.Text())
 		}
 	}()
-	return cmd
+	return cmd, func() string { return last.Load().(string) }
 }
 
 // waitNodes waits until n nodes are ready.
@@ -426,4 +434,117 @@ func selfRusage(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// startCPU notes the CPU time so far of the named processes and of the
+// whole machine (/proc/stat); the function it returns says how many cores
+// each used on average since, and how busy the machine was.
+func startCPU(t *testing.T, pids map[string]int) func() string {
+	t.Helper()
+	names := slices.Sorted(maps.Keys(pids))
+	was := map[string]time.Duration{}
+	for _, n := range names {
+		was[n] = procCPU(t, pids[n])
+	}
+	busy0, all0 := machineCPU(t)
+	began := time.Now()
+	return func() string {
+		wall := time.Since(began).Seconds()
+		var b strings.Builder
+		for _, n := range names {
+			fmt.Fprintf(&b, "%s %.2f, ", n, (procCPU(t, pids[n])-was[n]).Seconds()/wall)
+		}
+		busy, all := machineCPU(t)
+		fmt.Fprintf(&b, "the machine %.2f of %d busy", float64(runtime.NumCPU())*float64(busy-busy0)/float64(max(all-all0, 1)), runtime.NumCPU())
+		return b.String()
+	}
+}
+
+// machineCPU is the machine's busy and total CPU ticks (/proc/stat's cpu
+// line; idle and iowait count as not busy).
+func machineCPU(t *testing.T) (busy, all int64) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	// user nice system idle iowait irq softirq steal (guest time is
+	// counted in user already).
+	for i, f := range strings.Fields(line)[1:min(9, len(strings.Fields(line)))] {
+		n, _ := strconv.ParseInt(f, 10, 64)
+		all += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, all
+}
+
+// compareAllocReads times, at this size, what a read of the allocations
+// costs when the table moved: Nomad's list of every allocation with its
+// task states (the planner's read before nomadread.Allocs), with its
+// resources too (the watcher's), and without either (the list every such
+// read now starts with), then 8 allocations read one by one (what 8
+// changed allocations add to it). Medians of 10, with the bytes each
+// read took (as the counter sees them).
+func compareAllocReads(ctx context.Context, t *testing.T, h *harness) {
+	t.Helper()
+	c := &counter{next: http.DefaultTransport}
+	cfg := nomadapi.DefaultConfig()
+	cfg.Address, cfg.HttpClient = h.cluster.NomadAddr(), &http.Client{Transport: c}
+	nc, err := nomadapi.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	median := func(read func() error) (time.Duration, int64) {
+		var took []time.Duration
+		c.reset()
+		for range 10 {
+			start := time.Now()
+			if err := read(); err != nil {
+				t.Fatal(err)
+			}
+			took = append(took, time.Since(start))
+		}
+		_, bytes := c.take()
+		slices.Sort(took)
+		return took[len(took)/2], bytes / 10
+	}
+	list := func(params map[string]string) func() error {
+		return func() error {
+			_, _, err := nc.Allocations().List((&nomadapi.QueryOptions{Namespace: "*", Params: params}).WithContext(ctx))
+			return err
+		}
+	}
+	stubs, _, err := nc.Allocations().List((&nomadapi.QueryOptions{Namespace: "*", Params: map[string]string{"task_states": "false"}}).WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, r := range []struct {
+		what string
+		read func() error
+	}{
+		{"list with task states (the planner's, before)", list(nil)},
+		{"list with task states and resources (the watcher's, before)", list(map[string]string{"resources": "true"})},
+		{"list without either (every read's first call now)", list(map[string]string{"task_states": "false"})},
+		{"8 read one by one, 8 at once", func() error {
+			var wg sync.WaitGroup
+			errs := make([]error, min(8, len(stubs)))
+			for i := range errs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, errs[i] = nomadread.Alloc(ctx, nc, stubs[i].Namespace, stubs[i].ID, true)
+				}()
+			}
+			wg.Wait()
+			return errors.Join(errs...)
+		}},
+	} {
+		took, bytes := median(r.read)
+		lines = append(lines, fmt.Sprintf("%s %s %s", r.what, ms1(took), mib(bytes)))
+	}
+	t.Logf("SCALE allocation reads, %d allocations: %s", len(stubs), strings.Join(lines, "; "))
 }
