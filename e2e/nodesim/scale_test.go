@@ -469,9 +469,10 @@ func machineCPU(t *testing.T) (busy, all int64) {
 		t.Fatal(err)
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
 	// user nice system idle iowait irq softirq steal (guest time is
 	// counted in user already).
-	for i, f := range strings.Fields(line)[1:min(9, len(strings.Fields(line)))] {
+	for i, f := range fields[1:min(9, len(fields))] {
 		n, _ := strconv.ParseInt(f, 10, 64)
 		all += n
 		if i != 3 && i != 4 { // idle, iowait
