@@ -56,6 +56,12 @@ touch "$THEMIS_CHECKPOINT_DIR/step-1/COMPLETE"; echo "$THEMIS_RESUME_FROM" > "$T
 	uid := func(task *drivers.TaskConfig) string {
 		return waitFile(t, filepath.Join(e.ckptDirOf(task), "uid"), 10*time.Second)
 	}
+	// The script writes "resumed" last: a task destroyed before then
+	// would leave no checkpoint for the next allocation to read (CI's
+	// 2-core machine killed a1 after it wrote only uid and step-1).
+	for _, task := range []*drivers.TaskConfig{a1, a2, b} {
+		waitFile(t, filepath.Join(e.ckptDirOf(task), "resumed"), 10*time.Second)
+	}
 	must.Eq(t, uid(a1), uid(a2))
 	must.NotEq(t, uid(a1), uid(b))
 	must.SliceContainsAll(t, []string{uid(a1), uid(b)}, claimed(t, e))
