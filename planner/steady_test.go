@@ -59,8 +59,9 @@ func TestSkipEquivalence(t *testing.T) {
 		// the jobs' service passes, with a second queue to rank in.
 		"tiresias-gittins":       {opts: stack.Options{Knobs: tiresias}, skips: true},
 		"tiresias-gittins+prior": {opts: stack.Options{Knobs: gittinsPrior(t)}, skips: true},
-		// Themis: only while nothing waits, until a lease ends; rand
-		// while no trial-and-error job waits (it may draw a victim).
+		// Themis: until a lease ends, and with jobs waiting only while
+		// no GPU is offered, until a lease could end early. rand: while
+		// trial-and-error jobs wait too (a round that draws acts).
 		"themis": {opts: stack.Options{Knobs: mustKnobs(t, "themis.lease=30s")}, skips: true},
 		"rand":   {skips: true},
 	}
@@ -73,20 +74,26 @@ func TestSkipEquivalence(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			policy, _, _ := strings.Cut(name, "+")
 			build := func() *stack.Stack { return mustStack(t, policy, c.opts) }
-			var skipped, rounds, quietRevokes int64
+			var n skipCounts
 			for trial := range trials {
-				s, r, q := skipTrial(t, build, int64(trial))
-				skipped, rounds, quietRevokes = skipped+s, rounds+r, quietRevokes+q
+				n.add(skipTrial(t, build, int64(trial)))
 			}
-			t.Logf("%d of %d rounds skipped; %d leases taken back in rounds where only the clock moved", skipped, rounds, quietRevokes)
+			t.Logf("%d of %d rounds skipped (%d while a job waited, %d while a trial-and-error job did); %d leases taken back in rounds where only the clock moved",
+				n.skipped, n.rounds, n.skippedWaiting, n.skippedTEWaiting, n.quietRevokes)
 			switch {
-			case c.skips && skipped == 0:
-				t.Errorf("no round of %d was skipped", rounds)
-			case !c.skips && skipped > 0:
-				t.Errorf("%d rounds skipped under a policy that cannot say how long its decision stands", skipped)
+			case c.skips && n.skipped == 0:
+				t.Errorf("no round of %d was skipped", n.rounds)
+			case !c.skips && n.skipped > 0:
+				t.Errorf("%d rounds skipped under a policy that cannot say how long its decision stands", n.skipped)
 			}
-			if (policy == "las" || name == "tiresias-las" || name == "tiresias-gittins+prior") && quietRevokes == 0 {
+			if (policy == "las" || name == "tiresias-las" || name == "tiresias-gittins+prior") && n.quietRevokes == 0 {
 				t.Errorf("no lease was taken back by time alone: the time-driven path is not exercised")
+			}
+			if policy == "themis" && n.skippedWaiting == 0 {
+				t.Errorf("no round was skipped while a job waited: Themis's early-end horizon is not exercised")
+			}
+			if (policy == "rand" || policy == "fitgpp") && n.skippedTEWaiting == 0 {
+				t.Errorf("no round was skipped while a trial-and-error job waited: the rounds that may make room are not exercised")
 			}
 		})
 	}
@@ -106,11 +113,25 @@ func gittinsPrior(t *testing.T) core.Knobs {
 	return mustKnobs(t, "tiresias.queues=60s,900s", "tiresias.promote_knob=4", "tiresias.gittins_dist="+path)
 }
 
+// skipCounts is what skipTrial counts: how many rounds the skipping twin
+// skipped, of how many, and of those how many while a job waited, and
+// while a trial-and-error job waited (rand's and FitGpp's rounds that may
+// make room); quietRevokes is
+// how many leases the twin deciding every round began taking back in a
+// round where only the clock had moved.
+type skipCounts struct{ skipped, rounds, skippedWaiting, skippedTEWaiting, quietRevokes int64 }
+
+func (n *skipCounts) add(o skipCounts) {
+	n.skipped += o.skipped
+	n.rounds += o.rounds
+	n.skippedWaiting += o.skippedWaiting
+	n.skippedTEWaiting += o.skippedTEWaiting
+	n.quietRevokes += o.quietRevokes
+}
+
 // skipTrial runs one random sequence on a twin that decides every round
-// and one that skips: skipped is how many rounds the second skipped,
-// quietRevokes how many leases the first began taking back in a round
-// where only the clock had moved.
-func skipTrial(t *testing.T, build func() *stack.Stack, seed int64) (skipped, rounds, quietRevokes int64) {
+// and one that skips, and counts what skipCounts says.
+func skipTrial(t *testing.T, build func() *stack.Stack, seed int64) (n skipCounts) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewSource(seed))
 	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
@@ -121,6 +142,7 @@ func skipTrial(t *testing.T, build func() *stack.Stack, seed int64) (skipped, ro
 	st := every.p.stack()
 	var log []string
 	jobs := 0
+	te := map[core.JobKey]bool{}
 	for round := range 40 {
 		quiet := false
 		switch r := rng.Intn(10); {
@@ -129,6 +151,7 @@ func skipTrial(t *testing.T, build func() *stack.Stack, seed int64) (skipped, ro
 			jobs++
 			_, line := submitRandom(rng, st, id, every, skip)
 			log = append(log, line)
+			te[core.JobKey{Namespace: "default", ID: id}] = strings.Contains(line, " class=te ")
 		case r == 2:
 			if line := loseRandom(rng, every, skip); line != "" {
 				log = append(log, line)
@@ -153,22 +176,40 @@ func skipTrial(t *testing.T, build func() *stack.Stack, seed int64) (skipped, ro
 			}
 			if w == skip && w.p.Skipped() > before {
 				log = append(log, "(skipped)")
+				if waiting(w, nil) {
+					n.skippedWaiting++
+				}
+				if waiting(w, te) {
+					n.skippedTEWaiting++
+				}
 			}
 			plannertest.CheckNoTaskWithoutLease(t, w.Nomad, w.Store, fmt.Sprintf("seed %d round %d", seed, round))
 			w.clock = w.clock.Add(step)
 			w.Nomad.Settle()
 		}
 		log = append(log, fmt.Sprintf("+%s", step))
-		if n := countRevoking(every.Store); quiet && n > revoking {
-			quietRevokes += int64(n - revoking)
+		if c := countRevoking(every.Store); quiet && c > revoking {
+			n.quietRevokes += int64(c - revoking)
 		}
-		rounds++
+		n.rounds++
 		if a, b := every.state(), skip.state(); a != b {
 			t.Fatalf("seed %d round %d: the skipping planner's cluster differs from the one deciding every round\nevents: %s\ndeciding every round:\n%s\nskipping:\n%s",
 				seed, round, strings.Join(log, "; "), a, b)
 		}
 	}
-	return skip.p.Skipped(), rounds, quietRevokes
+	n.skipped = skip.p.Skipped()
+	return n
+}
+
+// waiting reports whether a job is queued in w (its status as the last
+// round that ran wrote it), one of only when given.
+func waiting(w *twin, only map[core.JobKey]bool) bool {
+	for k, st := range w.Store.JobStatuses {
+		if (only == nil || only[k]) && st.State == "queued" {
+			return true
+		}
+	}
+	return false
 }
 
 // reportRandom writes a progress report for a random running job in every

@@ -1,6 +1,7 @@
 package arbiter
 
 import (
+	"math"
 	"time"
 
 	"github.com/themis-nomad/themis/planner/auction"
@@ -68,20 +69,28 @@ func (p *Policy) Allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, 
 
 // allocate is one round, as Allocate describes it.
 func (p *Policy) allocate(now time.Time, jobs []*core.Job, free *core.FreeGPUs, held []core.Grant) ([]core.Grant, []core.JobKey) {
+	p.waiting = waitingSteady{}
 	r := p.observe(now, jobs, free, held)
 	if r.queued == 0 && len(r.expiredJobs) == 0 {
 		return nil, nil // nothing waits and no lease is over
 	}
 	p.openOffer(r)
 	if r.offer.GPUs() == 0 && !p.EarlyEnd {
-		return nil, nil // nothing to offer, and no lease may end early
+		// Nothing to offer, and no lease may end early: until a lease
+		// ends or something changes, so it stays (SteadyUntil).
+		p.waiting = waitingSteady{at: now, calm: math.Inf(1)}
+		return nil, nil
 	}
 	p.modelApps(r)
+	calm := math.Inf(1)
 	if p.EarlyEnd {
-		p.endEarly(r)
+		calm = p.endEarly(r)
 	}
 	if r.offer.GPUs() == 0 {
-		return nil, nil // nothing to offer
+		// Nothing to offer: no lease ended early, nor can one for calm
+		// seconds with only the clock moving (SteadyUntil).
+		p.waiting = waitingSteady{at: now, calm: calm}
+		return nil, nil
 	}
 	if !p.reserve(r) {
 		return nil, r.ended // no round: GPUs gathered for a reservation

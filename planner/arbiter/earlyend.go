@@ -50,11 +50,13 @@ import (
 
 // endEarly is Allocate's early-end step (themis.early_end): the
 // leases earlyEndFor ends join the offer as expired ones, and their apps'
-// models and every fair share are made anew.
-func (p *Policy) endEarly(r *round) {
-	rv := p.earlyEndFor(r.now, r.jobs, r.apps, r.env, r.offer, r.grantOf, r.isExpired, r.free)
+// models and every fair share are made anew. When it ends none, calm is
+// how many seconds at least pass, with only the clock moving, before it
+// could (earlyEndFor); 0 when it ends some.
+func (p *Policy) endEarly(r *round) (calm float64) {
+	rv, calm := p.earlyEndFor(r.now, r.jobs, r.apps, r.env, r.offer, r.grantOf, r.isExpired, r.free)
 	if len(rv) == 0 {
-		return
+		return calm
 	}
 	again := map[string]bool{}
 	for _, j := range rv {
@@ -73,13 +75,17 @@ func (p *Policy) endEarly(r *round) {
 	if p.filtering(r) {
 		p.filterBy(r) // the rebuilt apps' filter ρ, on the new fair shares
 	}
+	return 0
 }
 
 // leftBehind is the newcomer (not in ran) that has a queued gang (need
 // GPUs) the offer cannot hold and, waiting for releases, would reach ρ >
 // target (themis.early_end_rho) after more than the bound; the worst such by
-// ρ. "" when none.
-func leftBehind(apps []auction.App, ran map[string]bool, env auction.Env, offered int, rel map[string][]release, bound, target float64) (id string, need int, rho float64) {
+// ρ. "" when none. calm is how many seconds at least must pass, with
+// nothing but the clock moving, before a newcomer not left behind now can
+// be (calmFor); +Inf when none can.
+func leftBehind(apps []auction.App, ran map[string]bool, env auction.Env, offered int, rel map[string][]release, bound, target float64, active int) (id string, need int, rho, calm float64) {
+	calm = math.Inf(1)
 	var soon []release
 	for _, rs := range rel {
 		soon = append(soon, rs...)
@@ -116,11 +122,43 @@ func leftBehind(apps []auction.App, ran map[string]bool, env auction.Env, offere
 		if math.IsInf(w, 1) {
 			w = env.Lease
 		}
-		if r := a.CurrentRhoAfter(env, w); r > target && (r > rho || r == rho && a.ID < id) {
-			id, need, rho = a.ID, g, r
+		r := a.CurrentRhoAfter(env, w)
+		switch {
+		case r > target:
+			if r > rho || r == rho && a.ID < id {
+				id, need, rho = a.ID, g, r
+			}
+		default:
+			calm = min(calm, calmFor(a, env, r, target, active))
 		}
 	}
-	return id, need, rho
+	return id, need, rho, calm
+}
+
+// calmFor is how many seconds at least pass before newcomer a, at ρ r <=
+// target now after its wait for releases, can reach ρ > target, with
+// nothing but the clock moving (active apps, as now): ρ is (T_sh + wait) /
+// T_id. T_sh is its elapsed time, which grows with the clock, and its
+// queued work on its fair share, which the clock does not change (the
+// share counts demands). The wait is for the running jobs' releases, each
+// at its lease end or when it finishes, which near with the clock: it
+// only shortens (a job that reports no progress releases at once, for
+// this wait). So the numerator grows by at most the time that passes. T_id
+// is its work over its demand times N_avg, and N_avg moves from where it
+// is towards the apps active now, so T_id is never below its value with
+// N_avg the lesser of the two. 0 when that cannot be said (no fair share
+// set, a ρ that is not a number).
+func calmFor(a *auction.App, env auction.Env, r, target float64, active int) float64 {
+	if !(a.FairShare > 0) {
+		return 0
+	}
+	tid := a.IdealTime(env.ClusterGPUs)
+	least := tid / max(1, a.NAvg) * max(1, min(a.NAvg, float64(active)))
+	c := target*least - r*tid
+	if !(c > 0) || math.IsInf(c, 1) {
+		return 0
+	}
+	return c
 }
 
 // endable is a running job whose lease may end early, with its app's ρ
@@ -263,17 +301,20 @@ func chooseEnded(need int, offer auction.Offer, cands []endable) []*core.Job {
 
 // earlyEndFor ends leases early for the app left behind (see above), if any:
 // the jobs it cuts, whose leases it marks over. The caller adds them to
-// the round's offer.
+// the round's offer. When it ends none, calm is how many seconds at least
+// pass before it could with only the clock moving: leftBehind's while no
+// app is left behind; 0 when one is but no lease can end for it (which
+// jobs may be cut moves with the clock).
 func (p *Policy) earlyEndFor(now time.Time, jobs []*core.Job, apps []auction.App, env auction.Env, offer auction.Offer,
-	grantOf map[core.JobKey]core.Grant, isExpired map[core.JobKey]bool, free *core.FreeGPUs) []*core.Job {
+	grantOf map[core.JobKey]core.Grant, isExpired map[core.JobKey]bool, free *core.FreeGPUs) (ended []*core.Job, calm float64) {
 	rel := releases(now, jobs, grantOf, p.leases, isExpired, free)
-	id, need, rho := leftBehind(apps, p.ran, env, offer.GPUs(), rel, p.Lease*MinLeaseFraction, p.EarlyEndRho)
+	id, need, rho, calm := leftBehind(apps, p.ran, env, offer.GPUs(), rel, p.Lease*MinLeaseFraction, p.EarlyEndRho, p.cont.State().N)
 	if id == "" {
-		return nil
+		return nil, calm
 	}
 	out := chooseEnded(need, offer, p.endable(jobs, apps, env, grantOf, isExpired, free, rho))
 	for _, j := range out {
 		p.leases[j.Key] = now // over now: it bids again in this round
 	}
-	return out
+	return out, 0
 }

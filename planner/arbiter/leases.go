@@ -1,6 +1,7 @@
 package arbiter
 
 import (
+	"math"
 	"time"
 
 	"github.com/themis-nomad/themis/planner/core"
@@ -28,36 +29,67 @@ func (p *Policy) NextChange(now time.Time, jobs []*core.Job) time.Time {
 	return next
 }
 
-// SteadyUntil implements core.Steady. With a job waiting, any round may
-// end a lease early or hold GPUs for a reservation, and with a lease over
-// it auctions: Themis is steady then only now. With nothing waiting a
-// round only observes (the apps active stay as many, so the contention's
-// clock takes nothing new: auction.Contention.Set) until the first
-// running job's lease ends, a millisecond early as expired counts it. A
-// decision left to carry out after an import is now too.
+// SteadyUntil implements core.Steady: until the first running job's lease
+// ends (a millisecond early, as expired counts it), or never with nothing
+// running. With nothing waiting a round only observes until then (the
+// apps active stay as many, so the contention's clock takes nothing new:
+// auction.Contention.Set). With a job waiting, only when the allocation of
+// this round (at now) acted on nothing because it had nothing to offer:
+// no GPU free, no lease over, and no lease ended early; then the
+// early-end rule can first end one calm seconds on (earlyEndFor), so the
+// decision stands until then too. Any other round with a job waiting
+// offered GPUs (an auction, whose random stream moves, or a reservation)
+// and stands only now, as does a decision left to carry out after an
+// import.
 func (p *Policy) SteadyUntil(now time.Time, jobs []*core.Job) time.Time {
 	if p.resume {
 		return now
 	}
 	var next time.Time
+	earliest := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	waiting := false
 	for _, j := range jobs {
 		switch j.Phase {
 		case core.Queued:
-			return now
+			waiting = true
 		case core.Granted:
 			e, ok := p.leases[j.Key]
 			if !ok || expired(e, now) {
 				return now
 			}
-			if next.IsZero() || e.Before(next) {
-				next = e
-			}
+			earliest(e.Add(-time.Millisecond))
 		}
 	}
-	if next.IsZero() {
-		return next // nothing runs or waits: never with the clock alone
+	if waiting {
+		w := p.waiting
+		if !w.at.Equal(now) {
+			return now // this round's allocation offered GPUs, or did not run
+		}
+		if !math.IsInf(w.calm, 1) {
+			calm := time.Duration(min(w.calm, maxCalm.Seconds()) * float64(time.Second))
+			if calm <= time.Millisecond {
+				return now
+			}
+			earliest(now.Add(calm - time.Millisecond))
+		}
 	}
-	return next.Add(-time.Millisecond)
+	return next // zero: nothing runs, or nothing can change with the clock alone
+}
+
+// maxCalm caps how long an early-end horizon is taken to be (a far one
+// is as good: the planner runs a full round every few minutes anyway).
+const maxCalm = 24 * time.Hour
+
+// waitingSteady is what an allocation that left jobs waiting and acted on
+// nothing, at at, says: no lease can end early for calm seconds (+Inf:
+// none can) with only the clock moving. The zero value says nothing.
+type waitingSteady struct {
+	at   time.Time
+	calm float64
 }
 
 // expired reports whether a lease ending at e is over at now (a

@@ -75,6 +75,9 @@ type Policy struct {
 	lastGrants []core.Grant
 	lastStops  []core.JobKey
 	resume     bool
+	// waiting is what the last allocation that left jobs waiting and
+	// acted on nothing says of how long that stands (leases.go).
+	waiting waitingSteady
 }
 
 // New returns a policy with f, lease (seconds) and the liars.

@@ -180,25 +180,23 @@ func (*RandomPreempt) Consolidate(*core.Job) bool       { return true }
 func (*RandomPreempt) MakesRoom(j *core.Job) bool       { return j.Class == core.ClassTrialAndError }
 
 // Capabilities implements Policy: rand makes room, drawing its victims,
-// and its decision stands while no job waits that could draw one (Steady).
+// and its decision stands until something changes (Steady).
 func (r *RandomPreempt) Capabilities() core.Capabilities {
 	return core.Capabilities{Policy: r, RoomMaker: r, Seeder: r, Steady: r}
 }
 
-// SteadyUntil implements core.Steady: only now while a job waits that
-// rand makes room for (a trial-and-error job): such a round may draw a
-// victim, and each draw moves the random stream, so a skipped round would
-// leave the next draws different. With none waiting it draws nothing, and
-// its queue's order (class, preempted, arrival) does not move with time:
-// never, as LRTP's.
-func (r *RandomPreempt) SteadyUntil(now time.Time, jobs []*core.Job) time.Time {
-	for _, j := range jobs {
-		if j.Phase == core.Queued && r.MakesRoom(j) {
-			return now
-		}
-	}
-	return time.Time{}
-}
+// SteadyUntil implements core.Steady: never by time alone, as LRTP's,
+// even while a trial-and-error job waits. Its queue's order (class,
+// preempted, arrival) does not move with time, and whether a round draws
+// does not depend on the random stream: Victim draws only when a
+// best-effort job runs, and a job it draws is preempted in that round
+// (room.go), which writes the lease's revocation and so moves the
+// planner's change mark: the round after a round that drew always runs.
+// A round that drew nothing, decided again on the same inputs, draws
+// nothing again, and leaves the stream where it was; skipping it leaves
+// every later draw the same (TestSkipEquivalence checks both with
+// trial-and-error jobs waiting).
+func (r *RandomPreempt) SteadyUntil(time.Time, []*core.Job) time.Time { return time.Time{} }
 
 // Victim implements Preemptor.
 func (r *RandomPreempt) Victim(_ *core.Job, running []*core.Job, _ *core.Room) *core.Job {
