@@ -19,12 +19,16 @@ func (s *Store) PolicyState(ctx context.Context, name string) ([]byte, error) {
 	if p == nil {
 		return nil, nil
 	}
-	return p.Value, nil
+	b, err := unpack(p.Value)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", lease.PolicyKey(name), err)
+	}
+	return b, nil
 }
 
-// PutPolicyState records a policy's state.
+// PutPolicyState records a policy's state (gzip'd when large: packed.go).
 func (s *Store) PutPolicyState(ctx context.Context, name string, state []byte) error {
-	return s.put(ctx, lease.PolicyKey(name), state)
+	return s.putPacked(ctx, lease.PolicyKey(name), state)
 }
 
 // SetLeaseEnd writes a new end time into a job's lease key (a lease the
@@ -54,9 +58,10 @@ func (s *Store) SetLeaseEnd(ctx context.Context, l lease.JobLease) error {
 	return s.txn(ctx, "renew", l, api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: v, Index: p.ModifyIndex}}})
 }
 
-// PutAuction records the last auction round's result.
+// PutAuction records the last auction round's result (gzip'd when
+// large: packed.go).
 func (s *Store) PutAuction(ctx context.Context, report []byte) error {
-	return s.put(ctx, lease.AuctionKey, report)
+	return s.putPacked(ctx, lease.AuctionKey, report)
 }
 
 // Auction reads the last auction round's result; nil when none ran.
@@ -65,5 +70,5 @@ func (s *Store) Auction(ctx context.Context) ([]byte, error) {
 	if err != nil || p == nil {
 		return nil, err
 	}
-	return p.Value, nil
+	return unpack(p.Value)
 }
