@@ -45,7 +45,8 @@ import (
 // not a timed test: it fails only when the run itself fails. Set
 // THEMIS_SCALE_PROFILE to a folder to get a CPU profile of the rounds, and
 // THEMIS_SCALE_POLICY to run another policy than fifo, with the knobs of
-// THEMIS_SCALE_KNOBS (space-separated key=value).
+// THEMIS_SCALE_KNOBS (space-separated key=value), and THEMIS_SCALE_CLASS
+// to give every job that class (be, the default, or te).
 //
 //	THEMIS_E2E_SLOW=1 go test ./e2e/nodesim -run TestScaleRounds -v -timeout 60m
 func TestScaleRounds(t *testing.T) {
@@ -216,7 +217,7 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 }
 
 // registerJobs registers n themis jobs (prefix-00000, ...) of gpus(i) GPUs
-// that run an hour, 8 at a time.
+// that run an hour, 8 at a time, of class THEMIS_SCALE_CLASS (default be).
 func registerJobs(t *testing.T, nc *nomadapi.Client, prefix string, n int, gpus func(int) int) {
 	t.Helper()
 	var next atomic.Int64
@@ -232,7 +233,11 @@ func registerJobs(t *testing.T, nc *nomadapi.Client, prefix string, n int, gpus 
 					return
 				}
 				id := fmt.Sprintf("%s-%05d", prefix, i)
-				if _, _, err := nc.Jobs().Register(Job(id, gpus(i), "1h"), nil); err != nil {
+				job := Job(id, gpus(i), "1h")
+				if c := os.Getenv("THEMIS_SCALE_CLASS"); c != "" {
+					job.TaskGroups[0].Tasks[0].Config["themis"].([]map[string]any)[0]["class"] = c
+				}
+				if _, _, err := nc.Jobs().Register(job, nil); err != nil {
 					errs <- fmt.Errorf("register %s: %w", id, err)
 					return
 				}
