@@ -177,6 +177,8 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 		wall := time.Since(measured)
 		nreq, nbytes := nomadCalls.take()
 		creq, cbytes := consulCalls.take()
+		nw, nl := nomadCalls.waits()
+		cw, cl := consulCalls.waits()
 		decodes := (store.Decodes() - decodes0) / rounds
 		simCPU, selfCPU := procCPU(t, sim.Process.Pid)-simCPU0, procCPU(t, os.Getpid())-selfCPU0
 		var snap []time.Duration
@@ -203,6 +205,8 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 			// The round before the 20 made the steady state they skip on.
 			t.Logf("SCALE %s: %d of %d rounds skipped; p99 of the 20 is their max", how, skipped, rounds+1)
 		}
+		t.Logf("SCALE %s: waiting for answers, a round: Nomad %s summed over its requests (longest of all %s), Consul %s (longest %s)",
+			how, ms1(nw/rounds), ms1(nl), ms1(cw/rounds), ms1(cl))
 	}
 	p.SetDecideEveryRound(true)
 	compareDecodes(ctx, t, p, store)
@@ -303,25 +307,43 @@ func waitNodes(t *testing.T, h *harness, n int, timeout time.Duration) {
 	})
 }
 
-// counter counts an HTTP client's requests and the bytes of their
-// responses.
+// counter counts an HTTP client's requests, the bytes of their
+// responses, and how long each waited for its answer's headers (summed,
+// and the longest).
 type counter struct {
-	next        http.RoundTripper
-	reqs, bytes atomic.Int64
+	next            http.RoundTripper
+	reqs, bytes     atomic.Int64
+	waited, longest atomic.Int64 // nanoseconds
 }
 
 func (c *counter) RoundTrip(r *http.Request) (*http.Response, error) {
+	began := time.Now()
 	resp, err := c.next.RoundTrip(r)
 	if err != nil {
 		return resp, err
+	}
+	w := int64(time.Since(began))
+	c.waited.Add(w)
+	for l := c.longest.Load(); w > l && !c.longest.CompareAndSwap(l, w); l = c.longest.Load() {
 	}
 	c.reqs.Add(1)
 	resp.Body = &countingBody{ReadCloser: resp.Body, n: &c.bytes}
 	return resp, nil
 }
 
-func (c *counter) reset()                    { c.reqs.Store(0); c.bytes.Store(0) }
+func (c *counter) reset() {
+	c.reqs.Store(0)
+	c.bytes.Store(0)
+	c.waited.Store(0)
+	c.longest.Store(0)
+}
 func (c *counter) take() (reqs, bytes int64) { return c.reqs.Load(), c.bytes.Load() }
+
+// waits is the requests' waits for their answers since the reset: summed
+// and the longest.
+func (c *counter) waits() (sum, longest time.Duration) {
+	return time.Duration(c.waited.Load()), time.Duration(c.longest.Load())
+}
 
 type countingBody struct {
 	io.ReadCloser
