@@ -38,6 +38,8 @@ type Client struct {
 	// by ID with the stub's ModifyIndex they were parsed at.
 	lists  lists
 	parsed map[string]parsedNode
+	// marks follow the tables' indexes for ChangeMark (marks.go).
+	marks marks
 }
 
 // SetForeignCheckpoints says where tasks of other drivers keep their
@@ -60,6 +62,9 @@ type cachedJob struct {
 func NewClient(c *api.Client, pendingPool string, log hclog.Logger) *Client {
 	if pendingPool == "" {
 		pendingPool = DefaultPendingPool
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
 	}
 	return &Client{api: c, log: log, pendingPool: pendingPool, jobs: map[core.JobKey]cachedJob{}, foreign: DefaultForeignCheckpoints()}
 }
@@ -434,6 +439,7 @@ func copyJob(job *api.Job) (*api.Job, error) {
 }
 
 func (c *Client) register(ctx context.Context, job *api.Job, j *Job) error {
+	defer c.wrote() // counted whatever the answer: a round too many at worst
 	_, _, err := c.api.Jobs().RegisterOpts(job, &api.RegisterOptions{EnforceIndex: true, ModifyIndex: j.ModifyIndex()},
 		(&api.WriteOptions{Namespace: j.Key.Namespace}).WithContext(ctx))
 	if err != nil {

@@ -3,10 +3,8 @@ package nomad
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/nomad/api"
@@ -242,36 +240,4 @@ func (c *Client) listAllocs(ctx context.Context, full bool) (map[string]*api.All
 	}
 	l.allocs, l.allocsIdx = stubs, index
 	return l.allocs, nil
-}
-
-// ChangeMark is the node, job and allocation tables' indexes, each asked
-// for as Snapshot asks (a list of one row): every write to those
-// tables raises its index, so an equal mark means nothing Snapshot reads
-// changed (planner.ChangeMarker).
-func (c *Client) ChangeMark(ctx context.Context) (string, error) {
-	// The three at once (each index on its own says whether its table
-	// changed, so their order does not matter).
-	probes := [3]func() (uint64, error){
-		func() (uint64, error) { return tableIndex(c.api.Nodes().List, *nodesQuery(ctx)) },
-		func() (uint64, error) { return tableIndex(c.api.Jobs().List, *everyNamespace(ctx)) },
-		func() (uint64, error) { return tableIndex(c.api.Allocations().List, *everyNamespace(ctx)) },
-	}
-	tables := [3]string{"nodes", "jobs", "allocations"}
-	var idx [3]uint64
-	var errs [3]error
-	var wg sync.WaitGroup
-	for i, probe := range probes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if idx[i], errs[i] = probe(); errs[i] != nil {
-				errs[i] = fmt.Errorf("read Nomad's %s index: %w", tables[i], errs[i])
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("nodes=%d jobs=%d allocs=%d", idx[0], idx[1], idx[2]), nil
 }
