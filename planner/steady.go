@@ -17,7 +17,9 @@ import (
 // with only the clock moving: the policy's own word (core.Steady), and the
 // planner's deadlines (a gang's place timeout, a resumed job's restore
 // guard, a progress record stamped ahead of the clock). The next round
-// reads the marks again, four small requests; when none moved, the stack
+// reads the marks again (one request to Consul; Nomad's indexes as the
+// adapter's blocking queries last saw them, planner/nomad/marks.go, or
+// three one-row lists for a table not watched); when none moved, the stack
 // is the same and that time has not come, it ends there: everything it
 // would read is what the last round read, and deciding again on the same
 // inputs before then decides the same, so the last round's writes (none

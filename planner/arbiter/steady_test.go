@@ -1,6 +1,7 @@
 package arbiter
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -221,15 +222,7 @@ func randomScene(rng *rand.Rand) *scene {
 		from := sc.t0 - 3*lease*rng.Float64()
 		arrivals = append(arrivals, arrival{t: from, diff: crowd}, arrival{t: sc.t0 - (sc.t0-from)*rng.Float64()*rng.Float64(), diff: -crowd})
 	}
-	slices.SortFunc(arrivals, func(a, b arrival) int {
-		switch {
-		case a.t < b.t:
-			return -1
-		case a.t > b.t:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(arrivals, func(a, b arrival) int { return cmp.Compare(a.t, b.t) })
 	n := 0
 	for _, a := range arrivals {
 		if a.app == "" {
