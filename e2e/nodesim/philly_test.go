@@ -50,7 +50,10 @@ import (
 // wall time). THEMIS_SCALE_ALLOC_READS lists how the planner and the
 // watcher read allocations: changed (the default: only changed ones in
 // full, nomadread.Allocs) or full (every one, as before); "full,changed"
-// runs each policy both ways. THEMIS_SCALE_PROFILE names a folder for a CPU profile of
+// runs each policy both ways. THEMIS_SCALE_MARKS lists how the planner
+// reads Nomad's change mark: watch (the default: blocking queries follow
+// the indexes, planner/nomad/marks.go) or probe (three one-row lists each
+// round, as before). THEMIS_SCALE_PROFILE names a folder for a CPU profile of
 // this process (the planner, the watcher, the submitter) over each run's
 // trace.
 //
@@ -84,21 +87,33 @@ func TestScalePhilly(t *testing.T) {
 	if v := os.Getenv("THEMIS_SCALE_ALLOC_READS"); v != "" {
 		reads = strings.Split(v, ",")
 	}
-	share := wall / time.Duration(len(policies)*len(pins)*len(reads))
+	marks := []string{"watch"}
+	if v := os.Getenv("THEMIS_SCALE_MARKS"); v != "" {
+		marks = strings.Split(v, ",")
+	}
+	share := wall / time.Duration(len(policies)*len(pins)*len(reads)*len(marks))
 	for _, name := range policies {
 		for _, n := range pins {
 			for _, how := range reads {
 				if how != "changed" && how != "full" {
 					t.Fatalf("THEMIS_SCALE_ALLOC_READS: %q is neither changed nor full", how)
 				}
-				sub := name
-				if len(pins) > 1 || n != 1 {
-					sub = fmt.Sprintf("%s/pins=%d", name, n)
+				for _, mark := range marks {
+					if mark != "watch" && mark != "probe" {
+						t.Fatalf("THEMIS_SCALE_MARKS: %q is neither watch nor probe", mark)
+					}
+					sub := name
+					if len(pins) > 1 || n != 1 {
+						sub = fmt.Sprintf("%s/pins=%d", name, n)
+					}
+					if len(reads) > 1 || how != "changed" {
+						sub += "/allocs=" + how
+					}
+					if len(marks) > 1 || mark != "watch" {
+						sub += "/marks=" + mark
+					}
+					t.Run(sub, func(t *testing.T) { runPhilly(t, bin, name, nodes, jobs, share, n, how == "full", mark == "probe") })
 				}
-				if len(reads) > 1 || how != "changed" {
-					sub += "/allocs=" + how
-				}
-				t.Run(sub, func(t *testing.T) { runPhilly(t, bin, name, nodes, jobs, share, n, how == "full") })
 			}
 		}
 	}
@@ -161,7 +176,7 @@ type liveJob struct {
 	submitted, started, finished time.Time
 }
 
-func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Duration, pins int, allocsInFull bool) {
+func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Duration, pins int, allocsInFull, markProbes bool) {
 	policy, vcs := strings.CutSuffix(name, "+vcs")
 	arrivals := share / 2
 	tr, factor := phillyDay(t, jobs, arrivals, share/4)
@@ -202,6 +217,7 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 	}
 	nc := nomad.NewClient(pn, "", h.log.Named("nomad"))
 	nc.SetAllocReadsInFull(allocsInFull)
+	nc.SetMarkWatches(!markProbes)
 	p := planner.New(planner.Config{Nomad: nc, Store: consul.NewStore(h.consul),
 		Stack: st, Resync: 5 * time.Second, PinWorkers: pins, MaxKillTimeout: 30 * time.Minute, RestoreGuard: 2 * time.Second, Log: h.log.Named("planner"),
 		OnRoundTime: func(took time.Duration, err error) {
@@ -396,6 +412,9 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 	tag := fmt.Sprintf("%s pins=%d", name, pins)
 	if allocsInFull {
 		tag += " allocs=full"
+	}
+	if markProbes {
+		tag += " marks=probe"
 	}
 	t.Logf("PHILLY %s nodes=%d jobs=%d finished=%d: rounds %d (failed %d) p50 %s p99 %s max %s; planner RSS peak %d MiB; "+
 		"submit->running idle cluster p50 %.2fs max %.2fs (10 jobs one at a time), under the trace (jobs the simulator started at once) p50 %.2fs p99 %.2fs n=%d; avg JCT live %.1fs sim %.1fs (%+.1f%%); preemptions sim %d; violations %d",

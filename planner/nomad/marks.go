@@ -45,6 +45,8 @@ type marks struct {
 	// wait and idle are markWait and markIdle unless a test set them
 	// before the first mark.
 	wait, idle time.Duration
+	// probeOnly: no watches (SetMarkWatches).
+	probeOnly bool
 	// probes counts the indexes the marks asked Nomad for at once (for
 	// tests and measurements).
 	probes atomic.Int64
@@ -111,7 +113,9 @@ func (c *Client) ChangeMark(ctx context.Context) (string, error) {
 				errs[i] = fmt.Errorf("read Nomad's %s index: %w", markTables[i], errs[i])
 				return
 			}
-			c.arm(i, idx[i], now)
+			if !c.marks.probeOnly {
+				c.arm(i, idx[i], now)
+			}
 		}()
 	}
 	wg.Wait()
@@ -120,6 +124,11 @@ func (c *Client) ChangeMark(ctx context.Context) (string, error) {
 	}
 	return fmt.Sprintf("nodes=%d jobs=%d allocs=%d writes=%d", idx[0], idx[1], idx[2], c.marks.writes.Load()), nil
 }
+
+// SetMarkWatches(false) makes ChangeMark ask Nomad for every index each
+// time, as before the watches: for measuring the difference (e2e/nodesim
+// TestScalePhilly). Set it before the first mark.
+func (c *Client) SetMarkWatches(on bool) { c.marks.probeOnly = !on }
 
 // MarkProbes is how many table indexes ChangeMark has asked Nomad for
 // itself (not through a watch).
