@@ -26,6 +26,7 @@ import (
 	"text/template"
 	"time"
 
+	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -195,6 +196,12 @@ func startOnce(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) 
 		if err := s.consulACL(ctx); err != nil {
 			return nil, err
 		}
+	}
+	// A session (the planner's leader lock) needs the agent's node in the
+	// catalog with its serfHealth check, which the leader adds a moment
+	// after it is elected ("Missing check 'serfHealth' registration").
+	if err := s.waitFor(ctx, "Consul's node with its serfHealth check", 60*time.Second, s.consulNodeChecked); err != nil {
+		return nil, err
 	}
 	if withNomad {
 		if err := prepareDirs(cfg.DataDir, filepath.Join(cfg.DataDir, "nomad")); err != nil {
@@ -442,6 +449,31 @@ func (s *Stack) consulReady(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return leader != "", nil
+}
+
+// consulNodeChecked reports whether the agent's node is in the catalog
+// with its serfHealth check (with the management token under ACLs).
+func (s *Stack) consulNodeChecked(ctx context.Context) (bool, error) {
+	cfg := consulapi.DefaultConfig()
+	cfg.Address, cfg.Token = s.ConsulAddr(), s.tokens.Management
+	c, err := consulapi.NewClient(cfg)
+	if err != nil {
+		return false, err
+	}
+	name, err := c.Agent().NodeName()
+	if err != nil {
+		return false, err
+	}
+	checks, _, err := c.Health().Node(name, (&consulapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return false, err
+	}
+	for _, ch := range checks {
+		if ch.CheckID == "serfHealth" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func (s *Stack) nomadReady(ctx context.Context) (bool, error) {
