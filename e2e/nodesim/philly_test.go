@@ -83,25 +83,13 @@ func TestScalePhilly(t *testing.T) {
 		policies = strings.Split(v, ",")
 	}
 	pins := envInts(t, "THEMIS_SCALE_PIN_WORKERS", []int{1})
-	reads := []string{"changed"}
-	if v := os.Getenv("THEMIS_SCALE_ALLOC_READS"); v != "" {
-		reads = strings.Split(v, ",")
-	}
-	marks := []string{"watch"}
-	if v := os.Getenv("THEMIS_SCALE_MARKS"); v != "" {
-		marks = strings.Split(v, ",")
-	}
+	reads := envChoices(t, "THEMIS_SCALE_ALLOC_READS", "changed", "full")
+	marks := envChoices(t, "THEMIS_SCALE_MARKS", "watch", "probe")
 	share := wall / time.Duration(len(policies)*len(pins)*len(reads)*len(marks))
 	for _, name := range policies {
 		for _, n := range pins {
 			for _, how := range reads {
-				if how != "changed" && how != "full" {
-					t.Fatalf("THEMIS_SCALE_ALLOC_READS: %q is neither changed nor full", how)
-				}
 				for _, mark := range marks {
-					if mark != "watch" && mark != "probe" {
-						t.Fatalf("THEMIS_SCALE_MARKS: %q is neither watch nor probe", mark)
-					}
 					sub := name
 					if len(pins) > 1 || n != 1 {
 						sub = fmt.Sprintf("%s/pins=%d", name, n)
@@ -117,6 +105,23 @@ func TestScalePhilly(t *testing.T) {
 			}
 		}
 	}
+}
+
+// envChoices is the comma-separated list in the environment variable
+// name, each one of def and others; [def] when unset.
+func envChoices(t *testing.T, name, def string, others ...string) []string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return []string{def}
+	}
+	out := strings.Split(v, ",")
+	for _, c := range out {
+		if c != def && !slices.Contains(others, c) {
+			t.Fatalf("%s: %q is none of %s", name, c, strings.Join(append([]string{def}, others...), ", "))
+		}
+	}
+	return out
 }
 
 // tenTeams gives each of 10 teams a tenth of the nodes.
