@@ -179,7 +179,11 @@ func (c *Client) watch(i int, base, gen uint64) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), wait+wait/2)
 		q := tableQuery(ctx, i)
-		q.WaitIndex, q.WaitTime = base, wait
+		// Nomad answers a query at index 0 at once (not blocking), and
+		// a table no write touched yet has index 0; its first write
+		// gives it that write's Raft index, never below 2, so waiting
+		// above 1 sees it.
+		q.WaitIndex, q.WaitTime = max(base, 1), wait
 		began := time.Now()
 		index, err := c.tableProbe(i, *indexOnly(q))
 		cancel()

@@ -32,6 +32,14 @@ func newBlockingNomad(blocks bool) *blockingNomad {
 	return f
 }
 
+// set puts a table at an index (a write at that Raft index).
+func (f *blockingNomad) set(path string, index uint64) {
+	f.mu.Lock()
+	f.index[path] = index
+	f.mu.Unlock()
+	f.moved.Broadcast()
+}
+
 func (f *blockingNomad) write(path string) {
 	f.mu.Lock()
 	f.index[path]++
@@ -157,5 +165,41 @@ func TestChangeMarkWithoutBlockingQueries(t *testing.T) {
 	}
 	if c.MarkProbes() < 15 {
 		t.Fatalf("%d probes for 6 marks: want each mark to ask for the three indexes", c.MarkProbes())
+	}
+}
+
+// A table no write touched yet has index 0, at which Nomad does not block:
+// its watch waits above 1 (a first write's Raft index is above it), so
+// marks do not ask for it, and its first write moves the mark.
+func TestChangeMarkWatchesAnEmptyTable(t *testing.T) {
+	f := newBlockingNomad(true)
+	f.set("/v1/allocations", 0)
+	c := markClient(t, f)
+	shortMarks(c, 300*time.Millisecond, time.Second)
+	ctx := context.Background()
+	m0, err := c.ChangeMark(ctx)
+	if err != nil || m0 != "nodes=10 jobs=20 allocs=0 writes=0" {
+		t.Fatalf("first mark %q, %v", m0, err)
+	}
+	for range 3 {
+		time.Sleep(400 * time.Millisecond) // past a whole wait
+		if m, _ := c.ChangeMark(ctx); m != m0 || c.MarkProbes() != 3 {
+			t.Fatalf("mark %q after %d probes with nothing written, want %q without asking", m, c.MarkProbes(), m0)
+		}
+	}
+	f.set("/v1/allocations", 44)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		m, _ := c.ChangeMark(ctx)
+		if m == "nodes=10 jobs=20 allocs=44 writes=0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the empty table's first write: mark %q", m)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c.MarkProbes() != 3 {
+		t.Fatalf("%d probes: the empty table's watch did not hold", c.MarkProbes())
 	}
 }
