@@ -30,6 +30,15 @@ import (
 // lands after the mark is read waits for the next round. The planner's
 // own writes (its registrations) are counted into the mark at once, so
 // the round after a round that wrote always runs, as before.
+//
+// The next round is the one the write's event triggers (Watch), and that
+// event can reach the planner before the watch's answer does: a round it
+// triggered would then read the old index, skip, and leave the write
+// unseen until something else ran a round (the resync, 30 s by default).
+// So the highest index of the events that write those tables is part of
+// the mark too, counted before Watch pokes the planner: a round an event
+// triggered always runs. The watches are still what sees the writes Nomad
+// sends no event for (garbage collection).
 
 // markWait is how long one blocking query waits on Nomad; a watch that no
 // mark read for markIdle ends there (and the next mark asks Nomad).
@@ -42,6 +51,9 @@ const (
 type marks struct {
 	tables [3]tableWatch
 	writes atomic.Uint64
+	// events is the highest Raft index of an event stream batch's
+	// writes to the three tables (sawEvents).
+	events atomic.Uint64
 	// wait and idle are markWait and markIdle unless a test set them
 	// before the first mark.
 	wait, idle time.Duration
@@ -122,7 +134,7 @@ func (c *Client) ChangeMark(ctx context.Context) (string, error) {
 	if err := errors.Join(errs[:]...); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("nodes=%d jobs=%d allocs=%d writes=%d", idx[0], idx[1], idx[2], c.marks.writes.Load()), nil
+	return fmt.Sprintf("nodes=%d jobs=%d allocs=%d writes=%d events=%d", idx[0], idx[1], idx[2], c.marks.writes.Load(), c.marks.events.Load()), nil
 }
 
 // SetMarkWatches(false) makes ChangeMark ask Nomad for every index each
@@ -217,3 +229,24 @@ func (c *Client) watch(i int, base, gen uint64) {
 
 // wrote counts one of the client's own writes to Nomad into the mark.
 func (c *Client) wrote() { c.marks.writes.Add(1) }
+
+// markTopics are the event topics of the tables the mark follows
+// (markTables); evaluations' events move none of them.
+var markTopics = map[api.Topic]bool{api.TopicNode: true, api.TopicJob: true, api.TopicAllocation: true}
+
+// sawEvents counts an event stream batch's writes to the mark's tables
+// into the mark: their highest index, when above what it holds.
+func (c *Client) sawEvents(evs []api.Event) {
+	var top uint64
+	for _, e := range evs {
+		if markTopics[e.Topic] && e.Index > top {
+			top = e.Index
+		}
+	}
+	for {
+		was := c.marks.events.Load()
+		if top <= was || c.marks.events.CompareAndSwap(was, top) {
+			return
+		}
+	}
+}

@@ -24,10 +24,16 @@ type blockingNomad struct {
 	index   map[string]uint64
 	blocks  bool
 	queries map[string]int // by "path" and "path?index"
+	// late holds every blocking query until its wait ends, whatever
+	// moved (a watch whose answer has not reached the client yet).
+	late bool
+	// events are the event stream's lines, sent as they come.
+	events chan string
 }
 
 func newBlockingNomad(blocks bool) *blockingNomad {
-	f := &blockingNomad{index: map[string]uint64{"/v1/nodes": 10, "/v1/jobs": 20, "/v1/allocations": 30}, blocks: blocks, queries: map[string]int{}}
+	f := &blockingNomad{index: map[string]uint64{"/v1/nodes": 10, "/v1/jobs": 20, "/v1/allocations": 30}, blocks: blocks, queries: map[string]int{},
+		events: make(chan string, 8)}
 	f.moved = sync.NewCond(&f.mu)
 	return f
 }
@@ -54,6 +60,19 @@ func (f *blockingNomad) count(key string) int {
 }
 
 func (f *blockingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/event/stream" {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case line := <-f.events:
+				_, _ = w.Write([]byte(line + "\n"))
+				w.(http.Flusher).Flush()
+			}
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := r.URL.Path
@@ -62,7 +81,7 @@ func (f *blockingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		min, _ := strconv.ParseUint(i, 10, 64)
 		wait, _ := time.ParseDuration(r.URL.Query().Get("wait"))
 		deadline := time.Now().Add(wait)
-		for f.blocks && f.index[r.URL.Path] <= min && time.Now().Before(deadline) {
+		for f.blocks && (f.late || f.index[r.URL.Path] <= min) && time.Now().Before(deadline) {
 			go func() { time.Sleep(5 * time.Millisecond); f.moved.Broadcast() }()
 			f.moved.Wait()
 		}
@@ -99,7 +118,7 @@ func TestChangeMarkFollowsTheTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m0 != "nodes=10 jobs=20 allocs=30 writes=0" || c.MarkProbes() != 3 {
+	if m0 != "nodes=10 jobs=20 allocs=30 writes=0 events=0" || c.MarkProbes() != 3 {
 		t.Fatalf("first mark %q after %d probes, want the three indexes asked for", m0, c.MarkProbes())
 	}
 	for range 3 {
@@ -127,16 +146,16 @@ func TestChangeMarkFollowsTheTables(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	if last != "nodes=11 jobs=21 allocs=32 writes=0" || c.MarkProbes() != 3 {
+	if last != "nodes=11 jobs=21 allocs=32 writes=0 events=0" || c.MarkProbes() != 3 {
 		t.Fatalf("mark %q after %d probes, want every write seen by the watches alone", last, c.MarkProbes())
 	}
 	c.wrote()
-	if m, _ := c.ChangeMark(ctx); m != "nodes=11 jobs=21 allocs=32 writes=1" {
+	if m, _ := c.ChangeMark(ctx); m != "nodes=11 jobs=21 allocs=32 writes=1 events=0" {
 		t.Fatalf("the client's own write: mark %q", m)
 	}
 	// Unread for longer than idle: the watches end; the next mark asks.
 	time.Sleep(2 * time.Second)
-	if m, _ := c.ChangeMark(ctx); m != "nodes=11 jobs=21 allocs=32 writes=1" || c.MarkProbes() != 6 {
+	if m, _ := c.ChangeMark(ctx); m != "nodes=11 jobs=21 allocs=32 writes=1 events=0" || c.MarkProbes() != 6 {
 		t.Fatalf("after the watches ended: mark %q after %d probes, want the same mark asked for again (6 probes)", m, c.MarkProbes())
 	}
 }
@@ -178,7 +197,7 @@ func TestChangeMarkWatchesAnEmptyTable(t *testing.T) {
 	shortMarks(c, 300*time.Millisecond, time.Second)
 	ctx := context.Background()
 	m0, err := c.ChangeMark(ctx)
-	if err != nil || m0 != "nodes=10 jobs=20 allocs=0 writes=0" {
+	if err != nil || m0 != "nodes=10 jobs=20 allocs=0 writes=0 events=0" {
 		t.Fatalf("first mark %q, %v", m0, err)
 	}
 	for range 3 {
@@ -191,7 +210,7 @@ func TestChangeMarkWatchesAnEmptyTable(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		m, _ := c.ChangeMark(ctx)
-		if m == "nodes=10 jobs=20 allocs=44 writes=0" {
+		if m == "nodes=10 jobs=20 allocs=44 writes=0 events=0" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -201,5 +220,48 @@ func TestChangeMarkWatchesAnEmptyTable(t *testing.T) {
 	}
 	if c.MarkProbes() != 3 {
 		t.Fatalf("%d probes: the empty table's watch did not hold", c.MarkProbes())
+	}
+}
+
+// A write's event can reach the planner before its table's watch answers:
+// the round the event triggers must not read the old mark and skip (the
+// write would wait unseen for the resync). Watch counts the batch into
+// the mark before it pokes; an evaluation's event alone moves nothing
+// the mark follows.
+func TestChangeMarkMovesWithTheEventThatPokes(t *testing.T) {
+	f := newBlockingNomad(true)
+	c := markClient(t, f)
+	shortMarks(c, time.Second, 10*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m0, err := c.ChangeMark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.late = true
+	f.mu.Unlock()
+	marks := make(chan string, 4)
+	go func() {
+		_, _ = c.Watch(ctx, 0, func() {
+			m, err := c.ChangeMark(ctx)
+			if err != nil {
+				m = err.Error()
+			}
+			marks <- m
+		})
+	}()
+	f.events <- `{"Index":25,"Events":[{"Topic":"Evaluation","Type":"EvaluationUpdated","Key":"e1","Index":25}]}`
+	if m := <-marks; m != m0 {
+		t.Fatalf("an evaluation's event moved the mark from %q to %q", m0, m)
+	}
+	f.write("/v1/allocations")
+	f.events <- `{"Index":31,"Events":[{"Topic":"Allocation","Type":"AllocationUpdated","Key":"a1","Index":31}]}`
+	m := <-marks
+	if m == m0 {
+		t.Fatalf("the round an allocation's event poked read the mark %q from before the write", m)
+	}
+	if !strings.HasSuffix(m, "events=31") || c.MarkProbes() != 3 {
+		t.Fatalf("mark %q after %d probes, want the event's index and no probe", m, c.MarkProbes())
 	}
 }

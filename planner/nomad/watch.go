@@ -12,6 +12,8 @@ import (
 // when the stream ends or fails (the caller resyncs and calls it again) with
 // the last index seen. Every (re)start of the stream makes the next
 // Snapshot list everything (lists.go), as the resync it triggers always did.
+// The batch's writes to the tables Snapshot reads count into the change
+// mark before poke (marks.go sawEvents).
 func (c *Client) Watch(ctx context.Context, index uint64, poke func()) (uint64, error) {
 	c.ForceFullList()
 	topics := map[api.Topic][]string{
@@ -41,6 +43,7 @@ func (c *Client) Watch(ctx context.Context, index uint64, poke func()) (uint64, 
 			if evs.Index > index {
 				index = evs.Index
 			}
+			c.sawEvents(evs.Events)
 			poke()
 		}
 	}
