@@ -224,6 +224,13 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 // that run an hour, 8 at a time, of class THEMIS_SCALE_CLASS (default be).
 func registerJobs(t *testing.T, nc *nomadapi.Client, prefix string, n int, gpus func(int) int) {
 	t.Helper()
+	registerJobsIn(t, nc, prefix, n, "", gpus)
+}
+
+// registerJobsIn is registerJobs with the jobs in virtual cluster vc ("":
+// the default).
+func registerJobsIn(t *testing.T, nc *nomadapi.Client, prefix string, n int, vc string, gpus func(int) int) {
+	t.Helper()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -238,8 +245,12 @@ func registerJobs(t *testing.T, nc *nomadapi.Client, prefix string, n int, gpus 
 				}
 				id := fmt.Sprintf("%s-%05d", prefix, i)
 				job := Job(id, gpus(i), "1h")
+				th := job.TaskGroups[0].Tasks[0].Config["themis"].([]map[string]any)[0]
 				if c := os.Getenv("THEMIS_SCALE_CLASS"); c != "" {
-					job.TaskGroups[0].Tasks[0].Config["themis"].([]map[string]any)[0]["class"] = c
+					th["class"] = c
+				}
+				if vc != "" {
+					th["vc"] = vc
 				}
 				if _, _, err := nc.Jobs().Register(job, nil); err != nil {
 					errs <- fmt.Errorf("register %s: %w", id, err)
