@@ -241,26 +241,12 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 	var idleLat []float64
 	for i := range 10 {
 		id := fmt.Sprintf("idle-%02d", i)
-		submitted := time.Now()
 		job := Job(id, 1, "1s")
 		if vcs {
 			job.TaskGroups[0].Tasks[0].Config["themis"].([]map[string]any)[0]["vc"] = "team-0"
 		}
-		if _, _, err := h.nomad.Jobs().Register(job, nil); err != nil {
-			t.Fatal(err)
-		}
-		var started time.Time
-		waitFor(t, time.Minute, id+" running", func() (bool, error) {
-			allocs, _, err := h.nomad.Jobs().Allocations(id, true, nil)
-			for _, a := range allocs {
-				if ts := a.TaskStates["train"]; ts != nil && !ts.StartedAt.IsZero() {
-					started = ts.StartedAt
-					return true, nil
-				}
-			}
-			return false, err
-		})
-		idleLat = append(idleLat, started.Sub(submitted).Seconds())
+		_, took := timeStart(t, h, job)
+		idleLat = append(idleLat, took.Seconds())
 	}
 	slices.Sort(idleLat)
 	if os.Getenv("THEMIS_SCALE_IDLE_ONLY") != "" {
@@ -445,4 +431,28 @@ func meanOf(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(max(len(xs), 1))
+}
+
+// timeStart registers job and waits (a minute at most) for its task to
+// start on a node: when it was submitted, and how long after that the
+// task started.
+func timeStart(t *testing.T, h *harness, job *nomadapi.Job) (time.Time, time.Duration) {
+	t.Helper()
+	id := *job.ID
+	submitted := time.Now()
+	if _, _, err := h.nomad.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	var started time.Time
+	waitFor(t, time.Minute, id+" running", func() (bool, error) {
+		allocs, _, err := h.nomad.Jobs().Allocations(id, true, nil)
+		for _, a := range allocs {
+			if ts := a.TaskStates["train"]; ts != nil && !ts.StartedAt.IsZero() {
+				started = ts.StartedAt
+				return true, nil
+			}
+		}
+		return false, err
+	})
+	return submitted, started.Sub(submitted)
 }

@@ -169,22 +169,8 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 		id := fmt.Sprintf("probe-%02d", i)
 		job := Job(id, 1, "1s") // done before the next: the free VC may be one node
 		job.TaskGroups[0].Tasks[0].Config["themis"].([]map[string]any)[0]["vc"] = "free"
-		submitted := time.Now()
-		if _, _, err := h.nomad.Jobs().Register(job, nil); err != nil {
-			t.Fatal(err)
-		}
-		var started time.Time
-		waitFor(t, time.Minute, id+" running", func() (bool, error) {
-			allocs, _, err := h.nomad.Jobs().Allocations(id, true, nil)
-			for _, a := range allocs {
-				if ts := a.TaskStates["train"]; ts != nil && !ts.StartedAt.IsZero() {
-					started = ts.StartedAt
-					return true, nil
-				}
-			}
-			return false, err
-		})
-		lat = append(lat, started.Sub(submitted).Seconds())
+		submitted, took := timeStart(t, h, job)
+		lat = append(lat, took.Seconds())
 		ids, submits = append(ids, id), append(submits, submitted)
 		time.Sleep(time.Second) // one at a time, each on a settled cluster
 	}
