@@ -1,6 +1,7 @@
 package nodesim_test
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"os"
@@ -30,10 +31,14 @@ import (
 // in "free", one at a time, each timed from its registration to its
 // task's start on a node. It fails on a job that does not start within a
 // minute or an invariant violation, not on the time (a benchmark).
+// THEMIS_SCALE_QUEUE_HOLD=count0 registers the queued jobs at count 0
+// instead (queueHold), to measure Nomad without their blocked
+// evaluations.
 func TestScaleStartBehindAQueue(t *testing.T) {
 	if os.Getenv("THEMIS_E2E_SLOW") == "" {
 		t.Skip("a scale run: set THEMIS_E2E_SLOW=1 (make test-slow)")
 	}
+	queueHold(t)
 	bin := buildNodesim(t)
 	small := t.Run("nodes=3/queued=0", func(t *testing.T) { startBehindAQueue(t, bin, 3, 0) })
 	if !small {
@@ -99,7 +104,7 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 	// a granted job without an allocation (lost-job, 1 m).
 	for done := 0; done < running; done += 200 {
 		n := min(200, running-done)
-		registerJobsIn(t, h.nomad, fmt.Sprintf("run%02d", done/200), n, "busy", func(int) int { return 4 })
+		registerEdited(t, h.nomad, fmt.Sprintf("run%02d", done/200), n, func(int) int { return 4 }, inVC("busy"))
 		waitFor(t, 5*time.Minute, fmt.Sprintf("%d allocations running", done+n), func() (bool, error) {
 			allocs, _, err := h.nomad.Allocations().List(&nomadapi.QueryOptions{Filter: `ClientStatus == "running"`})
 			return len(allocs) >= done+n, err
@@ -107,7 +112,19 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 	}
 	t.Logf("%d running jobs of 4 GPUs registered and running in %s", running, time.Since(began).Round(time.Millisecond))
 	began = time.Now()
-	registerJobsIn(t, h.nomad, "queued", queued, "busy", func(i int) int { return 1 + i%8 })
+	hold := inVC("busy")
+	if queueHold(t) == "count0" {
+		// Nomad's side of holding a queued job at count 0: nothing to
+		// place, no blocked evaluation. The planner sees such a job as
+		// dead, so it has no queue to decide on either: only the split's
+		// Nomad part (pin -> allocation) compares with the default.
+		hold = func(j *nomadapi.Job) {
+			inVC("busy")(j)
+			zero := 0
+			j.TaskGroups[0].Count = &zero
+		}
+	}
+	registerEdited(t, h.nomad, "queued", queued, func(i int) int { return 1 + i%8 }, hold)
 	// Settled: a round skipped after the queue's registrations, so the
 	// planner has read every queued job and nothing changed since.
 	skipped := p.Skipped()
@@ -168,7 +185,7 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 	for i := range 10 {
 		id := fmt.Sprintf("probe-%02d", i)
 		job := Job(id, 1, "1s") // done before the next: the free VC may be one node
-		job.TaskGroups[0].Tasks[0].Config["themis"].([]map[string]any)[0]["vc"] = "free"
+		inVC("free")(job)
 		submitted, took := timeStart(t, h, job)
 		lat = append(lat, took.Seconds())
 		ids, submits = append(ids, id), append(submits, submitted)
@@ -195,9 +212,9 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 	if len(rs) > 0 {
 		roundP50 = rs[len(rs)/2]
 	}
-	t.Logf("START nodes=%d running=%d queued=%d: submit->running p50 %.2fs max %.2fs (10 jobs of 1 GPU one at a time, GPUs free in their VC); "+
+	t.Logf("START nodes=%d running=%d queued=%d (held as %s): submit->running p50 %.2fs max %.2fs (10 jobs of 1 GPU one at a time, GPUs free in their VC); "+
 		"%d rounds meanwhile (%d failed), p50 %s; planner RSS %d MiB, nodesim RSS %d MiB",
-		nodes, running, queued, lat[len(lat)/2], lat[len(lat)-1], len(rs), nfailed, ms1(roundP50),
+		nodes, running, queued, cmp.Or(queueHold(t), "live jobs"), lat[len(lat)/2], lat[len(lat)-1], len(rs), nfailed, ms1(roundP50),
 		rssKiB(t)/1024, procRSSKiB(t, simCmd.Process.Pid)/1024)
 	if v := violations(); v > 0 {
 		t.Errorf("%d invariant violations", v)
@@ -205,4 +222,22 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 	if nfailed > 0 {
 		t.Errorf("%d rounds failed while the jobs started", nfailed)
 	}
+}
+
+// inVC puts a job in virtual cluster vc.
+func inVC(vc string) func(*nomadapi.Job) {
+	return func(j *nomadapi.Job) {
+		j.TaskGroups[0].Tasks[0].Config["themis"].([]map[string]any)[0]["vc"] = vc
+	}
+}
+
+// queueHold is THEMIS_SCALE_QUEUE_HOLD: how the queued jobs are held in
+// Nomad: "" (as users submit them: live jobs in the pending pool, each
+// with a blocked evaluation) or "count0" (their group at count 0).
+func queueHold(t *testing.T) string {
+	h := os.Getenv("THEMIS_SCALE_QUEUE_HOLD")
+	if h != "" && h != "count0" {
+		t.Fatalf("THEMIS_SCALE_QUEUE_HOLD=%q: want empty or count0", h)
+	}
+	return h
 }

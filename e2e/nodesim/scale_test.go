@@ -224,12 +224,12 @@ func measureScale(t *testing.T, bin string, nodes, queued int) {
 // that run an hour, 8 at a time, of class THEMIS_SCALE_CLASS (default be).
 func registerJobs(t *testing.T, nc *nomadapi.Client, prefix string, n int, gpus func(int) int) {
 	t.Helper()
-	registerJobsIn(t, nc, prefix, n, "", gpus)
+	registerEdited(t, nc, prefix, n, gpus, nil)
 }
 
-// registerJobsIn is registerJobs with the jobs in virtual cluster vc ("":
-// the default).
-func registerJobsIn(t *testing.T, nc *nomadapi.Client, prefix string, n int, vc string, gpus func(int) int) {
+// registerEdited is registerJobs with edit (when not nil) applied to each
+// job before it is registered.
+func registerEdited(t *testing.T, nc *nomadapi.Client, prefix string, n int, gpus func(int) int, edit func(*nomadapi.Job)) {
 	t.Helper()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -249,8 +249,8 @@ func registerJobsIn(t *testing.T, nc *nomadapi.Client, prefix string, n int, vc 
 				if c := os.Getenv("THEMIS_SCALE_CLASS"); c != "" {
 					th["class"] = c
 				}
-				if vc != "" {
-					th["vc"] = vc
+				if edit != nil {
+					edit(job)
 				}
 				if _, _, err := nc.Jobs().Register(job, nil); err != nil {
 					errs <- fmt.Errorf("register %s: %w", id, err)
