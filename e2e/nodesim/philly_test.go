@@ -209,10 +209,8 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 	waitNodes(t, h, nodes, 3*time.Minute)
 	violations := watchReading(t, h, allocsInFull)
 
-	var mu sync.Mutex
-	var rounds []time.Duration
-	var roundStarts []time.Time
-	failed := 0
+	var mu sync.Mutex // the submitter's times (live)
+	var rounds roundLog
 	ncfg := nomadapi.DefaultConfig()
 	ncfg.Address = h.cluster.NomadAddr()
 	ncfg.HttpClient = &http.Client{}
@@ -225,15 +223,7 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 	nc.SetMarkWatches(!markProbes)
 	p := planner.New(planner.Config{Nomad: nc, Store: consul.NewStore(h.consul),
 		Stack: st, Resync: 5 * time.Second, PinWorkers: pins, MaxKillTimeout: 30 * time.Minute, RestoreGuard: 2 * time.Second, Log: h.log.Named("planner"),
-		OnRoundTime: func(took time.Duration, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			rounds = append(rounds, took)
-			roundStarts = append(roundStarts, time.Now().Add(-took))
-			if err != nil {
-				failed++
-			}
-		}})
+		OnRoundTime: rounds.record})
 	serve(t, h, p)
 
 	// Submit -> running on the idle cluster: 10 jobs of 1 GPU one after
@@ -243,7 +233,7 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 		id := fmt.Sprintf("idle-%02d", i)
 		job := Job(id, 1, "1s")
 		if vcs {
-			job.TaskGroups[0].Tasks[0].Config["themis"].([]map[string]any)[0]["vc"] = "team-0"
+			inVC("team-0")(job)
 		}
 		_, took := timeStart(t, h, job)
 		idleLat = append(idleLat, took.Seconds())
@@ -275,9 +265,8 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 				return
 			}
 			job := Job(phillyID(i), j.GPUs, fmt.Sprintf("%gs", j.Duration))
-			th := job.TaskGroups[0].Tasks[0].Config["themis"].([]map[string]any)[0]
 			if vcs {
-				th["vc"] = j.VC
+				inVC(j.VC)(job)
 			}
 			mu.Lock()
 			live[i].submitted = time.Now()
@@ -380,11 +369,7 @@ func runPhilly(t *testing.T, bin, name string, nodes, jobs int, share time.Durat
 			noQueueSubmitted = append(noQueueSubmitted, live[i].submitted)
 		}
 	}
-	mu.Lock()
-	lat := slices.Clone(rounds)
-	nfailed := failed
-	starts := slices.Clone(roundStarts)
-	mu.Unlock()
+	lat, starts, nfailed := rounds.read()
 	slices.Sort(lat)
 	slices.Sort(noQueue)
 	pct := func(xs []float64, q float64) float64 {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,10 +72,7 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 	waitNodes(t, h, nodes, 3*time.Minute)
 	violations := watch(t, h)
 
-	var mu sync.Mutex
-	var rounds []time.Duration
-	var roundStarts []time.Time
-	failed := 0
+	var rounds roundLog
 	ncfg := nomadapi.DefaultConfig()
 	ncfg.Address, ncfg.HttpClient = h.cluster.NomadAddr(), &http.Client{}
 	pn, err := nomadapi.NewClient(ncfg)
@@ -86,15 +82,7 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 	p := planner.New(planner.Config{Nomad: nomad.NewClient(pn, "", h.log.Named("nomad")), Store: consul.NewStore(h.consul),
 		Stack: st, Resync: 5 * time.Second, PinWorkers: planner.ConcurrentPinWorkers, MaxKillTimeout: 30 * time.Minute,
 		RestoreGuard: 2 * time.Second, Log: h.log.Named("planner"),
-		OnRoundTime: func(took time.Duration, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			rounds = append(rounds, took)
-			roundStarts = append(roundStarts, time.Now().Add(-took))
-			if err != nil {
-				failed++
-			}
-		}})
+		OnRoundTime: rounds.record})
 	serve(t, h, p)
 
 	running := 2 * busy
@@ -112,8 +100,9 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 	}
 	t.Logf("%d running jobs of 4 GPUs registered and running in %s", running, time.Since(began).Round(time.Millisecond))
 	began = time.Now()
+	how := queueHold(t)
 	hold := inVC("busy")
-	if queueHold(t) == "count0" {
+	if how == "count0" {
 		// Nomad's side of holding a queued job at count 0: nothing to
 		// place, no blocked evaluation. The planner sees such a job as
 		// dead, so it has no queue to decide on either: only the split's
@@ -133,9 +122,7 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 	})
 	t.Logf("%d queued jobs registered and read in %s", queued, time.Since(began).Round(time.Millisecond))
 
-	mu.Lock()
-	rounds, failed = rounds[:0], 0
-	mu.Unlock()
+	rounds.reset()
 	stopProfile := func() {}
 	if dir := os.Getenv("THEMIS_SCALE_PROFILE"); dir != "" {
 		stopProfile = cpuProfile(t, filepath.Join(dir, fmt.Sprintf("start-%d-%d.pprof", nodes, queued)))
@@ -199,11 +186,7 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 			maxReady, maxBlocked, queuedEvals, evalsOf("queued-00000"))
 	}
 	t.Logf("each submit->running, in order: %v", lat)
-	mu.Lock()
-	rs := slices.Clone(rounds)
-	starts := slices.Clone(roundStarts)
-	nfailed := failed
-	mu.Unlock()
+	rs, starts, nfailed := rounds.read()
 	t.Logf("rounds meanwhile, in order: %v", roundAll(rs))
 	t.Logf("where the starts went: %s", splitSummary(splitStarts(t, h, ids, submits, starts)))
 	slices.Sort(lat)
@@ -214,7 +197,7 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 	}
 	t.Logf("START nodes=%d running=%d queued=%d (held as %s): submit->running p50 %.2fs max %.2fs (10 jobs of 1 GPU one at a time, GPUs free in their VC); "+
 		"%d rounds meanwhile (%d failed), p50 %s; planner RSS %d MiB, nodesim RSS %d MiB",
-		nodes, running, queued, cmp.Or(queueHold(t), "live jobs"), lat[len(lat)/2], lat[len(lat)-1], len(rs), nfailed, ms1(roundP50),
+		nodes, running, queued, cmp.Or(how, "live jobs"), lat[len(lat)/2], lat[len(lat)-1], len(rs), nfailed, ms1(roundP50),
 		rssKiB(t)/1024, procRSSKiB(t, simCmd.Process.Pid)/1024)
 	if v := violations(); v > 0 {
 		t.Errorf("%d invariant violations", v)

@@ -245,9 +245,8 @@ func registerEdited(t *testing.T, nc *nomadapi.Client, prefix string, n int, gpu
 				}
 				id := fmt.Sprintf("%s-%05d", prefix, i)
 				job := Job(id, gpus(i), "1h")
-				th := job.TaskGroups[0].Tasks[0].Config["themis"].([]map[string]any)[0]
 				if c := os.Getenv("THEMIS_SCALE_CLASS"); c != "" {
-					th["class"] = c
+					job.TaskGroups[0].Tasks[0].Config["themis"].([]map[string]any)[0]["class"] = c
 				}
 				if edit != nil {
 					edit(job)

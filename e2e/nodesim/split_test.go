@@ -5,9 +5,46 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// roundLog records a planner's rounds (planner.Config.OnRoundTime): how
+// long each took, when each began (for the starts' split), and how many
+// failed.
+type roundLog struct {
+	mu     sync.Mutex
+	took   []time.Duration
+	starts []time.Time
+	failed int
+}
+
+// record is the planner's OnRoundTime.
+func (l *roundLog) record(took time.Duration, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.took = append(l.took, took)
+	l.starts = append(l.starts, time.Now().Add(-took))
+	if err != nil {
+		l.failed++
+	}
+}
+
+// read is a copy of the rounds recorded so far: their times, their
+// starts, and how many failed.
+func (l *roundLog) read() ([]time.Duration, []time.Time, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.took), slices.Clone(l.starts), l.failed
+}
+
+// reset forgets the rounds recorded so far.
+func (l *roundLog) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.took, l.starts, l.failed = nil, nil, 0
+}
 
 // startSplit is where one job's submit -> running went, read after the
 // fact from what Nomad keeps: the first round that began after the
