@@ -177,6 +177,7 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 		return fmt.Errorf("consul client: %w", err)
 	}
 	store := consul.NewStore(cc)
+	warnUntestedVersions(nc, cc, log)
 	if err := checkACL(ctx, ncfg, nc, ccfg, store, o.pendingPool, log); err != nil {
 		return err
 	}
