@@ -8,8 +8,15 @@
 #   e2e/agents/build.sh consul     only Consul
 #
 # Environment:
-#   THEMIS_AGENTS_DIR   where binaries go (default: ${XDG_CACHE_HOME:-$HOME/.cache}/themis-nomad/agents)
+#   THEMIS_AGENTS_DIR   where binaries go (default: ${XDG_CACHE_HOME:-$HOME/.cache}/themis-nomad/agents,
+#                       or .../agents-nomad-<version> for a Nomad other than the pin)
 #   NOMAD_VERSION / CONSUL_VERSION / NOMAD_API_VERSION   override the pins (not recommended)
+#   NOMAD_VERSION=2.0.5 (any 2.x): the module proxy serves no Nomad 2.x module
+#       (its module path has no /v2), so Nomad is built from a source tree of
+#       the public repository at tag v<version>, in THEMIS_NOMAD_SRC (default:
+#       ${XDG_CACHE_HOME:-$HOME/.cache}/themis-nomad/src/nomad-v<version>);
+#       the script fails naming that folder when it is absent. Its
+#       dependencies come from the module proxy. `make test-nomad2` uses it.
 #
 # Why a wrapper module: both projects' go.mod files carry replace directives, so
 # `go install pkg@version` refuses them. We copy Nomad's own requirements (and its
@@ -22,7 +29,14 @@ NOMAD_VERSION="${NOMAD_VERSION:-1.11.3}"
 # pseudo-version is the nearest one that is, and builds cleanly with v1.11.3.
 NOMAD_API_VERSION="${NOMAD_API_VERSION:-v0.0.0-20260907080526-08ef8f3d26da}"
 CONSUL_VERSION="${CONSUL_VERSION:-1.22.0}"
-DIR="${THEMIS_AGENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/themis-nomad/agents}"
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/themis-nomad"
+PINNED_DIR="$CACHE/agents"
+if [ "$NOMAD_VERSION" = "1.11.3" ]; then
+	DIR="${THEMIS_AGENTS_DIR:-$PINNED_DIR}"
+else
+	DIR="${THEMIS_AGENTS_DIR:-$CACHE/agents-nomad-$NOMAD_VERSION}"
+fi
+NOMAD_SRC="${THEMIS_NOMAD_SRC:-$CACHE/src/nomad-v$NOMAD_VERSION}"
 
 log() { printf 'build-agents: %s\n' "$*" >&2; }
 
@@ -50,7 +64,50 @@ up_to_date() {
 	have_version "$1" "$2" && [ "$(cat "$1.recipe" 2>/dev/null)" = "$3" ]
 }
 
+# build_nomad_source builds Nomad from a source tree (2.x). A tree taken from
+# a partial clone may lack nomad/structs/structs.generated.go (a generated
+# file of several MB): it is generated here with the codecgen that Nomad's
+# own GNUmakefile names, as `make generate-structs` would.
+build_nomad_source() {
+	local out="$DIR/nomad"
+	local recipe="nomad v$NOMAD_VERSION source tags none"
+	if up_to_date "$out" "$NOMAD_VERSION" "$recipe"; then
+		log "nomad v$NOMAD_VERSION cached at $out"
+		return
+	fi
+	if [ ! -f "$NOMAD_SRC/go.mod" ] || ! grep -q "Version = \"$NOMAD_VERSION\"" "$NOMAD_SRC/version/version.go" 2>/dev/null; then
+		log "no Nomad v$NOMAD_VERSION source tree at $NOMAD_SRC"
+		log "the module proxy serves no Nomad 2.x; put the public repository's tag v$NOMAD_VERSION there, e.g."
+		log "  git clone --branch v$NOMAD_VERSION --depth 1 https://github.com/hashicorp/nomad \"$NOMAD_SRC\""
+		log "(or set THEMIS_NOMAD_SRC to such a tree)"
+		exit 1
+	fi
+	log "building nomad v$NOMAD_VERSION from $NOMAD_SRC (cold: 10-18 min on 2 cores)"
+	if [ ! -f "$NOMAD_SRC/nomad/structs/structs.generated.go" ]; then
+		local codecgen
+		codecgen="$(grep -m 1 -o 'github.com/hashicorp/go-msgpack/v2/codec/codecgen@v[0-9.]*' "$NOMAD_SRC/GNUmakefile" || true)"
+		[ -n "$codecgen" ] || { log "cannot find codecgen's version in $NOMAD_SRC/GNUmakefile"; exit 1; }
+		log "generating nomad/structs/structs.generated.go with $codecgen"
+		local bin
+		bin="$(mktemp -d)"
+		GOBIN="$bin" go install "$codecgen"
+		(cd "$NOMAD_SRC/nomad/structs" && GOFLAGS=-mod=mod PATH="$bin:$PATH" ./generate.sh)
+		rm -rf "$bin"
+	fi
+	mkdir -p "$DIR"
+	# No ui tag: the web UI's assets are not in the repository's tree.
+	(cd "$NOMAD_SRC" && GOFLAGS=-mod=mod go build -trimpath -o "$out.tmp" \
+		-ldflags "-X github.com/hashicorp/nomad/version.GitCommit=v$NOMAD_VERSION" .)
+	mv "$out.tmp" "$out"
+	have_version "$out" "$NOMAD_VERSION" || { log "built nomad does not report v$NOMAD_VERSION"; exit 1; }
+	echo "$recipe" >"$out.recipe"
+	log "nomad v$NOMAD_VERSION -> $out"
+}
+
 build_nomad() {
+	case "$NOMAD_VERSION" in
+	2.*) build_nomad_source; return ;;
+	esac
 	local out="$DIR/nomad"
 	# The ui tag embeds the web UI that Nomad's module ships pre-built.
 	local recipe="nomad v$NOMAD_VERSION api $NOMAD_API_VERSION tags ui"
@@ -94,6 +151,14 @@ build_consul() {
 	local recipe="consul v$CONSUL_VERSION"
 	if up_to_date "$out" "$CONSUL_VERSION" "$recipe"; then
 		log "consul v$CONSUL_VERSION cached at $out"
+		return
+	fi
+	# Another Nomad's folder reuses the pinned folder's Consul when it is the same build.
+	if [ "$DIR" != "$PINNED_DIR" ] && up_to_date "$PINNED_DIR/consul" "$CONSUL_VERSION" "$recipe"; then
+		mkdir -p "$DIR"
+		cp "$PINNED_DIR/consul" "$out.tmp" && mv "$out.tmp" "$out"
+		echo "$recipe" >"$out.recipe"
+		log "consul v$CONSUL_VERSION copied from $PINNED_DIR"
 		return
 	fi
 	log "building consul v$CONSUL_VERSION (cold: 10-18 min on 2 cores)"
