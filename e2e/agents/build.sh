@@ -70,7 +70,9 @@ up_to_date() {
 # own GNUmakefile names, as `make generate-structs` would.
 build_nomad_source() {
 	local out="$DIR/nomad"
-	local recipe="nomad v$NOMAD_VERSION source tags none"
+	# The tags Nomad's own GNUmakefile builds with in its CI, less ui.
+	local tags="hashicorpmetrics codegen_generated"
+	local recipe="nomad v$NOMAD_VERSION source tags $tags"
 	if up_to_date "$out" "$NOMAD_VERSION" "$recipe"; then
 		log "nomad v$NOMAD_VERSION cached at $out"
 		return
@@ -96,7 +98,7 @@ build_nomad_source() {
 	fi
 	mkdir -p "$DIR"
 	# No ui tag: the web UI's assets are not in the repository's tree.
-	(cd "$NOMAD_SRC" && GOFLAGS=-mod=mod go build -trimpath -o "$out.tmp" \
+	(cd "$NOMAD_SRC" && GOFLAGS=-mod=mod go build -trimpath -tags "$tags" -o "$out.tmp" \
 		-ldflags "-X github.com/hashicorp/nomad/version.GitCommit=v$NOMAD_VERSION" .)
 	mv "$out.tmp" "$out"
 	have_version "$out" "$NOMAD_VERSION" || { log "built nomad does not report v$NOMAD_VERSION"; exit 1; }
