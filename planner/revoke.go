@@ -24,8 +24,9 @@ import (
 //     kill_timeout) and kills it.
 //  3. release: once Nomad reports every allocation of the job terminal
 //     (a lost one only once its node reported it stopped, or past the
-//     lost bound: lost.go), one Consul transaction deletes the lease's keys and adds the
-//     lease's service and one preemption to the job's record.
+//     lost bound: lost.go), one Consul transaction deletes the lease's
+//     keys and adds the lease's service and one preemption to the job's
+//     record.
 //
 // Until step 3 the lease's GPUs are held: grants on them wait.
 
