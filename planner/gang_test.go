@@ -80,7 +80,7 @@ func TestGangPartLostTakesTheGangBack(t *testing.T) {
 	k := core.JobKey{Namespace: "default", ID: "gang"}
 	first := h.Store.JobLeases[k]
 	lostNode := first.Parts[1].NodeID
-	h.Nomad.LoseNode(lostNode, nomad.StopOnClientAfter+5*time.Second) // cut off: it stops the part by itself
+	h.Nomad.LoseNode(lostNode, nomad.DefaultStopOnClientAfter+5*time.Second) // cut off: it stops the part by itself
 	h.Round("part lost")
 	l := h.Store.JobLeases[k]
 	if l.Revoke == nil || !strings.Contains(l.Revoke.Reason, "gang broken") {
@@ -96,7 +96,7 @@ func TestGangPartLostTakesTheGangBack(t *testing.T) {
 	}
 	// The node stays down past the bound: the gang re-queues whole and
 	// runs on the two other nodes.
-	h.Clock = h.Clock.Add(nomad.StopOnClientAfter + 5*time.Second + LostMargin)
+	h.Clock = h.Clock.Add(nomad.DefaultStopOnClientAfter + 5*time.Second + LostMargin)
 	h.Nomad.Settle() // the cut-off client stopped the part by then
 	for i := range 10 {
 		h.Round("requeue " + strconv.Itoa(i))

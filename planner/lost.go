@@ -23,8 +23,9 @@ import (
 //     word for the client status);
 //   - the lost bound passed: Nomad marked it lost at Modified, no later
 //     than the node's last heartbeat plus the heartbeat TTL; a client still
-//     alive stopped the task nomad.StopOnClientAfter after its last
-//     heartbeat (the pin's disconnect block), within the task's
+//     alive stopped the task stop_on_client_after after its last
+//     heartbeat (the pin's disconnect block: Config.StopOnClientAfter,
+//     nomad.DefaultStopOnClientAfter by default), within the task's
 //     kill_timeout (at most the clients' max_kill_timeout), and LostMargin
 //     covers the clocks and the kill itself.
 //
@@ -38,9 +39,18 @@ import (
 const LostMargin = 10 * time.Second
 
 // lostUntil is when a lost allocation's task has stopped for certain, by
-// the bound above, killIn being the longest its kill may take.
-func lostUntil(a nomad.Alloc, killIn time.Duration) time.Time {
-	return a.Modified.Add(nomad.StopOnClientAfter + killIn + LostMargin)
+// the bound above: stopAfter being the pins' stop_on_client_after and
+// killIn the longest its kill may take.
+func lostUntil(a nomad.Alloc, stopAfter, killIn time.Duration) time.Time {
+	return a.Modified.Add(stopAfter + killIn + LostMargin)
+}
+
+// stopOnClientAfter is the stop_on_client_after the pins set.
+func (p *Planner) stopOnClientAfter() time.Duration {
+	if p.cfg.StopOnClientAfter > 0 {
+		return p.cfg.StopOnClientAfter
+	}
+	return nomad.DefaultStopOnClientAfter
 }
 
 // killBound is the longest the kill of job k's task may take: the clients'
@@ -64,7 +74,7 @@ func (p *Planner) lostHolding(r *round, k core.JobKey, l lease.JobLease) (nomad.
 		if a.ClientStatus != "lost" || !l.OnNode(a.NodeID) {
 			continue
 		}
-		if until := lostUntil(a, p.killBound(r, k)); r.now.Before(until) {
+		if until := lostUntil(a, p.stopOnClientAfter(), p.killBound(r, k)); r.now.Before(until) {
 			r.wakeAt(until)
 			return a, until, true
 		}

@@ -27,7 +27,7 @@ func lostAlloc(ago time.Duration) nomad.Alloc {
 // marked it lost; testGrace as the kill timeout here: 30 + 30 + 10 s)
 // passes. Grants on its GPUs wait, saying why.
 func TestLostAllocationHoldsItsGPUs(t *testing.T) {
-	bound := nomad.StopOnClientAfter + testGrace + LostMargin
+	bound := nomad.DefaultStopOnClientAfter + testGrace + LostMargin
 	suspended := func(t *testing.T, w *world) {
 		w.snap.Jobs = []*nomad.Job{queued(t, "a", 2, pinned(leaseA), suspendedBy(leaseA))}
 		w.store.leases[keyA] = revoking(leaseOf(keyA, leaseA, "g0", "g1"), false)
@@ -151,7 +151,7 @@ func TestLostAllocationHoldsItsGPUs(t *testing.T) {
 // driver/gpuholds.go.)
 func TestLostNodeHoldsTheLeaseUntilItReports(t *testing.T) {
 	const grace = 5 * time.Second
-	bound := nomad.StopOnClientAfter + grace + LostMargin
+	bound := nomad.DefaultStopOnClientAfter + grace + LostMargin
 	for _, tc := range []struct {
 		name string
 		// stopAfter is when the lost node's client stops the task by
@@ -164,8 +164,8 @@ func TestLostNodeHoldsTheLeaseUntilItReports(t *testing.T) {
 		otherNode bool
 	}{
 		{name: "client killed, restarted 15 s later", back: true, down: 15 * time.Second},
-		{name: "client cut off, back past the bound", stopAfter: nomad.StopOnClientAfter + grace, back: true, down: bound + 5*time.Second, otherNode: true},
-		{name: "client cut off, never back", stopAfter: nomad.StopOnClientAfter + grace, down: bound + 5*time.Second, otherNode: true},
+		{name: "client cut off, back past the bound", stopAfter: nomad.DefaultStopOnClientAfter + grace, back: true, down: bound + 5*time.Second, otherNode: true},
+		{name: "client cut off, never back", stopAfter: nomad.DefaultStopOnClientAfter + grace, down: bound + 5*time.Second, otherNode: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newClusterHarness(t, 2, 8, mustStack(t, "fifo", stack.Options{}))

@@ -16,10 +16,12 @@ func TestPinSetsStopOnClientAfter(t *testing.T) {
 		name     string
 		jobType  *string
 		group    func(tg *api.TaskGroup)
+		set      time.Duration // SetStopOnClientAfter, 0: the default
 		wantStop bool
 	}{
 		{name: "batch job", jobType: ptr("batch"), wantStop: true},
 		{name: "service job", jobType: ptr("service"), wantStop: true},
+		{name: "the planner's -stop-on-client-after", jobType: ptr("batch"), set: 45 * time.Second, wantStop: true},
 		{name: "no type (service)", wantStop: true},
 		{name: "the user's lost_after replaced", jobType: ptr("batch"), wantStop: true, group: func(tg *api.TaskGroup) {
 			tg.Disconnect = &api.DisconnectStrategy{LostAfter: &hour}
@@ -29,6 +31,11 @@ func TestPinSetsStopOnClientAfter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, c, j := pinSetup(t)
+			c.SetStopOnClientAfter(tc.set)
+			want := DefaultStopOnClientAfter
+			if tc.set > 0 {
+				want = tc.set
+			}
 			job := userJob("a", 1)
 			job.Type = tc.jobType
 			tg := job.TaskGroups[0]
@@ -43,8 +50,8 @@ func TestPinSetsStopOnClientAfter(t *testing.T) {
 				}
 				return
 			}
-			if d == nil || d.StopOnClientAfter == nil || *d.StopOnClientAfter != StopOnClientAfter || d.LostAfter != nil {
-				t.Fatalf("disconnect %+v, want stop_on_client_after = %s alone", d, StopOnClientAfter)
+			if d == nil || d.StopOnClientAfter == nil || *d.StopOnClientAfter != want || d.LostAfter != nil {
+				t.Fatalf("disconnect %+v, want stop_on_client_after = %s alone", d, want)
 			}
 			if tg.MaxClientDisconnect != nil || tg.StopAfterClientDisconnect != nil {
 				t.Fatalf("deprecated fields kept: %v %v", tg.MaxClientDisconnect, tg.StopAfterClientDisconnect)
