@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/themis-nomad/themis/e2e/devstack"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/policies"
@@ -17,15 +19,38 @@ import (
 
 // A lost allocation is not a dead one (planner/lost.go, driver/gpuholds.go):
 // a Nomad client killed with kill -9 (a client that is not -dev, so its
-// tasks keep running) while its node runs a one-node job and a part of a
-// two-node gang, and started again after Nomad marked its allocations
-// lost. The planner keeps both leases (the jobs wait, saying why) until
-// the node, back, reports the old allocations stopped; then both jobs run
-// again. The invariant watcher runs throughout and must see no violation
-// (on the code before this, it saw partial-gang and unleased-gpu: the
-// leases were released when Nomad marked the allocations lost, and the
-// jobs granted again while the old tasks ran on).
+// tasks keep running), or frozen (SIGSTOP: a paused VM, a client that
+// stops heartbeating but lives), while its node runs a one-node job and a
+// part of a two-node gang, and back (started again, or SIGCONT) after
+// Nomad marked its allocations lost. The planner keeps both leases (the
+// jobs wait, saying why) until the node, back, reports the old
+// allocations stopped; then both jobs run again. The invariant watcher
+// runs throughout and must see no violation (on the code before this, the
+// kill -9 case saw partial-gang and unleased-gpu: the leases were released
+// when Nomad marked the allocations lost, and the jobs granted again while
+// the old tasks ran on).
 func TestLostClientKilledAndRestarted(t *testing.T) {
+	for _, fault := range []struct {
+		name        string
+		down, back  func(c *devstack.Cluster, i int) error
+		restartedAs string
+	}{
+		{name: "kill -9", down: (*devstack.Cluster).KillClient, back: func(c *devstack.Cluster, i int) error {
+			return c.StartClient(env.ctx, i)
+		}, restartedAs: "started again"},
+		{name: "SIGSTOP", down: func(c *devstack.Cluster, i int) error {
+			return syscall.Kill(c.ClientPid(i), syscall.SIGSTOP)
+		}, back: func(c *devstack.Cluster, i int) error {
+			return syscall.Kill(c.ClientPid(i), syscall.SIGCONT)
+		}, restartedAs: "continued"},
+	} {
+		t.Run(fault.name, func(t *testing.T) {
+			lostClient(t, fault.down, fault.back, fault.restartedAs)
+		})
+	}
+}
+
+func lostClient(t *testing.T, down, back func(c *devstack.Cluster, i int) error, restartedAs string) {
 	ctx, cancel := context.WithTimeout(env.ctx, 6*time.Minute)
 	defer cancel()
 	began := time.Now()
@@ -76,12 +101,17 @@ func TestLostClientKilledAndRestarted(t *testing.T) {
 			i = j
 		}
 	}
-	t.Logf("%s: lost-gang runs on both nodes, lost-solo on %s beside its part; killing that node's client (pid %d) with SIGKILL",
+	t.Logf("%s: lost-gang runs on both nodes, lost-solo on %s beside its part; stopping that node's client (pid %d)",
 		at(), solo.NodeName, cluster.ClientPid(i))
 
-	if err := cluster.KillClient(i); err != nil {
+	if err := down(cluster, i); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // a frozen client must thaw for the cluster to stop
+		if pid := cluster.ClientPid(i); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
 	killed := time.Now()
 	eventually(t, 90*time.Second, "Nomad to mark the node's allocations lost", func() (bool, error) {
 		for _, id := range []string{solo.ID, part.ID} {
@@ -96,7 +126,7 @@ func TestLostClientKilledAndRestarted(t *testing.T) {
 		return true, nil
 	})
 	lost := time.Since(killed)
-	t.Logf("%s: Nomad marked both allocations lost %s after the kill", at(), lost.Round(time.Millisecond))
+	t.Logf("%s: Nomad marked both allocations lost %s after the client stopped", at(), lost.Round(time.Millisecond))
 	// The planner takes both back and holds them: the jobs wait, saying
 	// why (the old tasks still run on the node).
 	// (Not fatal: the watcher's verdict on what follows is the point.)
@@ -123,10 +153,10 @@ func TestLostClientKilledAndRestarted(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 	restarted := time.Now()
-	if err := cluster.StartClient(ctx, i); err != nil {
+	if err := back(cluster, i); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: client of %s started again %s after the kill; ready %s later", at(), solo.NodeName,
+	t.Logf("%s: client of %s %s %s after it stopped (%s to come back)", at(), solo.NodeName, restartedAs,
 		restarted.Sub(killed).Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
 
 	// The node reports its old allocations stopped, and both jobs run
@@ -158,7 +188,7 @@ func TestLostClientKilledAndRestarted(t *testing.T) {
 		}
 		return true, nil
 	})
-	t.Logf("%s: the node reported its old allocations stopped %s after its client started; both jobs run again %s after",
+	t.Logf("%s: the node reported its old allocations stopped %s after its client came back; both jobs run again %s after",
 		at(), reported.Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
 	time.Sleep(5 * time.Second) // the watcher looks at the cluster as it runs again
 }
