@@ -75,10 +75,24 @@ type Config struct {
 	// GangTimeout is how long a part of a multi-node gang waits for the
 	// others before its task fails (a Go duration; DefaultGangTimeout).
 	GangTimeout string `codec:"gang_timeout"`
+	// GPUHoldTimeout is how long a task's start waits for a process of
+	// another allocation that still holds one of its GPUs on this node to
+	// end before the start fails naming it (gpuholds.go; a Go duration;
+	// DefaultGPUHoldTimeout).
+	GPUHoldTimeout string `codec:"gpu_hold_timeout"`
 	// AllowDevices are host device files (or directories of them, such as
 	// /dev/infiniband) every task may open besides runc's defaults and
 	// the devices reserved for it (devices.go); absolute paths.
 	AllowDevices []string `codec:"allow_devices"`
+}
+
+// gpuHoldTimeout is GPUHoldTimeout parsed (validate checked it).
+func (c Config) gpuHoldTimeout() time.Duration {
+	d, err := time.ParseDuration(c.GPUHoldTimeout)
+	if err != nil || d <= 0 {
+		return DefaultGPUHoldTimeout
+	}
+	return d
 }
 
 // gangTimeout is GangTimeout parsed (validate checked it).
@@ -134,6 +148,10 @@ func configSpec() *hclspec.Spec {
 			hclspec.NewAttr("gang_timeout", "string", false),
 			hclspec.NewLiteral(strconv.Quote(DefaultGangTimeout.String())),
 		),
+		"gpu_hold_timeout": hclspec.NewDefault(
+			hclspec.NewAttr("gpu_hold_timeout", "string", false),
+			hclspec.NewLiteral(strconv.Quote(DefaultGPUHoldTimeout.String())),
+		),
 	})
 }
 
@@ -180,6 +198,9 @@ func (c Config) withDefaults() Config {
 	if c.GangTimeout == "" {
 		c.GangTimeout = DefaultGangTimeout.String()
 	}
+	if c.GPUHoldTimeout == "" {
+		c.GPUHoldTimeout = DefaultGPUHoldTimeout.String()
+	}
 	return c
 }
 
@@ -193,6 +214,9 @@ func (c Config) validate() error {
 	}
 	if d, err := time.ParseDuration(c.GangTimeout); c.GangTimeout != "" && (err != nil || d <= 0) {
 		return fmt.Errorf("gang_timeout: want a positive duration such as \"5m\", got %q", c.GangTimeout)
+	}
+	if d, err := time.ParseDuration(c.GPUHoldTimeout); c.GPUHoldTimeout != "" && (err != nil || d <= 0) {
+		return fmt.Errorf("gpu_hold_timeout: want a positive duration such as \"5m\", got %q", c.GPUHoldTimeout)
 	}
 	if c.AdvertiseAddress != "" && net.ParseIP(c.AdvertiseAddress) == nil {
 		return fmt.Errorf("advertise_address: want an IP address, got %q", c.AdvertiseAddress)

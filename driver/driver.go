@@ -126,6 +126,9 @@ type Driver struct {
 
 	// ids are the dynamic uids the driver's allocations hold.
 	ids *identities
+	// gpuMu serializes the last look at a task's GPU records with its
+	// launch and its own records (gpuholds.go).
+	gpuMu sync.Mutex
 }
 
 var _ drivers.DriverPlugin = (*Driver)(nil)
@@ -389,6 +392,10 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		return nil, nil, err
 	}
 	defer root.Close()
+	if err := d.waitGPUs(logger, cfg, root, gpuIDs, pcfg.gpuHoldTimeout()); err != nil {
+		logger.Error("refusing task", "gpus", gpuIDs, "error", err)
+		return nil, nil, err
+	}
 
 	// The allocation's identity: a gang's rank 0 (and a one-node job)
 	// claims a uid before it joins the rendezvous, where it publishes it;
@@ -464,7 +471,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		return nil, nil, err
 	}
 
-	h, err := d.launch(logger, cfg, launchSpec{path: path, dir: taskDir, args: tc.Args, env: env, user: who, fence: fence})
+	h, err := d.launchOnGPUs(logger, cfg, root, gpuIDs, launchSpec{path: path, dir: taskDir, args: tc.Args, env: env, user: who, fence: fence})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -565,6 +572,9 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 		if err := d.restoreIdentity(h.proto, cfg); err != nil {
 			logger.Warn("cannot record the recovered task's dynamic uid as held", "uid", h.who.uid, "error", err)
 		}
+	}
+	if err := restoreGPUs(h.proto.root, cfg, h.pid); err != nil {
+		logger.Warn("cannot record the recovered task's GPUs", "error", err)
 	}
 	d.tasksMu.Lock()
 	d.tasks[cfg.ID] = h
@@ -668,6 +678,11 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 	_, mine := d.tasks[taskID]
 	delete(d.tasks, taskID)
 	d.tasksMu.Unlock()
+	if mine {
+		if err := dropGPUs(h.proto.root, h.cfg, allocatedGPUs(h.cfg)); err != nil {
+			h.logger.Warn("cannot remove the task's GPU records; the next start on its GPUs finds its process group gone", "error", err)
+		}
+	}
 	if mine && h.proto.root != "" {
 		d.releaseIdentity(h.logger, h.proto.root, h.proto.who, holder{Alloc: h.cfg.AllocID, Task: h.cfg.Name, Dir: h.proto.names})
 	}

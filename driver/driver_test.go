@@ -599,7 +599,7 @@ config {
 	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config {}`, &pc)
 	must.Eq(t, &Config{ConsulAddress: DefaultConsulAddress, LeaseCheck: true, CheckpointRoot: DefaultCheckpointRoot,
 		KeepCheckpoints: DefaultKeepCheckpoints, DynamicUserMin: DefaultDynamicUserMin, DynamicUserMax: DefaultDynamicUserMax,
-		GangTimeout: DefaultGangTimeout.String()}, pc)
+		GangTimeout: DefaultGangTimeout.String(), GPUHoldTimeout: DefaultGPUHoldTimeout.String()}, pc)
 	must.StrNotHasPrefix(t, os.TempDir(), pc.CheckpointRoot)
 	hclutils.NewConfigParser(configSpec()).ParseHCL(t, `config {
   keep_checkpoints     = 5
@@ -664,7 +664,7 @@ func TestParseProcStat(t *testing.T) {
 	line := "4242 (my (odd) cmd) S 1 4200 4242 0 -1 4194560 100 0 0 0 25 7 0 0 20 0 1 0 123456 1000000 321 18446744073709551615"
 	st, err := parseProcStat(line)
 	must.NoError(t, err)
-	must.Eq(t, procStat{State: 'S', PGrp: 4200}, st)
+	must.Eq(t, procStat{State: 'S', PGrp: 4200, Start: 123456}, st)
 	_, err = parseProcStat("4242 (x) S 1")
 	must.Error(t, err)
 	must.Eq(t, []int{os.Getpid()}, slices.DeleteFunc(groupMembers(syscall.Getpgrp()), func(p int) bool { return p != os.Getpid() }))

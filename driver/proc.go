@@ -15,6 +15,10 @@ import (
 type procStat struct {
 	State byte
 	PGrp  int
+	// Start is when the process started, in clock ticks after boot
+	// (field 22; 0 when the line is shorter): a pid and its start time
+	// name one process, a reused pid another.
+	Start uint64
 }
 
 func readProcStat(pid int) (procStat, error) {
@@ -41,7 +45,13 @@ func parseProcStat(line string) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("proc stat field 5: %w", err)
 	}
-	return procStat{State: f[0][0], PGrp: pg}, nil
+	st := procStat{State: f[0][0], PGrp: pg}
+	if len(f) > 22-3 {
+		if st.Start, err = strconv.ParseUint(f[22-3], 10, 64); err != nil {
+			return procStat{}, fmt.Errorf("proc stat field 22: %w", err)
+		}
+	}
+	return st, nil
 }
 
 // groupMembers lists the live (not zombie) members of process group pgid.

@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/themis-nomad/themis/planner/core"
@@ -286,7 +287,10 @@ func (a *applier) revoke(ctx context.Context, s step) error {
 	}
 	a.leases[k] = &marked
 	if st, ok := a.pl.status[k]; ok && st.State == "revoking" {
-		st.Reason, st.Deadline = marked.Revoke.Reason, marked.Revoke.Deadline
+		// What the round added to the reason (a lost allocation's wait,
+		// lost.go) stays.
+		st.Reason = marked.Revoke.Reason + strings.TrimPrefix(st.Reason, s.Revoke.Reason)
+		st.Deadline = marked.Revoke.Deadline
 		a.pl.status[k] = st
 	}
 	p.log.Info("revoking", "job", k, "gpus", s.Lease.GPUs, "lease", s.Lease.LeaseID, "reason", marked.Revoke.Reason,

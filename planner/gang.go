@@ -56,8 +56,8 @@ func (p *Planner) brokenRun(r *round, l lease.JobLease) string {
 			gone = append(gone, a)
 		}
 	}
-	if len(gone) > 0 && live > 0 {
-		a := gone[0]
+	if lost := lostPart(gone); len(gone) > 0 && (live > 0 || lost >= 0) {
+		a := gone[max(lost, 0)]
 		return fmt.Sprintf("gang broken: its part on %s is %s; the whole gang checkpoints and re-queues", r.nodes[a.NodeID].Name, a.ClientStatus)
 	}
 	timeout := p.cfg.GangPlaceTimeout
@@ -71,4 +71,17 @@ func (p *Planner) brokenRun(r *round, l lease.JobLease) string {
 		r.wakeAt(l.GrantedAt.Add(timeout + time.Nanosecond))
 	}
 	return ""
+}
+
+// lostPart is the index in gone of an allocation lost with its node, -1
+// when none was: a gang with a lost part is broken even when no other part
+// runs any more (the lost one may, and Nomad would re-place it on the same
+// node when the node returns).
+func lostPart(gone []nomad.Alloc) int {
+	for i, a := range gone {
+		if a.ClientStatus == "lost" {
+			return i
+		}
+	}
+	return -1
 }

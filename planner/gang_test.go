@@ -80,21 +80,24 @@ func TestGangPartLostTakesTheGangBack(t *testing.T) {
 	k := core.JobKey{Namespace: "default", ID: "gang"}
 	first := h.Store.JobLeases[k]
 	lostNode := first.Parts[1].NodeID
-	for _, a := range h.Nomad.Allocs[k] {
-		if a.NodeID == lostNode {
-			a.ClientStatus = "lost"
-		}
-	}
-	for i, n := range h.Nomad.Nodes {
-		if n.ID == lostNode {
-			h.Nomad.Nodes[i].Schedulable = false
-		}
-	}
+	h.Nomad.LoseNode(lostNode, nomad.DefaultStopOnClientAfter+5*time.Second) // cut off: it stops the part by itself
 	h.Round("part lost")
 	l := h.Store.JobLeases[k]
 	if l.Revoke == nil || !strings.Contains(l.Revoke.Reason, "gang broken") {
 		t.Fatalf("lease after a lost part: %+v", l)
 	}
+	// Its lost part may still run: the gang's lease (all its GPUs) is
+	// held until that node reports it stopped or the lost bound passes.
+	for i := range 10 {
+		h.Round("held " + strconv.Itoa(i))
+	}
+	if l := h.Store.JobLeases[k]; l.LeaseID != first.LeaseID {
+		t.Fatalf("lease %+v released while the lost part may still run", l)
+	}
+	// The node stays down past the bound: the gang re-queues whole and
+	// runs on the two other nodes.
+	h.Clock = h.Clock.Add(nomad.DefaultStopOnClientAfter + 5*time.Second + LostMargin)
+	h.Nomad.Settle() // the cut-off client stopped the part by then
 	for i := range 10 {
 		h.Round("requeue " + strconv.Itoa(i))
 	}
@@ -135,41 +138,6 @@ func TestGangIncompletePlacementTimesOut(t *testing.T) {
 	h.Round("timeout")
 	if l := h.Store.JobLeases[k]; l.Revoke == nil || !strings.Contains(l.Revoke.Reason, "placed 1 of its 2 parts") {
 		t.Fatalf("lease %+v, want revoked as incomplete", l)
-	}
-}
-
-// A one-node job whose allocation is lost (its node died) re-queues and
-// runs on another node; its lease is released only once Nomad reports the
-// allocation lost.
-func TestLostAllocationRequeues(t *testing.T) {
-	h := newClusterHarness(t, 2, 8, mustStack(t, "fifo", stack.Options{}))
-	h.Nomad.Submit("solo", 8, "be", "5s")
-	h.Round("grant")
-	k := core.JobKey{Namespace: "default", ID: "solo"}
-	first := h.Store.JobLeases[k]
-	// The node stops heartbeating: not schedulable, the allocation still
-	// "running" until Nomad marks it lost. The lease stays.
-	for i, n := range h.Nomad.Nodes {
-		if n.ID == first.NodeID {
-			h.Nomad.Nodes[i].Schedulable = false
-		}
-	}
-	h.Round("node down")
-	if l := h.Store.JobLeases[k]; l.LeaseID != first.LeaseID || l.Revoke != nil {
-		t.Fatalf("lease changed before the allocation was lost: %+v", l)
-	}
-	for _, a := range h.Nomad.Allocs[k] {
-		a.ClientStatus = "lost"
-	}
-	for i := range 4 {
-		h.Round("lost " + strconv.Itoa(i))
-	}
-	l, ok := h.Store.JobLeases[k]
-	if !ok || l.LeaseID == first.LeaseID || l.NodeID == first.NodeID {
-		t.Fatalf("lease %+v (status %+v): want a new lease on the other node", l, h.Store.JobStatuses[k])
-	}
-	if n := len(h.Nomad.Running("solo")); n != 1 {
-		t.Fatalf("%d allocations run, want 1", n)
 	}
 }
 

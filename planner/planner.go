@@ -108,7 +108,12 @@ type Config struct {
 	// a multi-node gang after its grant before the planner takes the gang
 	// back (DefaultGangPlaceTimeout when 0; gang.go).
 	GangPlaceTimeout time.Duration
-	Log              hclog.Logger
+	// StopOnClientAfter is the disconnect.stop_on_client_after the Nomad
+	// adapter's pins set (nomad.Client.SetStopOnClientAfter; the same
+	// value), from which the lost bound is counted (lost.go);
+	// nomad.DefaultStopOnClientAfter when 0.
+	StopOnClientAfter time.Duration
+	Log               hclog.Logger
 	// OnRoundTime, when set, is told how long each round of Run took and
 	// what it returned (load tests record round latency with it).
 	OnRoundTime func(took time.Duration, err error)

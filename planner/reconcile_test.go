@@ -121,6 +121,7 @@ func alloc(status string) nomad.Alloc {
 	a := nomad.Alloc{ID: "alloc-" + status, NodeID: "n1", ClientStatus: status, Created: testNow.Add(-time.Minute), Started: testNow.Add(-time.Minute)}
 	if status != "running" {
 		a.Finished = testNow.Add(-time.Second)
+		a.Modified = a.Finished // when Nomad last changed it (marked it lost)
 	}
 	return a
 }
@@ -311,7 +312,7 @@ func TestReconcileRevokePath(t *testing.T) {
 		steps:  []string{"release default/a", "drop-record default/a"},
 		status: map[core.JobKey]wantStatus{keyA: {StateFinished, ""}},
 	}, {
-		name: "lost allocation: the lease taken back, suspended and released in one round",
+		name: "lost allocation: the lease taken back and suspended, held (lost.go)",
 		world: func(t *testing.T, w *world) {
 			w.snap.Jobs = []*nomad.Job{queued(t, "a", 2, pinned(leaseA))}
 			w.snap.Allocs[keyA] = []nomad.Alloc{alloc("lost")}
@@ -319,8 +320,10 @@ func TestReconcileRevokePath(t *testing.T) {
 			w.store.records[keyA] = record(keyA)
 		},
 		// Its job is not classified again this round: the suspension is
-		// read next round.
-		steps: []string{"revoke default/a", "suspend default/a", "release default/a"},
+		// read next round. The lease stays until the node reports the
+		// allocation stopped or the lost bound passes (lost_test.go).
+		steps:  []string{"revoke default/a", "suspend default/a"},
+		status: map[core.JobKey]wantStatus{keyA: {"revoking", "was lost with the node"}},
 		check: func(t *testing.T, pl *plan) {
 			rv := stepOf(t, pl, stepRevoke, keyA).Revoke
 			if !strings.Contains(rv.Reason, "was lost") || rv.Suspends == nil || rv.Suspends.Version != 2 || !rv.Deadline.Equal(testNow.Add(testGrace)) {

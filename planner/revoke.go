@@ -22,9 +22,11 @@ import (
 //     Nomad stops its allocation through the driver's StopTask, which
 //     signals the workload, waits the grace period (the task's
 //     kill_timeout) and kills it.
-//  3. release: once Nomad reports every allocation of the job terminal,
-//     one Consul transaction deletes the lease's keys and adds the
-//     lease's service and one preemption to the job's record.
+//  3. release: once Nomad reports every allocation of the job terminal
+//     (a lost one only once its node reported it stopped, or past the
+//     lost bound: lost.go), one Consul transaction deletes the lease's
+//     keys and adds the lease's service and one preemption to the job's
+//     record.
 //
 // Until step 3 the lease's GPUs are held: grants on them wait.
 
@@ -94,7 +96,15 @@ func (p *Planner) advanceRevoke(r *round, j *nomad.Job, l lease.JobLease) {
 	}
 	if p.stillRunning(r, k, l) {
 		p.markHeld(r, l)
-		r.status[k] = revokingStatus(r, l)
+		st := revokingStatus(r, l)
+		if a, until, ok := p.lostHolding(r, k, l); ok {
+			st.Reason = r.lostReason(st.Reason, a, until)
+			if r.lost == nil {
+				r.lost = map[core.JobKey]time.Time{}
+			}
+			r.lost[k] = until
+		}
+		r.status[k] = st
 		return
 	}
 	// Step 3: every allocation is terminal.
@@ -137,14 +147,16 @@ func revokingStatus(r *round, l lease.JobLease) lease.JobStatus {
 }
 
 // stillRunning reports whether a lease's job has an allocation that is not
-// terminal on the lease's node (the GPUs may still be in use).
+// terminal on the lease's node, or one lost with its node whose task may
+// still run there (lost.go): the GPUs may still be in use.
 func (p *Planner) stillRunning(r *round, k core.JobKey, l lease.JobLease) bool {
 	for _, a := range r.snap.Allocs[k] {
 		if !a.Terminal() && (a.NodeID == "" || l.OnNode(a.NodeID)) {
 			return true
 		}
 	}
-	return false
+	_, _, lost := p.lostHolding(r, k, l)
+	return lost
 }
 
 // markHeld marks a lease's GPUs as not yet free (r.held).

@@ -43,7 +43,11 @@ type round struct {
 	// so it hands them to the job that caused the preemption instead of
 	// preempting another one; the grant itself waits until they are
 	// released.
-	held   map[string]lease.JobLease
+	held map[string]lease.JobLease
+	// lost maps each lease a lost allocation still holds to when it is
+	// free at the latest (lost.go), for the reasons of the grants it holds
+	// up.
+	lost   map[core.JobKey]time.Time
 	status map[core.JobKey]lease.JobStatus
 	// cells, with virtual clusters, returns a granted job's virtual GPUs,
 	// which its lease records for the replay.
@@ -144,7 +148,9 @@ func (r *round) waitingFor(victim lease.JobLease, node string, g core.Grant) str
 	if r.aside[core.JobKey{Namespace: victim.Namespace, ID: victim.JobID}] != "" {
 		why = fmt.Sprintf("granted %d GPUs on %s; waiting for %s/%s, set aside (unreadable), which holds them", len(g.GPUs), node, victim.Namespace, victim.JobID)
 	}
-	if victim.Revoke != nil {
+	if until, ok := r.lost[core.JobKey{Namespace: victim.Namespace, ID: victim.JobID}]; ok {
+		why += fmt.Sprintf(" (its allocation was lost with its node and may still run: until the node reports it stopped, at the latest %s)", until.Local().Format(time.TimeOnly))
+	} else if victim.Revoke != nil {
 		why += fmt.Sprintf(" (checkpointing, grace period until %s)", victim.Revoke.Deadline.Local().Format(time.TimeOnly))
 	}
 	return why

@@ -63,6 +63,7 @@ type plannerOptions struct {
 	nomadToken, consulToken              string
 	httpAddr, httpAdvertise              string
 	resync, maxKillTimeout, restoreGuard time.Duration
+	stopOnClientAfter                    time.Duration
 	knobs                                stringList
 	decideEveryRound                     bool
 	pinWorkers                           int
@@ -78,6 +79,8 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	fs.StringVar(&o.vcConfig, "vc-config", "", "virtual clusters (HCL, as `themis sim --vc-config`): HiveD cells per VC, and optionally its own policy and knobs; SIGHUP reloads the file")
 	fs.DurationVar(&o.maxKillTimeout, "max-kill-timeout", 30*time.Second,
 		"the Nomad clients' client.max_kill_timeout: jobs asking for a longer grace_period are rejected (Nomad would cut it)")
+	fs.DurationVar(&o.stopOnClientAfter, "stop-on-client-after", nomad.DefaultStopOnClientAfter,
+		"the disconnect.stop_on_client_after pins set: a Nomad client cut off from its servers this long stops its themis tasks itself; a job whose allocation was lost with its node is re-queued at the latest this plus -max-kill-timeout plus 10 s after (docs/design.md, \"A lost allocation is not a dead one\")")
 	fs.DurationVar(&o.restoreGuard, "restore-guard", 10*time.Second,
 		"a job resumed after a preemption runs this long before it may be preempted again")
 	fs.StringVar(&o.pendingPool, "pending-pool", nomad.DefaultPendingPool, "node pool in which themis jobs wait for a grant")
@@ -206,10 +209,11 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 		log.Info("leading", "nomad", ncfg.Address, "consul", ccfg.Address, "policy", policy.Policy.Name(), "victims", policy.Victims)
 		ncl := nomad.NewClient(nc, o.pendingPool, log.Named("nomad"))
 		ncl.SetForeignCheckpoints(nomad.ForeignCheckpoints{Root: o.checkpointRoot})
+		ncl.SetStopOnClientAfter(o.stopOnClientAfter)
 		cfg := planner.Config{
 			Nomad: ncl, Store: store,
 			Stack: policy, Resync: o.resync, Log: log,
-			MaxKillTimeout: o.maxKillTimeout, RestoreGuard: o.restoreGuard,
+			MaxKillTimeout: o.maxKillTimeout, RestoreGuard: o.restoreGuard, StopOnClientAfter: o.stopOnClientAfter,
 			DecideEveryRound: o.decideEveryRound, PinWorkers: o.pinWorkers,
 		}
 		if api != nil {

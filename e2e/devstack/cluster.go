@@ -322,6 +322,26 @@ func (c *Cluster) StopClient(i int, timeout time.Duration) error {
 	}
 }
 
+// KillClient kills client i's agent with SIGKILL, the agent's process
+// alone, as a crash or the OOM killer does: it stops nothing, so its tasks'
+// executors, and the tasks, keep running, and its node misses its
+// heartbeats until StartClient.
+func (c *Cluster) KillClient(i int) error {
+	cl := c.clients[i]
+	if cl.cmd == nil {
+		return fmt.Errorf("devstack: Nomad client %s is not running", cl.node)
+	}
+	done, log := c.s.forget(cl.cmd)
+	cmd := cl.cmd
+	cl.cmd = nil
+	defer log.Close()
+	if err := cmd.Process.Kill(); err != nil {
+		return fmt.Errorf("devstack: kill Nomad client %s: %w", cl.node, err)
+	}
+	<-done
+	return nil
+}
+
 // StartClient starts the stopped client i again with the same config and
 // data dir, and waits until it is up and its node ready.
 func (c *Cluster) StartClient(ctx context.Context, i int) error {

@@ -138,5 +138,11 @@ plugin "themis-driver" {
     # Where the other parts of a multi-node gang reach this node's part.
     advertise_address = "10.0.0.5"
     gang_timeout      = "5m"
+
+    # How long a task's start waits for a process of another allocation
+    # that still holds one of its GPUs on this node (a task whose
+    # allocation Nomad marked lost while its client was down) before it
+    # fails naming it.
+    gpu_hold_timeout = "5m"
   }
 }

@@ -20,6 +20,10 @@ type Alloc struct {
 	// ClientStatus is Nomad's: pending, running, complete, failed, lost.
 	ClientStatus string
 	Created      time.Time
+	// Modified is when Nomad last changed the allocation: for one the
+	// servers marked lost, when they did (its client, down, cannot update
+	// it), which is when the lost-allocation bound starts (planner/lost.go).
+	Modified time.Time
 	// Started and Finished are the themis task's; zero when it has not
 	// started or not finished.
 	Started, Finished time.Time
@@ -69,7 +73,10 @@ func (c *Client) allocations(ctx context.Context, jobs map[core.JobKey]*Job, ful
 		if key.Namespace == "" {
 			key.Namespace = "default"
 		}
-		a := Alloc{ID: s.ID, NodeID: s.NodeID, ClientStatus: s.ClientStatus, Created: time.Unix(0, s.CreateTime)}
+		a := Alloc{ID: s.ID, NodeID: s.NodeID, ClientStatus: s.ClientStatus, Created: time.Unix(0, s.CreateTime), Modified: time.Unix(0, s.ModifyTime)}
+		if s.ModifyTime == 0 {
+			a.Modified = a.Created
+		}
 		if j := jobs[key]; j != nil {
 			if ts := s.TaskStates[j.Task]; ts != nil {
 				a.Started, a.Finished = ts.StartedAt, ts.FinishedAt

@@ -40,6 +40,8 @@ type Client struct {
 	parsed map[string]parsedNode
 	// marks follow the tables' indexes for ChangeMark (marks.go).
 	marks marks
+	// stopOnClientAfter is the pins' stop_on_client_after (disconnect.go).
+	stopOnClientAfter time.Duration
 }
 
 // SetForeignCheckpoints says where tasks of other drivers keep their
@@ -206,9 +208,11 @@ var ErrJobChanged = errors.New("job changed since it was read")
 // GPUs on each node). A suspended job gets its group count back (1, or the
 // gang's parts), so Nomad places it again. The task's kill_timeout becomes
 // the stanza's grace period (Nomad caps it at the client's
-// max_kill_timeout), and restarts (how many times the job was preempted)
-// reaches the task as THEMIS_RESTART_COUNT. The job keeps no device request
-// but the leased GPUs' (rewrite).
+// max_kill_timeout), its disconnect block stops it on a client cut off
+// from the servers for StopOnClientAfter() (disconnect.go), and restarts (how
+// many times the job was preempted) reaches the task as
+// THEMIS_RESTART_COUNT. The job keeps no device request but the leased
+// GPUs' (rewrite).
 func (c *Client) Pin(ctx context.Context, j *Job, l lease.JobLease, pool string, restarts int) error {
 	return c.edit(ctx, j, "pin", c.pinChange(j, l, pool, restarts))
 }
@@ -224,6 +228,7 @@ func (c *Client) pinChange(j *Job, l lease.JobLease, pool string, restarts int) 
 		delete(job.Meta, CountMeta)
 		grace := j.Intent.GracePeriod
 		task.KillTimeout = &grace
+		setDisconnect(job, tg, c.StopOnClientAfter())
 		tg.Constraints = withoutTarget(tg.Constraints, "${node.unique.id}")
 		tg.Constraints = withoutOperand(tg.Constraints, api.ConstraintDistinctHosts)
 		if len(parts) == 1 {

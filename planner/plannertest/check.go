@@ -3,14 +3,15 @@ package plannertest
 import "testing"
 
 // CheckNoTaskWithoutLease is invariant 1 seen from Nomad: every job with an
-// allocation that is not terminal holds a lease on that allocation's node
+// allocation that is not terminal, or lost while its task still runs
+// (Alloc.Orphan), holds a lease on that allocation's node
 // (and Store keeps leases' GPUs disjoint), so no two running jobs share a
 // GPU.
 func CheckNoTaskWithoutLease(t testing.TB, n *Nomad, s *Store, when string) {
 	t.Helper()
 	for k, as := range n.Allocs {
 		for _, a := range as {
-			if !a.Terminal() {
+			if !a.Terminal() || a.Orphan {
 				l, ok := s.JobLeases[k]
 				if !ok {
 					t.Fatalf("%s: %s has allocation %s %s but no lease", when, k, a.ID, a.ClientStatus)

@@ -76,6 +76,11 @@ type Alloc struct {
 	// StopAt is when a stopping allocation's task has checkpointed and
 	// exited (zero: not stopping).
 	StopAt time.Time
+	// Orphan says the allocation is lost (LoseNode) but its task still
+	// runs on its node, until OrphanUntil (its client, cut off, stops it
+	// by itself) or until the node comes back (NodeBack).
+	Orphan      bool
+	OrphanUntil time.Time
 }
 
 // CheckpointTime is how long a suspended task takes to stop.
@@ -120,10 +125,56 @@ func (f *Nomad) SubmitIn(id string, gpus int, class, grace, vc string, priority 
 	}
 }
 
-// Settle ends the stopping allocations whose checkpoint is done by now.
+// LoseNode is a node that stopped heartbeating, as Nomad's servers see it
+// once the heartbeat grace is over: not schedulable, its allocations lost
+// (Modified now), their tasks still running there (Orphan) until its
+// client, cut off, stops them by itself after stopAfter (the group's
+// stop_on_client_after and the kill; 0: a client killed outright, which
+// stops nothing until NodeBack).
+func (f *Nomad) LoseNode(id string, stopAfter time.Duration) {
+	for i := range f.Nodes {
+		if f.Nodes[i].ID == id {
+			f.Nodes[i].Schedulable = false
+		}
+	}
+	for _, as := range f.Allocs {
+		for _, a := range as {
+			if a.NodeID == id && !a.Terminal() {
+				a.ClientStatus, a.Modified, a.Orphan = "lost", *f.Clock, true
+				if stopAfter > 0 {
+					a.OrphanUntil = f.Clock.Add(stopAfter)
+				}
+			}
+		}
+	}
+}
+
+// NodeBack is a lost node's client started again: it kills the tasks of
+// its lost allocations (the servers want them stopped) and reports them
+// complete; the node is schedulable again.
+func (f *Nomad) NodeBack(id string) {
+	for i := range f.Nodes {
+		if f.Nodes[i].ID == id {
+			f.Nodes[i].Schedulable = true
+		}
+	}
+	for _, as := range f.Allocs {
+		for _, a := range as {
+			if a.NodeID == id && a.Orphan {
+				a.Orphan, a.ClientStatus, a.Finished, a.Modified = false, "complete", *f.Clock, *f.Clock
+			}
+		}
+	}
+}
+
+// Settle ends the stopping allocations whose checkpoint is done by now,
+// and the orphans whose client stopped them by itself.
 func (f *Nomad) Settle() {
 	for k, as := range f.Allocs {
 		for _, a := range as {
+			if a.Orphan && !a.OrphanUntil.IsZero() && !a.OrphanUntil.After(*f.Clock) {
+				a.Orphan = false
+			}
 			if !a.StopAt.IsZero() && !a.StopAt.After(*f.Clock) && !a.Terminal() {
 				a.ClientStatus, a.Finished = "complete", a.StopAt
 			}
