@@ -440,6 +440,9 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err := giveTaskDir(logger, cfg, who, pcfg.DynamicUserMin, pcfg.DynamicUserMax); err != nil {
 		return nil, nil, err
 	}
+	if err := fenceShared(logger, cfg, who); err != nil {
+		return nil, nil, err
+	}
 	ckpt := filepath.Join(append([]string{pcfg.CheckpointRoot}, names...)...)
 	proto, err := newProtocol(ckpt, pcfg.KeepCheckpoints, intent)
 	if err != nil {
@@ -561,6 +564,9 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	}
 	h.proto = d.recoverProtocol(st, handle.Config)
 	h.who = h.proto.who
+	if err := fenceShared(logger, cfg, h.who); err != nil {
+		logger.Warn("cannot fence the recovered task's alloc/ and log dir again (a restarted client's Build opened them)", "error", err)
+	}
 	if h.who.dynamic && h.proto.root != "" {
 		if err := d.restoreIdentity(h.proto, cfg); err != nil {
 			logger.Warn("cannot record the recovered task's dynamic uid as held", "uid", h.who.uid, "error", err)

@@ -1,0 +1,107 @@
+package driver
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+// TestLogDirPlantNotFollowed: a task that plants <task>.stdout.1 in its
+// allocation's log dir as a symlink to a root-only file (the stand-in for
+// /etc/ld.so.preload), then prints past the log's max file size, does not
+// make Nomad's logmon (root, the harness runs the real one, 10 MB files)
+// append its output to that file when it rotates. The task plants it in
+// place, or renames the log dir away and makes one of its own. Before:
+// Nomad makes <alloc>/alloc and <alloc>/alloc/logs 0777 (nobody's, not
+// sticky) and logmon opens the next file with O_CREATE|O_APPEND, following
+// symlinks: root wrote the task's output into the file.
+func TestLogDirPlantNotFollowed(t *testing.T) {
+	cases := []struct{ name, plant string }{
+		{"in-place", `ln -s "$VICTIM" "$NOMAD_ALLOC_DIR/logs/$NOMAD_TASK_NAME.stdout.1"`},
+		{"own-dir", `mv "$NOMAD_ALLOC_DIR/logs" "$NOMAD_ALLOC_DIR/logs.old" && mkdir "$NOMAD_ALLOC_DIR/logs" && ` +
+			`ln -s "$VICTIM" "$NOMAD_ALLOC_DIR/logs/$NOMAD_TASK_NAME.stdout.1"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := prodEnv(t, nil, nil)
+			victim := rootOnlyFile(t, "preload", "# root's\n")
+			// 11 MB of output: past logmon's 10 MB, so it opens .stdout.1.
+			task, tc := jobTask("logplant-job", "logplant", fmt.Sprintf(
+				`VICTIM=%q; if %s; then echo planted >&2; else echo plant refused >&2; fi; head -c 11000000 /dev/zero | tr '\0' A; echo`, victim, c.plant))
+			_, err := e.start(t, task, tc, true)
+			must.NoError(t, err)
+			must.Eq(t, 0, e.wait(t, task.ID, 60*time.Second).ExitCode)
+			logs := filepath.Join(task.AllocDir, "alloc", "logs")
+			// logmon flushes on its own time: wait for the rotated file
+			// (or for the victim to change).
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) {
+				b, _ := os.ReadFile(victim)
+				if string(b) != "# root's\n" {
+					break
+				}
+				if fi, err := os.Lstat(filepath.Join(logs, "logplant.stdout.1")); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			b, err := os.ReadFile(victim)
+			must.NoError(t, err)
+			if string(b) != "# root's\n" {
+				t.Fatalf("logmon wrote the task's output into %s through its planted symlink: %d bytes now, starting %q", victim, len(b), b[:min(len(b), 40)])
+			}
+			fi, err := os.Lstat(filepath.Join(logs, "logplant.stdout.1"))
+			must.NoError(t, err, must.Sprint("logmon did not rotate: the test did not exercise the attack"))
+			must.True(t, fi.Mode().IsRegular(), must.Sprintf("%s is %s", fi.Name(), fi.Mode()))
+		})
+	}
+}
+
+// TestOtherAllocCannotReachLogsOrData: a task of another allocation (its
+// own dynamic uid) that knows a victim allocation's dir (its ID is in
+// /proc/self/mountinfo and the executors' command lines) cannot read the
+// victim's logs or alloc/data, list its log dir, replace or delete its
+// log files, or plant a file among them. Before: the log files were 0644
+// and alloc/logs and alloc/data 0777 under a 0755 alloc dir: the attacker
+// read the victim's output and data, deleted its log and planted one.
+func TestOtherAllocCannotReachLogsOrData(t *testing.T) {
+	e := prodEnv(t, nil, nil)
+	victim, vtc := jobTask("victim-job", "victim", `echo s3cret-output; echo s3cret-data > "$NOMAD_ALLOC_DIR/data/secret"; sleep 30`)
+	_, err := e.start(t, victim, vtc, true)
+	must.NoError(t, err)
+	shared := filepath.Join(victim.AllocDir, "alloc")
+	logFile := filepath.Join(shared, "logs", "victim.stdout.0")
+	readEventually(t, logFile, "s3cret-output")
+	readEventually(t, filepath.Join(shared, "data", "secret"), "s3cret-data")
+
+	tries := []struct{ what, cmd string }{
+		{"read the victim stdout", fmt.Sprintf(`cat %q`, logFile)},
+		{"read the victim alloc/data", fmt.Sprintf(`cat %q`, filepath.Join(shared, "data", "secret"))},
+		{"list the victim log dir", fmt.Sprintf(`ls %q`, filepath.Join(shared, "logs"))},
+		{"plant a file in the victim log dir", fmt.Sprintf(`echo x > %q`, filepath.Join(shared, "logs", "victim.stdout.9"))},
+		{"plant a file in the victim alloc/data", fmt.Sprintf(`echo x > %q`, filepath.Join(shared, "data", "planted"))},
+		{"delete the victim stdout", fmt.Sprintf(`rm %q`, logFile)},
+	}
+	var script strings.Builder
+	for _, tr := range tries {
+		fmt.Fprintf(&script, "if ( %s ) >/dev/null 2>&1; then echo 'did: %s'; else echo 'denied: %s'; fi\n", tr.cmd, tr.what, tr.what)
+	}
+	attacker, atc := jobTask("attacker-job", "attacker", script.String())
+	_, err = e.start(t, attacker, atc, true)
+	must.NoError(t, err)
+	must.Eq(t, 0, e.wait(t, attacker.ID, 20*time.Second).ExitCode)
+	out := readEventually(t, filepath.Join(attacker.AllocDir, "alloc", "logs", "attacker.stdout.0"), "delete the victim stdout")
+	for _, tr := range tries {
+		must.StrContains(t, out, "denied: "+tr.what, must.Sprintf("attacker's output:\n%s", out))
+	}
+	// The victim's own task still reads its alloc/data and its logs are
+	// still written (nomad alloc logs reads them as root).
+	b, err := os.ReadFile(logFile)
+	must.NoError(t, err)
+	must.StrContains(t, string(b), "s3cret-output")
+}
