@@ -353,6 +353,7 @@ func (d *Driver) releaseIdentity(logger hclog.Logger, rootPath string, who taskU
 	if shared {
 		return
 	}
+	removeLeftovers(logger, who.uid)
 	if err := resetCheckpointDir(root, h.Dir, who.uid); err != nil {
 		logger.Warn("cannot give the checkpoint dir back to root", "dir", h.Dir, "error", err)
 	}
