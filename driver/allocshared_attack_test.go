@@ -65,19 +65,20 @@ func TestLogDirPlantNotFollowed(t *testing.T) {
 // TestOtherAllocCannotReachLogsOrData: a task of another allocation (its
 // own dynamic uid) that knows a victim allocation's dir (its ID is in
 // /proc/self/mountinfo and the executors' command lines) cannot read the
-// victim's logs or alloc/data, list its log dir, replace or delete its
-// log files, or plant a file among them. Before: the log files were 0644
+// victim's logs, alloc/data or secrets, list its log dir or task dir,
+// replace or delete its log files, or plant a file among them. Before: the log files were 0644
 // and alloc/logs and alloc/data 0777 under a 0755 alloc dir: the attacker
 // read the victim's output and data, deleted its log and planted one.
 func TestOtherAllocCannotReachLogsOrData(t *testing.T) {
 	e := prodEnv(t, nil, nil)
-	victim, vtc := jobTask("victim-job", "victim", `echo s3cret-output; echo s3cret-data > "$NOMAD_ALLOC_DIR/data/secret"; sleep 30`)
+	victim, vtc := jobTask("victim-job", "victim", `echo s3cret-output; echo s3cret-data > "$NOMAD_ALLOC_DIR/data/secret"; echo s3cret-token > "$NOMAD_SECRETS_DIR/token"; sleep 30`)
 	_, err := e.start(t, victim, vtc, true)
 	must.NoError(t, err)
 	shared := filepath.Join(victim.AllocDir, "alloc")
 	logFile := filepath.Join(shared, "logs", "victim.stdout.0")
 	readEventually(t, logFile, "s3cret-output")
 	readEventually(t, filepath.Join(shared, "data", "secret"), "s3cret-data")
+	readEventually(t, filepath.Join(victim.TaskDir().SecretsDir, "token"), "s3cret-token")
 
 	tries := []struct{ what, cmd string }{
 		{"read the victim stdout", fmt.Sprintf(`cat %q`, logFile)},
@@ -86,6 +87,8 @@ func TestOtherAllocCannotReachLogsOrData(t *testing.T) {
 		{"plant a file in the victim log dir", fmt.Sprintf(`echo x > %q`, filepath.Join(shared, "logs", "victim.stdout.9"))},
 		{"plant a file in the victim alloc/data", fmt.Sprintf(`echo x > %q`, filepath.Join(shared, "data", "planted"))},
 		{"delete the victim stdout", fmt.Sprintf(`rm %q`, logFile)},
+		{"list the victim task dir", fmt.Sprintf(`ls %q`, victim.TaskDir().Dir)},
+		{"read the victim secrets", fmt.Sprintf(`cat %q`, filepath.Join(victim.TaskDir().SecretsDir, "token"))},
 	}
 	var script strings.Builder
 	for _, tr := range tries {
