@@ -148,6 +148,9 @@ func (ids *identities) join(root *nofollow.Dir, uid int, h holder) error {
 		return fmt.Errorf("dynamic uid: %w", err)
 	}
 	defer uids.Close()
+	if err := checkJoinable(uids, uid, h); err != nil {
+		return err
+	}
 	if err := addHolder(uids, uid, h); err != nil {
 		return err
 	}
