@@ -312,23 +312,23 @@ func (d *Driver) task(id string) (*taskHandle, error) {
 
 // gather runs a gang part's rendezvous (gang.go) and returns its gang
 // environment.
-func (d *Driver) gather(logger hclog.Logger, cfg *drivers.TaskConfig, pcfg Config, leases LeaseReader, part gangPart, uid int) (map[string]string, int, error) {
+func (d *Driver) gather(logger hclog.Logger, cfg *drivers.TaskConfig, pcfg Config, leases LeaseReader, part gangPart, uid int) (map[string]string, int, *masterPort, error) {
 	g, ok := leases.(GangRendezvous)
 	if !ok {
-		return nil, 0, errNoRendezvous
+		return nil, 0, nil, errNoRendezvous
 	}
 	logger.Info("waiting for the gang's other parts", "rank", part.rank, "size", part.size(), "lease", part.lease.LeaseID)
 	d.emit(cfg, eventGangWaiting, map[string]string{"rank": strconv.Itoa(part.rank), "size": strconv.Itoa(part.size())})
 	start := time.Now()
-	members, err := rendezvous(d.ctx, leases, g, cfg, part, pcfg.AdvertiseAddress, pcfg.gangTimeout(), uid)
+	members, held, err := rendezvous(d.ctx, leases, g, cfg, part, pcfg.AdvertiseAddress, pcfg.gangTimeout(), uid)
 	if err != nil {
 		logger.Error("gang did not gather", "rank", part.rank, "error", err)
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	env := gangEnv(part, members)
 	logger.Info("gang gathered", "rank", part.rank, "size", part.size(), "waited", time.Since(start), "master", env[EnvMasterAddr]+":"+env[EnvMasterPort])
 	d.emit(cfg, eventGangGathered, map[string]string{"rank": strconv.Itoa(part.rank), "peers": env[EnvGangPeers]})
-	return env, members[0].UID, nil
+	return env, members[0].UID, held, nil
 }
 
 // StartTask implements drivers.DriverPlugin.
@@ -407,11 +407,14 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		}
 		who, held = who.withUID(uid, taskDir), true
 	}
+	var port *masterPort // rank 0's MASTER_PORT, held until the launch
+	defer func() { port.release() }()
 	if gang {
-		ge, rank0UID, err := d.gather(logger, cfg, pcfg, leases, part, who.uid)
+		ge, rank0UID, mp, err := d.gather(logger, cfg, pcfg, leases, part, who.uid)
 		if err != nil {
 			return nil, nil, err
 		}
+		port = mp
 		maps.Copy(gangVars, ge)
 		if who.dynamic && part.rank > 0 {
 			if rank0UID < pcfg.DynamicUserMin || rank0UID > pcfg.DynamicUserMax {
@@ -467,6 +470,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		return nil, nil, err
 	}
 
+	port.release() // the workload binds it now
 	h, err := d.launch(logger, cfg, launchSpec{path: path, dir: taskDir, args: tc.Args, env: env, user: who, fence: fence, tmp: privateTmp(cfg, who)})
 	if err != nil {
 		return nil, nil, err
