@@ -6,6 +6,11 @@
 # The node's real GPUs are fingerprinted through NVML (docs/nvml.md); the
 # themis driver runs each allocation as a dynamic uid of its own, fenced
 # to its own GPUs' device files, and checks the GPU leases in Consul.
+#
+# This file holds tokens (the agent's Consul token, the themis plugins'):
+# install it root's, 0600 (`install -m 0600 -o root nomad-client-gpu.hcl
+# /etc/nomad.d/client.hcl`), in a dir no task can list (docs/hardening.md,
+# "Files that hold secrets").
 
 datacenter = "dc1"
 data_dir   = "/opt/nomad/data" # root's; make it 0711 so tasks reach their alloc dirs (Nomad makes it 0700)
