@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/plugins/drivers"
@@ -33,9 +34,17 @@ import (
 // does as root; nothing in it is the task's to replace), and removes what
 // is in the log dir that is not root's, or is a symlink (nothing but
 // logmon's files and FIFOs, root's, belongs there). It runs at every
-// start and on recovery (a restarted client's Build makes the dirs 0777
-// again). A root task's dirs, and a driver's that is not root, stay as
-// Nomad made them.
+// start, and after a recovery once a second for refenceWindow: a
+// restarted client recovers its tasks before its alloc runner's Build
+// makes the dirs 0777 and nobody's again (Nomad 1.11.3: TaskRunner.Restore
+// calls RecoverTask; allocRunner.Run's prerun then calls Build), so the
+// dirs are open for at most a second, and what was planted in the log dir
+// meanwhile is removed. A root task's dirs, and a driver's that is not
+// root, stay as Nomad made them.
+
+// refenceWindow is how long after a recovery the driver fences the dirs
+// again, once a second.
+const refenceWindow = 2 * time.Minute
 
 // Modes of the fenced shared dir and log dir.
 const (
@@ -75,6 +84,26 @@ func fenceShared(logger hclog.Logger, cfg *drivers.TaskConfig, who taskUser) err
 		return err
 	}
 	return removePlanted(logger, logs)
+}
+
+// refenceAfterRecovery fences cfg's dirs for who once a second for
+// refenceWindow, or until done is closed (the task exited).
+func refenceAfterRecovery(logger hclog.Logger, cfg *drivers.TaskConfig, who taskUser, done <-chan struct{}) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	end := time.After(refenceWindow)
+	for {
+		select {
+		case <-done:
+			return
+		case <-end:
+			return
+		case <-tick.C:
+			if err := fenceShared(logger, cfg, who); err != nil {
+				logger.Warn("cannot fence the recovered task's alloc/ and log dir again", "error", err)
+			}
+		}
+	}
 }
 
 // fenceDir gives d to uid:gid with mode, on its descriptor.

@@ -5,9 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/client/allocdir"
 	"github.com/shoenig/test/must"
 )
 
@@ -107,4 +110,50 @@ func TestOtherAllocCannotReachLogsOrData(t *testing.T) {
 	b, err := os.ReadFile(logFile)
 	must.NoError(t, err)
 	must.StrContains(t, string(b), "s3cret-output")
+}
+
+// TestRecoveredTaskRefencedAfterBuild: a restarted Nomad client recovers
+// its tasks (RecoverTask) before its alloc runner's Build makes alloc/ and
+// alloc/logs 0777 and nobody's again (Nomad 1.11.3: TaskRunner.Restore,
+// then allocRunner.Run's prerun); the driver fences them again within
+// seconds. Before: they stayed open until the task's next start.
+func TestRecoveredTaskRefencedAfterBuild(t *testing.T) {
+	old := prodEnv(t, nil, nil)
+	task, tc := jobTask("refence-job", "refence", `echo ok > ready; exec sleep 60`)
+	handle, err := old.start(t, task, tc, true)
+	must.NoError(t, err)
+	waitFile(t, filepath.Join(task.TaskDir().Dir, "ready"), 10*time.Second)
+	old.d.detach(task.ID)
+	fresh := prodEnv(t, nil, nil)
+	must.NoError(t, fresh.h.RecoverTask(handle))
+	t.Cleanup(func() { _ = fresh.h.DestroyTask(task.ID, true) })
+
+	// The client's alloc runner builds the alloc dir again (Nomad's own
+	// code, as after a client restart).
+	ad := allocdir.NewAllocDir(hclog.NewNullLogger(), filepath.Dir(task.AllocDir), t.TempDir(), task.AllocID)
+	must.NoError(t, ad.Build())
+	shared := filepath.Join(task.AllocDir, "alloc")
+	fi, err := os.Stat(shared)
+	must.NoError(t, err)
+	must.Eq(t, os.FileMode(0o777), fi.Mode().Perm(), must.Sprint("Build did not open alloc/: the test exercises nothing"))
+
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, l := modeOwner(t, shared), modeOwner(t, filepath.Join(shared, "logs"))
+		if s == "750 uid 0" && l == "755 uid 0" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("5s after Build: alloc/ %s, alloc/logs %s; want 750 and 755, root's", s, l)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// modeOwner is "<perm> uid <uid>" of path.
+func modeOwner(t *testing.T, path string) string {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	must.NoError(t, err)
+	return fmt.Sprintf("%o uid %d", fi.Mode().Perm(), fi.Sys().(*syscall.Stat_t).Uid)
 }

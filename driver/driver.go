@@ -571,6 +571,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if err := fenceShared(logger, cfg, h.who); err != nil {
 		logger.Warn("cannot fence the recovered task's alloc/ and log dir again (a restarted client's Build opened them)", "error", err)
 	}
+	go refenceAfterRecovery(logger, cfg, h.who, h.done)
 	if h.who.dynamic && h.proto.root != "" {
 		if err := d.restoreIdentity(h.proto, cfg); err != nil {
 			logger.Warn("cannot record the recovered task's dynamic uid as held", "uid", h.who.uid, "error", err)
