@@ -157,3 +157,41 @@ func modeOwner(t *testing.T, path string) string {
 	must.NoError(t, err)
 	return fmt.Sprintf("%o uid %d", fi.Mode().Perm(), fi.Sys().(*syscall.Stat_t).Uid)
 }
+
+// TestThemisTaskCannotReachOtherDriversAllocs: a themis task cannot reach
+// the alloc dir of another driver's allocation on its node (an exec or
+// docker job's, as Nomad builds it: alloc/ and alloc/logs 0777 and
+// nobody's, its logs 0644), which the themis driver does not fence: it
+// cannot read its logs, plant a symlink among them for that task's
+// logmon, or list the allocations. Before: the task ran in the host's
+// view of the Nomad alloc root and did all three.
+func TestThemisTaskCannotReachOtherDriversAllocs(t *testing.T) {
+	e := prodEnv(t, nil, nil)
+	victimID := "0a1b2c3d-0000-4000-8000-00000000e8ec"
+	attacker, atc := jobTask("reach-job", "reach", "")
+	victimLogs := "" // set once the attacker's alloc root is known
+	atc.Args = []string{"-c", `sleep 1; root=$(dirname "$NOMAD_ALLOC_DIR"); root=$(dirname "$root")
+v="$root/` + victimID + `/alloc/logs"
+if cat "$v/hello.stdout.0" >/dev/null 2>&1; then echo "did: read the exec job stdout"; else echo "denied: read"; fi
+if ln -s /etc/shadow "$v/hello.stdout.1" 2>/dev/null; then echo "did: plant in the exec job log dir"; else echo "denied: plant"; fi
+if ls "$root" 2>/dev/null | grep -q ` + victimID + `; then echo "did: list the alloc root"; else echo "denied: list"; fi
+echo probed`}
+	_, err := e.start(t, attacker, atc, true)
+	must.NoError(t, err)
+	// The exec job's allocation, built by Nomad's own code next to the
+	// attacker's, while the attacker sleeps.
+	ad := allocdir.NewAllocDir(hclog.NewNullLogger(), filepath.Dir(attacker.AllocDir), t.TempDir(), victimID)
+	must.NoError(t, ad.Build())
+	t.Cleanup(func() { _ = os.RemoveAll(ad.AllocDir) })
+	victimLogs = filepath.Join(ad.AllocDir, "alloc", "logs")
+	must.NoError(t, os.WriteFile(filepath.Join(victimLogs, "hello.stdout.0"), []byte("s3cret\n"), 0o644))
+
+	must.Eq(t, 0, e.wait(t, attacker.ID, 20*time.Second).ExitCode)
+	out := readEventually(t, filepath.Join(attacker.AllocDir, "alloc", "logs", "reach.stdout.0"), "probed")
+	if strings.Contains(out, "did:") {
+		t.Fatalf("the themis task reached another allocation's dir:\n%s", out)
+	}
+	if _, err := os.Lstat(filepath.Join(victimLogs, "hello.stdout.1")); err == nil {
+		t.Fatalf("a symlink was planted in the exec job's log dir")
+	}
+}

@@ -27,7 +27,12 @@ import (
 //   - SysV IPC objects are its own,
 //
 // each tmpfs at most the task's memory (its pages are charged to the task's
-// memory cgroup in any case), all gone when the task's last process exits.
+// memory cgroup in any case), all gone when the task's last process exits;
+// and where the Nomad client's alloc dirs are (<data_dir>/alloc) there is
+// a tmpfs of its own too, holding only its own allocation's dir (bound
+// there, with its mounts): another allocation's dir, an exec or docker
+// job's among them (0777 and nobody's, which the themis driver does not
+// fence), cannot be reached, nor the allocations listed.
 // The host's mounts propagate into the namespace (slave), none back. What a
 // task still writes to the host's /tmp or /var/tmp directly (not through
 // TMPDIR) is removed when its uid is released (removeLeftovers).
@@ -78,11 +83,11 @@ func privateTmpArg(sizeMB int, tmpDir string) string {
 }
 
 // enterPrivateTmp is the shim's part, as root on its locked thread, before
-// it drops root: the namespaces and the two tmpfs of arg (privateTmpArg),
-// the TMPDIR one for uid:gid. A TMPDIR the task replaced with a symlink is
-// refused (it is opened without following one, and mounted on through the
-// descriptor).
-func enterPrivateTmp(arg string, uid, gid int) error {
+// it drops root: the namespaces, the alloc root holding only allocDir
+// ("" for none), and the two tmpfs of arg (privateTmpArg), the TMPDIR one
+// for uid:gid. A TMPDIR the task replaced with a symlink is refused (it is
+// opened without following one, and mounted on through the descriptor).
+func enterPrivateTmp(arg, allocDir string, uid, gid int) error {
 	size, dir, ok := strings.Cut(arg, ":")
 	if _, err := strconv.Atoi(size); !ok || err != nil || dir == "" {
 		return fmt.Errorf("private tmp %q: want <size MB>:<dir>", arg)
@@ -99,6 +104,11 @@ func enterPrivateTmp(arg string, uid, gid int) error {
 			return fmt.Errorf("private tmp: mount a tmpfs on /dev/shm: %w", err)
 		}
 	}
+	if allocDir != "" {
+		if err := onlyOwnAlloc(allocDir); err != nil {
+			return err
+		}
+	}
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("private tmp: TMPDIR %s: %w", dir, err)
@@ -107,6 +117,32 @@ func enterPrivateTmp(arg string, uid, gid int) error {
 	opts := fmt.Sprintf("mode=0700,uid=%d,gid=%d,size=%sm", uid, gid, size)
 	if err := unix.Mount("tmpfs", "/proc/self/fd/"+strconv.Itoa(fd), "tmpfs", flags, opts); err != nil {
 		return fmt.Errorf("private tmp: mount a tmpfs on TMPDIR %s: %w", dir, err)
+	}
+	return nil
+}
+
+// onlyOwnAlloc mounts a tmpfs on the alloc root (allocDir's parent, the
+// client's <data_dir>/alloc) and binds allocDir, with the mounts below it,
+// back at its own path in it: the task's view of the alloc root holds its
+// own allocation only.
+func onlyOwnAlloc(allocDir string) error {
+	root := filepath.Dir(allocDir)
+	if !filepath.IsAbs(allocDir) || root == "/" || root == "." {
+		return fmt.Errorf("private alloc root: alloc dir %q has no alloc root to hide", allocDir)
+	}
+	fd, err := unix.Open(allocDir, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("private alloc root: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0711,size=64k"); err != nil {
+		return fmt.Errorf("private alloc root: mount a tmpfs on %s: %w", root, err)
+	}
+	if err := unix.Mkdir(allocDir, 0o755); err != nil {
+		return fmt.Errorf("private alloc root: %w", err)
+	}
+	if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(fd), allocDir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("private alloc root: bind %s back: %w", allocDir, err)
 	}
 	return nil
 }

@@ -27,9 +27,10 @@ import (
 // uid). So the driver gives the executor no user: the executor starts, as
 // root, in the task's cgroups and process group, this binary as
 //
-//	themis-driver themis-run-as <uid> <gid> <groups|-> <env file> <tmp|-> -- <command> <args>...
+//	themis-driver themis-run-as <uid> <gid> <groups|-> <env file> <tmp|-> <alloc dir|-> -- <command> <args>...
 //
-// which gives the task private temporary files (<tmp>: privatetmp.go),
+// which gives the task private temporary files and a view of the alloc
+// root with its own allocation only (<tmp>, <alloc dir>: privatetmp.go),
 // sets exactly the task's groups, gid and uid, sets no_new_privs (no
 // setuid binary raises it again), and execs the command: same process, so
 // the pid, process group and cgroups the executor knows are the task's.
@@ -61,8 +62,8 @@ func init() {
 // runAs is the shim: it returns only on failure.
 func runAs(args []string) error {
 	runtime.LockOSThread()
-	if len(args) < 7 || args[5] != "--" {
-		return fmt.Errorf("usage: %s <uid> <gid> <groups|-> <env file> <tmp|-> -- <command> [args...]", runAsArg)
+	if len(args) < 8 || args[6] != "--" {
+		return fmt.Errorf("usage: %s <uid> <gid> <groups|-> <env file> <tmp|-> <alloc dir|-> -- <command> [args...]", runAsArg)
 	}
 	uid, err1 := strconv.Atoi(args[0])
 	gid, err2 := strconv.Atoi(args[1])
@@ -84,7 +85,11 @@ func runAs(args []string) error {
 		return err
 	}
 	if args[4] != "-" {
-		if err := enterPrivateTmp(args[4], uid, gid); err != nil {
+		allocDir := args[5]
+		if allocDir == "-" {
+			allocDir = ""
+		}
+		if err := enterPrivateTmp(args[4], allocDir, uid, gid); err != nil {
 			return err
 		}
 	}
@@ -100,8 +105,8 @@ func runAs(args []string) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	cmd := args[6]
-	return fmt.Errorf("exec %s as uid %d: %w", cmd, uid, syscall.Exec(cmd, append([]string{cmd}, args[7:]...), env))
+	cmd := args[7]
+	return fmt.Errorf("exec %s as uid %d: %w", cmd, uid, syscall.Exec(cmd, append([]string{cmd}, args[8:]...), env))
 }
 
 // takeEnvFile reads and removes the environment file the driver wrote:
@@ -143,7 +148,8 @@ type shimLaunch struct {
 // prepareShim writes the task's environment to a root-only file in the
 // alloc dir (root's: Nomad makes it 0755) and returns the shim's command
 // line for who running path with args, with private temporary files as
-// tmp says (privateTmpArg; "" for none).
+// tmp says (privateTmpArg; "" for none) and, with them, an alloc root
+// holding only allocDir.
 func prepareShim(allocDir, task string, who taskUser, path, tmp string, args, env []string) (shimLaunch, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -171,12 +177,13 @@ func prepareShim(allocDir, task string, who taskUser, path, tmp string, args, en
 		groups = strings.Join(gs, ",")
 	}
 	envFile := filepath.Join(allocDir, name)
+	ownAlloc := allocDir
 	if tmp == "" {
-		tmp = "-"
+		tmp, ownAlloc = "-", "-"
 	}
 	return shimLaunch{
 		cmd:     self,
-		args:    append([]string{runAsArg, strconv.Itoa(who.uid), strconv.Itoa(who.gid), groups, envFile, tmp, "--", path}, args...),
+		args:    append([]string{runAsArg, strconv.Itoa(who.uid), strconv.Itoa(who.gid), groups, envFile, tmp, ownAlloc, "--", path}, args...),
 		envFile: envFile,
 	}, nil
 }
