@@ -89,6 +89,25 @@ plugin "exec" {
   }
 }
 
+# docker: a themis docker job gets its own GPUs' device files (--device,
+# from the device plugin) and the NVIDIA runtime. These are Nomad's
+# defaults, written out so that no one widens them here: no privileged
+# container (it opens every /dev/nvidia*), no host paths as volumes or
+# bind mounts (-v /dev:/dev, the Docker socket), runc and the NVIDIA
+# runtime only (GPU jobs need "nvidia": Nomad checks the runtime it picks
+# for them against this list too). A job's own runtime, devices,
+# privileged and NVIDIA_VISIBLE_DEVICES are the planner's whole-job check's
+# to refuse (docs/hardening.md, "Still open": the NVIDIA runtime).
+plugin "docker" {
+  config {
+    allow_privileged = false
+    allow_runtimes   = ["runc", "nvidia"]
+    volumes {
+      enabled = false
+    }
+  }
+}
+
 plugin "themis-device" {
   config {
     backend            = "nvml"
