@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
 	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
 
+	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/spec"
 )
 
@@ -252,6 +253,9 @@ func (d *Driver) buildFingerprint(ctx context.Context) *drivers.Fingerprint {
 			attrLimits:     pstructs.NewBoolAttribute(iso.limits),
 			attrUsers:      pstructs.NewBoolAttribute(iso.users),
 			attrDevices:    pstructs.NewBoolAttribute(iso.devices),
+			// Where the planner's leases say this node's gang parts
+			// are (checked in the rendezvous, gang.go).
+			lease.AttrGangAddress: pstructs.NewStringAttribute(cfg.AdvertiseAddress),
 		},
 		Health:            drivers.HealthStateHealthy,
 		HealthDescription: iso.describe(),

@@ -121,6 +121,9 @@ func gatherMembers(ctx context.Context, r LeaseReader, g GangRendezvous, ns, job
 		members, next, err := g.GangMembers(ctx, ns, job, id, index)
 		if err == nil {
 			if byRank, ok := complete(members, part.size()); ok {
+				if err := checkAddrs(part.lease, byRank); err != nil {
+					return nil, err
+				}
 				return byRank, nil
 			}
 			index, joined = next, len(members)
@@ -157,6 +160,20 @@ func complete(members []lease.GangMember, size int) ([]lease.GangMember, bool) {
 		}
 	}
 	return byRank, seen == size
+}
+
+// checkAddrs fails when a rank's record names another address than the
+// one the planner wrote for its part in the lease (its node's
+// fingerprinted gang address; a part without one is not checked, as
+// leases of planners before it).
+func checkAddrs(l lease.JobLease, byRank []lease.GangMember) error {
+	for i, m := range byRank {
+		if i < len(l.Parts) && l.Parts[i].Addr != "" && m.Addr != l.Parts[i].Addr {
+			return fmt.Errorf("gang rendezvous: rank %d's record names address %s, not %s, the address node %s published (lease %s): a record not its node's driver wrote; refusing to gather",
+				i, m.Addr, l.Parts[i].Addr, l.Parts[i].NodeName, l.LeaseID)
+		}
+	}
+	return nil
 }
 
 // gangEnv is a gang part's environment: its rank, the gang's size, the
