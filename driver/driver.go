@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
 	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
 
+	"github.com/themis-nomad/themis/planner/lease"
 	"github.com/themis-nomad/themis/planner/spec"
 )
 
@@ -255,6 +256,9 @@ func (d *Driver) buildFingerprint(ctx context.Context) *drivers.Fingerprint {
 			attrLimits:     pstructs.NewBoolAttribute(iso.limits),
 			attrUsers:      pstructs.NewBoolAttribute(iso.users),
 			attrDevices:    pstructs.NewBoolAttribute(iso.devices),
+			// Where the planner's leases say this node's gang parts
+			// are (checked in the rendezvous, gang.go).
+			lease.AttrGangAddress: pstructs.NewStringAttribute(cfg.AdvertiseAddress),
 		},
 		Health:            drivers.HealthStateHealthy,
 		HealthDescription: iso.describe(),
@@ -315,23 +319,23 @@ func (d *Driver) task(id string) (*taskHandle, error) {
 
 // gather runs a gang part's rendezvous (gang.go) and returns its gang
 // environment.
-func (d *Driver) gather(logger hclog.Logger, cfg *drivers.TaskConfig, pcfg Config, leases LeaseReader, part gangPart, uid int) (map[string]string, int, error) {
+func (d *Driver) gather(logger hclog.Logger, cfg *drivers.TaskConfig, pcfg Config, leases LeaseReader, part gangPart, uid int) (map[string]string, int, *masterPort, error) {
 	g, ok := leases.(GangRendezvous)
 	if !ok {
-		return nil, 0, errNoRendezvous
+		return nil, 0, nil, errNoRendezvous
 	}
 	logger.Info("waiting for the gang's other parts", "rank", part.rank, "size", part.size(), "lease", part.lease.LeaseID)
 	d.emit(cfg, eventGangWaiting, map[string]string{"rank": strconv.Itoa(part.rank), "size": strconv.Itoa(part.size())})
 	start := time.Now()
-	members, err := rendezvous(d.ctx, leases, g, cfg, part, pcfg.AdvertiseAddress, pcfg.gangTimeout(), uid)
+	members, held, err := rendezvous(d.ctx, leases, g, cfg, part, pcfg.AdvertiseAddress, pcfg.gangTimeout(), uid)
 	if err != nil {
 		logger.Error("gang did not gather", "rank", part.rank, "error", err)
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	env := gangEnv(part, members)
 	logger.Info("gang gathered", "rank", part.rank, "size", part.size(), "waited", time.Since(start), "master", env[EnvMasterAddr]+":"+env[EnvMasterPort])
 	d.emit(cfg, eventGangGathered, map[string]string{"rank": strconv.Itoa(part.rank), "peers": env[EnvGangPeers]})
-	return env, members[0].UID, nil
+	return env, members[0].UID, held, nil
 }
 
 // StartTask implements drivers.DriverPlugin.
@@ -414,11 +418,14 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		}
 		who, held = who.withUID(uid, taskDir), true
 	}
+	var port *masterPort // rank 0's MASTER_PORT, held until the launch
+	defer func() { port.release() }()
 	if gang {
-		ge, rank0UID, err := d.gather(logger, cfg, pcfg, leases, part, who.uid)
+		ge, rank0UID, mp, err := d.gather(logger, cfg, pcfg, leases, part, who.uid)
 		if err != nil {
 			return nil, nil, err
 		}
+		port = mp
 		maps.Copy(gangVars, ge)
 		if who.dynamic && part.rank > 0 {
 			if rank0UID < pcfg.DynamicUserMin || rank0UID > pcfg.DynamicUserMax {
@@ -447,6 +454,9 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err := giveTaskDir(logger, cfg, who, pcfg.DynamicUserMin, pcfg.DynamicUserMax); err != nil {
 		return nil, nil, err
 	}
+	if err := fenceShared(logger, cfg, who); err != nil {
+		return nil, nil, err
+	}
 	ckpt := filepath.Join(append([]string{pcfg.CheckpointRoot}, names...)...)
 	proto, err := newProtocol(ckpt, pcfg.KeepCheckpoints, intent)
 	if err != nil {
@@ -471,7 +481,8 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		return nil, nil, err
 	}
 
-	h, err := d.launchOnGPUs(logger, cfg, root, gpuIDs, launchSpec{path: path, dir: taskDir, args: tc.Args, env: env, user: who, fence: fence})
+	port.release() // the workload binds it now
+	h, err := d.launchOnGPUs(logger, cfg, root, gpuIDs, launchSpec{path: path, dir: taskDir, args: tc.Args, env: env, user: who, fence: fence, tmp: privateTmp(cfg, who)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -568,6 +579,10 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	}
 	h.proto = d.recoverProtocol(st, handle.Config)
 	h.who = h.proto.who
+	if err := fenceShared(logger, cfg, h.who); err != nil {
+		logger.Warn("cannot fence the recovered task's alloc/ and log dir again (a restarted client's Build opened them)", "error", err)
+	}
+	go refenceAfterRecovery(logger, cfg, h.who, h.done)
 	if h.who.dynamic && h.proto.root != "" {
 		if err := d.restoreIdentity(h.proto, cfg); err != nil {
 			logger.Warn("cannot record the recovered task's dynamic uid as held", "uid", h.who.uid, "error", err)

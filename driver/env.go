@@ -33,6 +33,10 @@ func taskEnv(cfg *drivers.TaskConfig, in spec.Intent, gpuIDs []string, ck checkp
 		// the task, runas.go); a dynamic uid's home is its task dir.
 		env["USER"], env["LOGNAME"], env["HOME"] = who.name, who.name, who.home
 	}
+	if hasPrivateTmp(who) {
+		// Its own tmpfs there (privatetmp.go), not the host's /tmp.
+		env["TMPDIR"] = filepath.Join(cfg.TaskDir().Dir, "tmp")
+	}
 	maps.Copy(env, map[string]string{
 		EnvJobID:         cfg.JobID,
 		EnvVC:            in.VC,

@@ -17,7 +17,8 @@ import (
 // the plugin's schema, validates, and is the safe one: lease checks on,
 // dynamic uids (no default_user), no root, no user a task may pick, no
 // supplementary group, a checkpoint root not under the temp dir, the same
-// root as the device plugin's checkpoint mounts.
+// root as the device plugin's checkpoint mounts; docker with no privileged
+// containers, no volumes and runc and the NVIDIA runtime only.
 func TestExampleGPUClientConfig(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join(moduleDir, "..", "examples", "agents", "nomad-client-gpu.hcl"))
 	must.NoError(t, err)
@@ -50,4 +51,8 @@ func TestExampleGPUClientConfig(t *testing.T) {
 	must.StrNotHasPrefix(t, os.TempDir(), cfg.CheckpointRoot)
 	must.StrContains(t, config("themis-device"), `checkpoint_root = "`+cfg.CheckpointRoot+`"`)
 	must.True(t, strings.Contains(string(src), `enabled = false`), must.Sprint("raw_exec is off"))
+	docker := config("docker")
+	for _, want := range []string{"allow_privileged = false", `allow_runtimes   = ["runc", "nvidia"]`, "volumes {\n      enabled = false"} {
+		must.StrContains(t, docker, want, must.Sprint("the docker plugin's safe values"))
+	}
 }

@@ -32,6 +32,9 @@ type launchSpec struct {
 	user      taskUser
 	// fence holds the task to its device files; nil: none on this client.
 	fence *deviceFence
+	// tmp is the shim's private temporary files (privateTmpArg); "" for
+	// none.
+	tmp string
 }
 
 // launch starts the task's command through a new executor, in its device
@@ -56,7 +59,7 @@ func (d *Driver) launch(logger hclog.Logger, cfg *drivers.TaskConfig, spec launc
 		Resources:        cfg.Resources.Copy(),
 	}
 	if !spec.user.self {
-		shim, err := prepareShim(cfg.AllocDir, cfg.Name, spec.user, spec.path, spec.args, spec.env)
+		shim, err := prepareShim(cfg.AllocDir, cfg.Name, spec.user, spec.path, spec.tmp, spec.args, spec.env)
 		if err != nil {
 			return nil, err
 		}

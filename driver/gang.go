@@ -85,18 +85,31 @@ func findPart(ctx context.Context, r LeaseReader, cfg *drivers.TaskConfig, ids [
 }
 
 // rendezvous joins the gang and waits for every rank; it returns the
-// members by rank.
-func rendezvous(ctx context.Context, r LeaseReader, g GangRendezvous, cfg *drivers.TaskConfig, part gangPart, addr string, timeout time.Duration, uid int) ([]lease.GangMember, error) {
+// members by rank and, for rank 0, its MASTER_PORT held (masterport.go),
+// which the caller releases just before the workload starts.
+func rendezvous(ctx context.Context, r LeaseReader, g GangRendezvous, cfg *drivers.TaskConfig, part gangPart, addr string, timeout time.Duration, uid int) (members []lease.GangMember, held *masterPort, err error) {
 	ns, job, id := cfg.Namespace, cfg.JobID, part.lease.LeaseID
 	me := lease.GangMember{Rank: part.rank, AllocID: cfg.AllocID, NodeID: part.lease.Parts[part.rank].NodeID, Addr: addr, Joined: time.Now().UTC()}
 	if part.rank == 0 {
 		me.UID = uid // the gang's identity (identity.go)
-		port, err := freePort(addr)
+		var port int
+		held, port, err = holdPort(addr)
 		if err != nil {
-			return nil, fmt.Errorf("gang rank 0: pick a port for the workload's rendezvous on %s: %w", addr, err)
+			return nil, nil, fmt.Errorf("gang rank 0: pick a port for the workload's rendezvous on %s: %w", addr, err)
 		}
+		defer func() {
+			if err != nil {
+				held.release()
+			}
+		}()
 		me.Port = port
 	}
+	members, err = gatherMembers(ctx, r, g, ns, job, id, part, me, timeout)
+	return members, held, err
+}
+
+// gatherMembers writes me and waits until every rank has joined.
+func gatherMembers(ctx context.Context, r LeaseReader, g GangRendezvous, ns, job, id string, part gangPart, me lease.GangMember, timeout time.Duration) ([]lease.GangMember, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := g.JoinGang(ctx, ns, job, id, me); err != nil {
@@ -108,6 +121,9 @@ func rendezvous(ctx context.Context, r LeaseReader, g GangRendezvous, cfg *drive
 		members, next, err := g.GangMembers(ctx, ns, job, id, index)
 		if err == nil {
 			if byRank, ok := complete(members, part.size()); ok {
+				if err := checkAddrs(part.lease, byRank); err != nil {
+					return nil, err
+				}
 				return byRank, nil
 			}
 			index, joined = next, len(members)
@@ -146,6 +162,20 @@ func complete(members []lease.GangMember, size int) ([]lease.GangMember, bool) {
 	return byRank, seen == size
 }
 
+// checkAddrs fails when a rank's record names another address than the
+// one the planner wrote for its part in the lease (its node's
+// fingerprinted gang address; a part without one is not checked, as
+// leases of planners before it).
+func checkAddrs(l lease.JobLease, byRank []lease.GangMember) error {
+	for i, m := range byRank {
+		if i < len(l.Parts) && l.Parts[i].Addr != "" && m.Addr != l.Parts[i].Addr {
+			return fmt.Errorf("gang rendezvous: rank %d's record names address %s, not %s, the address node %s published (lease %s): a record not its node's driver wrote; refusing to gather",
+				i, m.Addr, l.Parts[i].Addr, l.Parts[i].NodeName, l.LeaseID)
+		}
+	}
+	return nil
+}
+
 // gangEnv is a gang part's environment: its rank, the gang's size, the
 // peers' addresses by rank, and rank 0's address and port as
 // torch.distributed's MASTER_ADDR and MASTER_PORT.
@@ -167,16 +197,6 @@ func gangEnv(part gangPart, members []lease.GangMember) map[string]string {
 // soloEnv is the gang environment of a one-node job: a gang of one.
 func soloEnv(in spec.Intent) map[string]string {
 	return map[string]string{EnvGangSize: "1", EnvGangRank: "0", EnvGPUsPerNode: strconv.Itoa(in.GPUs)}
-}
-
-// freePort asks the kernel for a free TCP port on addr.
-func freePort(addr string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // defaultAdvertise is the address other nodes reach this one at: the

@@ -101,7 +101,8 @@ func TestRendezvousGathersEveryRank(t *testing.T) {
 			}
 			part := gangPart{lease: *l, rank: rank}
 			// Each rank offers a uid; rank 0's is the gang's.
-			members, err := rendezvous(context.Background(), r, g, gangTask("alloc-"+strconv.Itoa(rank)), part, "127.0.0.1", 5*time.Second, 90000+rank)
+			members, held, err := rendezvous(context.Background(), r, g, gangTask("alloc-"+strconv.Itoa(rank)), part, "127.0.0.1", 5*time.Second, 90000+rank)
+			held.release()
 			if err != nil {
 				t.Errorf("rank %d: %v", rank, err)
 				return
@@ -128,17 +129,17 @@ func TestRendezvousGivesUp(t *testing.T) {
 	l := gangLease()
 	r := &fakeLeases{jobs: map[string]*lease.JobLease{lease.JobKey(testNamespace, "gang"): l}}
 	start := time.Now()
-	_, err := rendezvous(context.Background(), r, newMemGang(), gangTask("a"), gangPart{lease: *l, rank: 1}, "127.0.0.1", 300*time.Millisecond, 0)
+	_, _, err := rendezvous(context.Background(), r, newMemGang(), gangTask("a"), gangPart{lease: *l, rank: 1}, "127.0.0.1", 300*time.Millisecond, 0)
 	must.ErrorContains(t, err, "1 of 2 parts joined within 300ms")
 	must.Less(t, 3*time.Second, time.Since(start))
 
 	revoked := *l
 	revoked.Revoke = &lease.Revoke{Reason: "gang broken: its part on node-1 is lost"}
 	r.jobs[lease.JobKey(testNamespace, "gang")] = &revoked
-	_, err = rendezvous(context.Background(), r, newMemGang(), gangTask("a"), gangPart{lease: *l, rank: 0}, "127.0.0.1", time.Minute, 0)
+	_, _, err = rendezvous(context.Background(), r, newMemGang(), gangTask("a"), gangPart{lease: *l, rank: 0}, "127.0.0.1", time.Minute, 0)
 	must.ErrorContains(t, err, "taking the gang back")
 
 	delete(r.jobs, lease.JobKey(testNamespace, "gang"))
-	_, err = rendezvous(context.Background(), r, newMemGang(), gangTask("a"), gangPart{lease: *l, rank: 0}, "127.0.0.1", time.Minute, 0)
+	_, _, err = rendezvous(context.Background(), r, newMemGang(), gangTask("a"), gangPart{lease: *l, rank: 0}, "127.0.0.1", time.Minute, 0)
 	must.True(t, strings.Contains(err.Error(), "was released"))
 }

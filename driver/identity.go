@@ -148,6 +148,9 @@ func (ids *identities) join(root *nofollow.Dir, uid int, h holder) error {
 		return fmt.Errorf("dynamic uid: %w", err)
 	}
 	defer uids.Close()
+	if err := checkJoinable(uids, uid, h); err != nil {
+		return err
+	}
 	if err := addHolder(uids, uid, h); err != nil {
 		return err
 	}
@@ -353,6 +356,7 @@ func (d *Driver) releaseIdentity(logger hclog.Logger, rootPath string, who taskU
 	if shared {
 		return
 	}
+	removeLeftovers(logger, who.uid)
 	if err := resetCheckpointDir(root, h.Dir, who.uid); err != nil {
 		logger.Warn("cannot give the checkpoint dir back to root", "dir", h.Dir, "error", err)
 	}

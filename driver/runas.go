@@ -27,9 +27,11 @@ import (
 // uid). So the driver gives the executor no user: the executor starts, as
 // root, in the task's cgroups and process group, this binary as
 //
-//	themis-driver themis-run-as <uid> <gid> <groups|-> <env file> -- <command> <args>...
+//	themis-driver themis-run-as <uid> <gid> <groups|-> <env file> <tmp|-> <alloc dir|-> -- <command> <args>...
 //
-// which sets exactly the task's groups, gid and uid, sets no_new_privs (no
+// which gives the task private temporary files and a view of the alloc
+// root with its own allocation only (<tmp>, <alloc dir>: privatetmp.go),
+// sets exactly the task's groups, gid and uid, sets no_new_privs (no
 // setuid binary raises it again), and execs the command: same process, so
 // the pid, process group and cgroups the executor knows are the task's.
 //
@@ -60,8 +62,8 @@ func init() {
 // runAs is the shim: it returns only on failure.
 func runAs(args []string) error {
 	runtime.LockOSThread()
-	if len(args) < 6 || args[4] != "--" {
-		return fmt.Errorf("usage: %s <uid> <gid> <groups|-> <env file> -- <command> [args...]", runAsArg)
+	if len(args) < 8 || args[6] != "--" {
+		return fmt.Errorf("usage: %s <uid> <gid> <groups|-> <env file> <tmp|-> <alloc dir|-> -- <command> [args...]", runAsArg)
 	}
 	uid, err1 := strconv.Atoi(args[0])
 	gid, err2 := strconv.Atoi(args[1])
@@ -82,6 +84,15 @@ func runAs(args []string) error {
 	if err != nil {
 		return err
 	}
+	if args[4] != "-" {
+		allocDir := args[5]
+		if allocDir == "-" {
+			allocDir = ""
+		}
+		if err := enterPrivateTmp(args[4], allocDir, uid, gid); err != nil {
+			return err
+		}
+	}
 	if err := syscall.Setgroups(groups); err != nil {
 		return fmt.Errorf("setgroups %v: %w", groups, err)
 	}
@@ -94,8 +105,8 @@ func runAs(args []string) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	cmd := args[5]
-	return fmt.Errorf("exec %s as uid %d: %w", cmd, uid, syscall.Exec(cmd, append([]string{cmd}, args[6:]...), env))
+	cmd := args[7]
+	return fmt.Errorf("exec %s as uid %d: %w", cmd, uid, syscall.Exec(cmd, append([]string{cmd}, args[8:]...), env))
 }
 
 // takeEnvFile reads and removes the environment file the driver wrote:
@@ -136,8 +147,10 @@ type shimLaunch struct {
 
 // prepareShim writes the task's environment to a root-only file in the
 // alloc dir (root's: Nomad makes it 0755) and returns the shim's command
-// line for who running path with args.
-func prepareShim(allocDir, task string, who taskUser, path string, args, env []string) (shimLaunch, error) {
+// line for who running path with args, with private temporary files as
+// tmp says (privateTmpArg; "" for none) and, with them, an alloc root
+// holding only allocDir.
+func prepareShim(allocDir, task string, who taskUser, path, tmp string, args, env []string) (shimLaunch, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return shimLaunch{}, fmt.Errorf("run-as shim: find the driver's binary: %w", err)
@@ -164,9 +177,13 @@ func prepareShim(allocDir, task string, who taskUser, path string, args, env []s
 		groups = strings.Join(gs, ",")
 	}
 	envFile := filepath.Join(allocDir, name)
+	ownAlloc := allocDir
+	if tmp == "" {
+		tmp, ownAlloc = "-", "-"
+	}
 	return shimLaunch{
 		cmd:     self,
-		args:    append([]string{runAsArg, strconv.Itoa(who.uid), strconv.Itoa(who.gid), groups, envFile, "--", path}, args...),
+		args:    append([]string{runAsArg, strconv.Itoa(who.uid), strconv.Itoa(who.gid), groups, envFile, tmp, ownAlloc, "--", path}, args...),
 		envFile: envFile,
 	}, nil
 }

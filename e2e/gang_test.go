@@ -84,6 +84,14 @@ func TestGangAcrossNodes(t *testing.T) {
 	if l == nil || len(l.Parts) != 2 {
 		t.Fatalf("gang lease %+v: want two parts", l)
 	}
+	// Each part names its node's driver's gang address (the dev
+	// clients' advertise_address), against which the ranks checked the
+	// rendezvous records.
+	for i, p := range l.Parts {
+		if p.Addr != "127.0.0.1" {
+			t.Fatalf("gang lease part %d on %s: address %q, want 127.0.0.1", i, p.NodeName, p.Addr)
+		}
+	}
 	checkGang(t, l, parts, lines)
 	first := l.LeaseID
 

@@ -32,6 +32,11 @@ func TestGangLeaseAndPin(t *testing.T) {
 		if len(p.GPUs) != 8 || p.NodeName == "" {
 			t.Fatalf("part %d: %+v", i, p)
 		}
+		// The node's themis driver's gang address, which the ranks check
+		// the rendezvous records against.
+		if want := "10.0.0." + strings.TrimPrefix(p.NodeID, "node-"); p.Addr != want {
+			t.Fatalf("part %d on %s: address %q, want %q", i, p.NodeID, p.Addr, want)
+		}
 	}
 	if l.NodeID != l.Parts[0].NodeID || l.Parts[0].NodeID == l.Parts[1].NodeID {
 		t.Fatalf("lease node %s, parts on %s and %s", l.NodeID, l.Parts[0].NodeID, l.Parts[1].NodeID)

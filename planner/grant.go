@@ -63,7 +63,7 @@ func (r *round) parts(g core.Grant) ([]lease.Part, error) {
 					return nil, fmt.Errorf("grant %s: GPUs of node %s are not together in %v", g.Job, p.NodeName, g.GPUs)
 				}
 			}
-			parts = append(parts, lease.Part{NodeID: node, NodeName: r.nodes[node].Name})
+			parts = append(parts, lease.Part{NodeID: node, NodeName: r.nodes[node].Name, Addr: r.nodes[node].GangAddr})
 		}
 		parts[len(parts)-1].GPUs = append(parts[len(parts)-1].GPUs, id)
 	}

@@ -169,7 +169,7 @@ func startOnce(ctx context.Context, cfg Config, withNomad bool) (*Stack, error) 
 	if err := cfg.Ports.fill(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.DataDir, 0o711); err != nil {
 		return nil, err
 	}
 	s := &Stack{cfg: cfg}
@@ -292,7 +292,7 @@ func (s *Stack) render(tmpl, out string, extra map[string]any) (string, error) {
 		return "", fmt.Errorf("devstack: render %s: %w", src, err)
 	}
 	dst := filepath.Join(s.cfg.DataDir, out)
-	return dst, os.WriteFile(dst, buf.Bytes(), 0o644)
+	return dst, writeSecret(dst, buf.Bytes())
 }
 
 func (s *Stack) spawn(name, bin string, args ...string) error {
@@ -303,7 +303,7 @@ func (s *Stack) spawn(name, bin string, args ...string) error {
 // opened with the extra flag (os.O_TRUNC or os.O_APPEND).
 func (s *Stack) spawnLog(flag int, name, bin string, args ...string) error {
 	logPath := filepath.Join(s.cfg.DataDir, name+".log")
-	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|flag, 0o644)
+	f, err := openPrivate(logPath, flag)
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,14 @@
 # (examples/acl/team.namespace.hcl). The pending pool read below is what
 # Nomad Enterprise's node pool checks would ask for.
 
+# No read-fs (nor alloc-exec, alloc-node-exec): Nomad's `alloc fs` checks
+# a path's symlinks as root and then opens it, and a task that swaps a dir
+# for a symlink between the two has root read any file of the client for
+# the caller (docs/hardening.md, "ACL rules for users"). `nomad alloc logs`
+# (read-logs) reads the themis task's logs, whose dir the driver keeps
+# root's.
 namespace "team" {
-  capabilities = ["submit-job", "read-job", "list-jobs", "read-logs", "read-fs"]
+  capabilities = ["submit-job", "read-job", "list-jobs", "read-logs"]
 }
 
 node_pool "themis-pending" {

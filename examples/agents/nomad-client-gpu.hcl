@@ -6,6 +6,11 @@
 # The node's real GPUs are fingerprinted through NVML (docs/nvml.md); the
 # themis driver runs each allocation as a dynamic uid of its own, fenced
 # to its own GPUs' device files, and checks the GPU leases in Consul.
+#
+# This file holds tokens (the agent's Consul token, the themis plugins'):
+# install it root's, 0600 (`install -m 0600 -o root nomad-client-gpu.hcl
+# /etc/nomad.d/client.hcl`), in a dir no task can list (docs/hardening.md,
+# "Files that hold secrets").
 
 datacenter = "dc1"
 data_dir   = "/opt/nomad/data" # root's; make it 0711 so tasks reach their alloc dirs (Nomad makes it 0700)
@@ -81,6 +86,25 @@ plugin "raw_exec" {
 plugin "exec" {
   config {
     allow_caps = ["audit_write", "net_bind_service"]
+  }
+}
+
+# docker: a themis docker job gets its own GPUs' device files (--device,
+# from the device plugin) and the NVIDIA runtime. These are Nomad's
+# defaults, written out so that no one widens them here: no privileged
+# container (it opens every /dev/nvidia*), no host paths as volumes or
+# bind mounts (-v /dev:/dev, the Docker socket), runc and the NVIDIA
+# runtime only (GPU jobs need "nvidia": Nomad checks the runtime it picks
+# for them against this list too). A job's own runtime, devices,
+# privileged and NVIDIA_VISIBLE_DEVICES are the planner's whole-job check's
+# to refuse (docs/hardening.md, "Still open": the NVIDIA runtime).
+plugin "docker" {
+  config {
+    allow_privileged = false
+    allow_runtimes   = ["runc", "nvidia"]
+    volumes {
+      enabled = false
+    }
   }
 }
 

@@ -71,7 +71,9 @@ job "themis-planner" {
         ]
       }
 
-      # The planner's tokens, from the job's Nomad variable.
+      # The planner's tokens, from the job's Nomad variable: into the
+      # environment, and the rendered file root's 0600 (Nomad's default is
+      # 0644, readable by whatever else reaches the secrets dir).
       template {
         data        = <<-EOT
           {{ with nomadVar "nomad/jobs/themis-planner" }}
@@ -81,6 +83,7 @@ job "themis-planner" {
         EOT
         destination = "secrets/tokens.env"
         env         = true
+        perms       = "0600"
       }
 
       # Nomad stops the leader gracefully on an update: it releases the

@@ -48,6 +48,10 @@ type Node struct {
 	// demands, in the adapters' units (the simulator: CPUs and GB); 0
 	// means the resource is not accounted on this node.
 	CPU, Memory float64
+	// GangAddr is the address the node's themis driver published for the
+	// parts of multi-node gangs ("" where none): a lease's part names it,
+	// and the gang's ranks accept the part's rendezvous record only from it.
+	GangAddr string
 }
 
 // Phase is where a job is in its life, as the adapters observe it.

@@ -153,7 +153,18 @@ type Part struct {
 	NodeID   string   `json:"node_id"`
 	NodeName string   `json:"node_name"`
 	GPUs     []string `json:"gpus"`
+	// Addr is the address the part's node's themis driver fingerprinted
+	// for gangs (node attribute AttrGangAddress), "" where it published
+	// none: the gang's ranks accept a rendezvous record for the part only
+	// from this address (any node's driver token may write the records;
+	// only the planner writes the lease).
+	Addr string `json:"addr,omitempty"`
 }
+
+// AttrGangAddress is the themis driver's node attribute naming the
+// address the other parts of a multi-node gang reach this node at (its
+// advertise_address).
+const AttrGangAddress = "driver.themis.gang_address"
 
 // Nodes is the lease's parts: Parts for a multi-node gang, otherwise one
 // part of its node and GPUs.

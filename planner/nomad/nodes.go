@@ -8,6 +8,7 @@ import (
 
 	"github.com/themis-nomad/themis/device/topology"
 	"github.com/themis-nomad/themis/planner/core"
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 // NodeFromNomad builds the core's node from a Nomad node's themis device
@@ -20,6 +21,9 @@ func NodeFromNomad(n *api.NodeListStub) (node core.Node, ok bool, err error) {
 		Name:        n.Name,
 		Rack:        topology.DefaultRack,
 		Schedulable: n.Status == "ready" && n.SchedulingEligibility == "eligible" && !n.Drain,
+	}
+	if d := n.Drivers["themis"]; d != nil {
+		node.GangAddr = d.Attributes[lease.AttrGangAddress]
 	}
 	if n.NodeResources == nil {
 		return node, false, nil

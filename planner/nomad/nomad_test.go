@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/device/topology"
+	"github.com/themis-nomad/themis/planner/lease"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -147,5 +148,13 @@ func TestNodeFromNomad(t *testing.T) {
 	drained.Drain = true
 	if n, _, _ := NodeFromNomad(drained); n.Schedulable {
 		t.Fatal("a draining node is schedulable")
+	}
+	if n.GangAddr != "" {
+		t.Fatalf("gang address %q of a node whose driver published none", n.GangAddr)
+	}
+	withAddr := stub(layout)
+	withAddr.Drivers = map[string]*api.DriverInfo{"themis": {Attributes: map[string]string{lease.AttrGangAddress: "10.1.2.3"}}}
+	if n, _, _ := NodeFromNomad(withAddr); n.GangAddr != "10.1.2.3" {
+		t.Fatalf("gang address %q, want the themis driver's attribute 10.1.2.3", n.GangAddr)
 	}
 }

@@ -95,7 +95,8 @@ func NewNomad(clock *time.Time, gpus int) *Nomad {
 func NewCluster(clock *time.Time, nodes, gpus int) *Nomad {
 	f := &Nomad{Clock: clock, Jobs: map[core.JobKey]*api.Job{}, Allocs: map[core.JobKey][]*Alloc{}}
 	for k := range nodes {
-		n := core.Node{ID: fmt.Sprintf("node-%d", k+1), Name: fmt.Sprintf("gpu-node-%d", k+1), Schedulable: true}
+		n := core.Node{ID: fmt.Sprintf("node-%d", k+1), Name: fmt.Sprintf("gpu-node-%d", k+1), Schedulable: true,
+			GangAddr: fmt.Sprintf("10.0.0.%d", k+1)}
 		if nodes == 1 {
 			n.Name = "dev-node"
 		}
