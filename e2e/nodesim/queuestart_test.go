@@ -30,9 +30,11 @@ import (
 // in "free", one at a time, each timed from its registration to its
 // task's start on a node. It fails on a job that does not start within a
 // minute or an invariant violation, not on the time (a benchmark).
-// THEMIS_SCALE_QUEUE_HOLD=count0 registers the queued jobs at count 0
-// instead (queueHold), to measure Nomad without their blocked
-// evaluations.
+// The planner holds the queued jobs at count 0 itself (its first rounds
+// after their registration: docs/design.md, "Held jobs").
+// THEMIS_SCALE_QUEUE_HOLD=count0 registers them at count 0 from the
+// start instead (queueHold): versions the planner did not hold, dead, so
+// finished to it: Nomad without any queue.
 func TestScaleStartBehindAQueue(t *testing.T) {
 	if os.Getenv("THEMIS_E2E_SLOW") == "" {
 		t.Skip("a scale run: set THEMIS_E2E_SLOW=1 (make test-slow)")
