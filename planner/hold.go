@@ -65,8 +65,8 @@ func (p *Planner) holdWaiting(r *round) {
 			r.unhold(k, rec) // rejected at a version of its user's
 		}
 	}
-	for _, k := range sortedKeys(r.records) {
-		if rec := r.records[k]; rec.Held != nil && r.jobs[k] == nil && r.aside[k] == "" {
+	for k, rec := range r.records { // statuses only: no order needed
+		if rec.Held != nil && r.jobs[k] == nil && r.aside[k] == "" {
 			r.status[k] = lease.JobStatus{State: StatePurged, Preemptions: rec.Preemptions,
 				Reason: fmt.Sprintf("purged from Nomad while held (%s since %s); the planner keeps its record: submit the job again to queue it", rec.Held.Reason, rec.Held.Since.Format("2006-01-02 15:04:05 MST"))}
 		}
