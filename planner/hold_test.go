@@ -185,3 +185,63 @@ func TestHeldVersionForgeries(t *testing.T) {
 		})
 	}
 }
+
+// What its user does to a held job: a stop finishes it (its tag removed
+// and its record dropped, so Nomad collects it as any other); a new
+// version at count 1 is a new submission, held anew (one tag, on the new
+// held version).
+func TestHeldJobChangedByItsUser(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(j *api.Job)
+		check  func(t *testing.T, h *harness)
+	}{{
+		name:   "nomad job stop",
+		change: func(j *api.Job) { j.Stop = ptr(true); j.Status = ptr("dead") },
+		check: func(t *testing.T, h *harness) {
+			kb := jobKey("b")
+			if st := h.Store.JobStatuses[kb]; st.State != StateFinished {
+				t.Errorf("b: %+v, want finished", st)
+			}
+			if _, ok := h.Nomad.Tagged(kb); ok {
+				t.Error("b stopped, still tagged: Nomad would never collect it")
+			}
+			if _, ok := h.Store.JobRecords[kb]; ok {
+				t.Error("b stopped, its record kept")
+			}
+		},
+	}, {
+		name: "resubmitted at count 1",
+		change: func(j *api.Job) {
+			j.TaskGroups[0].Count = ptr(1)
+			delete(j.Meta, nomad.HeldMeta)
+			j.Status = ptr("pending")
+		},
+		check: func(t *testing.T, h *harness) {
+			kb := jobKey("b")
+			jb := h.Nomad.Jobs[kb]
+			rec := h.Store.JobRecords[kb]
+			if h.Nomad.Holds != 2 || rec.Held == nil || rec.Held.Version.Version != *jb.Version || *jb.TaskGroups[0].Count != 0 {
+				t.Fatalf("b: %d holds, record %+v, Nomad version %d count %d; want held anew at its new version",
+					h.Nomad.Holds, rec.Held, *jb.Version, *jb.TaskGroups[0].Count)
+			}
+			if tag, ok := h.Nomad.Tags[kb][nomad.HeldTag]; !ok || tag.Version != *jb.Version {
+				t.Errorf("b's tag %+v (%v), want it on the new held version %d", tag, ok, *jb.Version)
+			}
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 4, stack.Of(policies.FIFO{}))
+			h.Nomad.Submit("a", 4, "be", "10s")
+			h.Nomad.Submit("b", 4, "be", "10s")
+			h.Round("b held")
+			h.Round("b tagged")
+			h.Nomad.Reregister("b", tc.change)
+			for range 3 {
+				h.Round("after the change")
+			}
+			tc.check(t, h)
+		})
+	}
+}
