@@ -24,6 +24,14 @@ import (
 // StatePurged is the status of a held job that Nomad no longer has.
 const StatePurged = "purged"
 
+// maxHoldWrites bounds a round's holds, tags and untags (each a Nomad
+// write, one after another): 10,000 jobs submitted at once are held over rounds of
+// this many, each well within the round's timeout, instead of one round
+// of 20,000 writes that would time out halfway. A job not held yet waits
+// as before (pending, its evaluation blocked), and each round's writes
+// make the next round run.
+const maxHoldWrites = 500
+
 // holdWaiting runs after the round's actions: it holds each waiting job
 // that is not held yet, tags each held version whose tag is missing or
 // says something else, undoes the holds whose version is no longer the
@@ -35,11 +43,16 @@ func (p *Planner) holdWaiting(r *round) {
 			registers[s.Job] = true
 		}
 	}
+	writes := 0
 	for _, j := range r.list {
 		k := j.Key
 		if r.aside[k] != "" || registers[k] {
 			continue // a registration this round: the next round sees it
 		}
+		if writes >= maxHoldWrites {
+			break // the next round holds and tags the rest
+		}
+		before := len(r.plan.steps)
 		own := r.own(j)
 		rec, hasRec := r.records[k]
 		_, leased := r.leases[k]
@@ -63,6 +76,11 @@ func (p *Planner) holdWaiting(r *round) {
 			p.hold(r, j)
 		case hasRec && rec.Held != nil:
 			r.unhold(k, rec) // rejected at a version of its user's
+		}
+		for _, s := range r.plan.steps[before:] {
+			if s.Kind == stepHold || s.Kind == stepTag || s.Kind == stepUntag {
+				writes++
+			}
 		}
 	}
 	for k, rec := range r.records { // statuses only: no order needed

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -243,5 +244,33 @@ func TestHeldJobChangedByItsUser(t *testing.T) {
 			}
 			tc.check(t, h)
 		})
+	}
+}
+
+// Many jobs submitted at once are held over several rounds, each with at
+// most maxHoldWrites Nomad writes of holds and tags, so that no round runs
+// past its timeout; every job ends held and tagged.
+func TestManyHeldOverRounds(t *testing.T) {
+	h := newHarness(t, 4, stack.Of(policies.FIFO{}))
+	h.Nomad.Submit("a", 4, "be", "10s")
+	n := maxHoldWrites + maxHoldWrites/2
+	for i := range n {
+		h.Nomad.Submit(fmt.Sprintf("q%04d", i), 4, "be", "10s")
+	}
+	h.Round("first")
+	if h.Nomad.Holds != maxHoldWrites {
+		t.Fatalf("%d holds in the first round, want %d (maxHoldWrites)", h.Nomad.Holds, maxHoldWrites)
+	}
+	for range 8 {
+		h.Round("more")
+	}
+	tagged := 0
+	for i := range n {
+		if _, ok := h.Nomad.Tagged(jobKey(fmt.Sprintf("q%04d", i))); ok {
+			tagged++
+		}
+	}
+	if h.Nomad.Holds != n || tagged != n {
+		t.Errorf("%d holds, %d tagged, want %d of each", h.Nomad.Holds, tagged, n)
 	}
 }
