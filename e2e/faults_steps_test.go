@@ -178,8 +178,8 @@ func (m *multiCluster) finished(id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if j.Status == nil || *j.Status != "dead" {
-		return false, fmt.Errorf("%s is %v", id, *j.Status)
+	if j.Status == nil || !finishedInNomad(j) {
+		return false, fmt.Errorf("%s is %v (meta %v)", id, *j.Status, j.Meta)
 	}
 	as, _, err := m.nomad.Jobs().Allocations(id, true, nil)
 	if err != nil {

@@ -224,7 +224,7 @@ func runFidelityLive(t *testing.T, policy string, opts stack.Options, jobs []fid
 			if err != nil {
 				return false, err
 			}
-			if *job.Status != "dead" || job.Meta["themis.suspended"] != "" {
+			if !finishedInNomad(job) {
 				left++
 			}
 		}

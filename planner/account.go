@@ -145,10 +145,15 @@ func (r *round) learn(k core.JobKey, l lease.JobLease) {
 	r.add(step{Kind: stepLearn, Job: k, Lease: l, Learn: rec.Attained + run.Seconds()*float64(len(l.GPUs))})
 }
 
-// dropRecord deletes a finished job's record.
+// dropRecord deletes a finished job's record, after the tag of a hold it
+// records (hold.go), so that Nomad collects the job as any other.
 func (r *round) dropRecord(k core.JobKey) {
-	if _, ok := r.records[k]; !ok {
+	rec, ok := r.records[k]
+	if !ok {
 		return
+	}
+	if rec.Held != nil && r.jobs[k] != nil {
+		r.add(step{Kind: stepUntag, Job: k})
 	}
 	r.add(step{Kind: stepDropRecord, Job: k})
 	r.dropRecordOf(k)
@@ -164,6 +169,9 @@ func (r *round) forget() {
 		}
 		if j := r.jobs[k]; j != nil && !r.finished(j) {
 			continue
+		}
+		if r.jobs[k] == nil && keepsHeld(r.records[k]) {
+			continue // purged while held: kept, never finished (hold.go)
 		}
 		gone = append(gone, k)
 	}

@@ -170,7 +170,7 @@ func (a *applier) blocked(s step) bool {
 
 // statusSteps are the steps whose job's planned status is untrue when
 // they do not happen.
-var statusSteps = map[stepKind]bool{stepRevoke: true, stepRelease: true, stepWithdraw: true, stepPend: true, stepGrant: true}
+var statusSteps = map[stepKind]bool{stepRevoke: true, stepRelease: true, stepWithdraw: true, stepPend: true, stepGrant: true, stepHold: true}
 
 // skip notes a step that did not happen.
 func (a *applier) skip(s step) {
@@ -241,6 +241,19 @@ func (a *applier) do(ctx context.Context, s step) error {
 			return err
 		}
 		p.log.Info("moved a themis job into the pending pool to wait for a grant", "job", k, "from_pool", s.Nomad.Pool())
+	case stepHold:
+		err := p.cfg.Nomad.Hold(ctx, s.Nomad, s.Record.Held.ID)
+		if errors.Is(err, nomad.ErrJobChanged) {
+			return nil // the next round reads the new version and holds that
+		}
+		if err != nil {
+			return err
+		}
+		p.log.Info("held: the job waits in Nomad with nothing to place", "job", k, "from_pool", s.Nomad.Pool(), "why", s.Why)
+	case stepTag:
+		return p.cfg.Nomad.TagHeld(ctx, s.Nomad, s.Why)
+	case stepUntag:
+		return p.cfg.Nomad.UntagHeld(ctx, k)
 	case stepPutRecord, stepPromote:
 		rec, err := p.cfg.Store.PutRecord(ctx, *a.record(s.Record))
 		if err != nil {

@@ -27,6 +27,7 @@ func (p *Planner) grant(r *round, g core.Grant) bool {
 	l := lease.JobLease{
 		LeaseID: id, Namespace: g.Job.Namespace, JobID: g.Job.ID, NodeID: parts[0].NodeID, NodeName: parts[0].NodeName,
 		GPUs: g.GPUs, VC: j.Intent.VC, GrantedAt: r.now.UTC(), SubmitIndex: j.ModifyIndex(), Pinned: &pinned,
+		Counts: r.heldCounts(j),
 	}
 	if len(parts) > 1 {
 		l.Parts = parts

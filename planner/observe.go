@@ -115,8 +115,9 @@ func (p *Planner) observeJob(r *round, j *nomad.Job) (core.Job, bool) {
 		// Granted but never pinned: the planner stopped in between.
 		phase = core.Granted
 		r.add(r.pin(j, l))
-	case j.Pool() != r.world.pendingPool:
-		p.adopt(r, j)
+	case j.Pool() != r.world.pendingPool && !own.held:
+		// Held this round (holdWaiting), which moves it into the
+		// pending pool; the next round queues it.
 		r.status[j.Key] = lease.JobStatus{State: "queued", Reason: "moved to node pool " + r.world.pendingPool + " to wait for a grant"}
 		return core.Job{}, false
 	}
@@ -134,7 +135,7 @@ func (p *Planner) observeJob(r *round, j *nomad.Job) (core.Job, bool) {
 // this version, a grace period Nomad would cut, a virtual cluster, priority
 // or class the job's namespace may not use. nil when none.
 func (p *Planner) jobError(r *round, j *nomad.Job, own ownVersion, leased bool) error {
-	if !leased && own.suspended == "" {
+	if !leased && own.suspended == "" && !own.held {
 		// It may be granted (pinned) now: the planner-only keys in its
 		// meta must be the planner's (docs/adversary.md, parts 2 and 3).
 		if err := nomad.CheckPlannerMeta(j); err != nil {

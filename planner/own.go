@@ -44,6 +44,9 @@ type ownVersion struct {
 	// legacy: the lease predates lease.Pinned and was taken as pinned by
 	// its meta, once; the planner records the version now (adoptLegacy).
 	legacy bool
+	// held: the version the planner's hold registered (the record's
+	// Held), with nothing to place: the job waits for a grant.
+	held bool
 }
 
 // own classifies j's current version by the planner's records.
@@ -74,7 +77,20 @@ func (r *round) own(j *nomad.Job) ownVersion {
 			o.suspended = ms
 		}
 	}
+	if rec, ok := r.records[j.Key]; ok && rec.Held != nil {
+		o.held = heldAt(j, *rec.Held)
+	}
 	return o
+}
+
+// heldAt reports whether j's current version is hold h's: the version it
+// registered, its themis group at count 0, naming the hold in its meta (a hold
+// of its own: themis.held; one that follows a suspension: themis.suspended).
+func heldAt(j *nomad.Job, h lease.Hold) bool {
+	if j.Version() != h.Version || j.Count() != 0 || h.ID == "" {
+		return false
+	}
+	return j.Job.Meta[nomad.HeldMeta] == h.ID || j.MetaSuspended() == h.ID
 }
 
 // finished reports whether a job is done: stopped by its user, or dead in
@@ -83,7 +99,7 @@ func (r *round) finished(j *nomad.Job) bool { return finishedAs(j, r.own(j)) }
 
 // finishedAs is finished for a job whose version o classifies.
 func finishedAs(j *nomad.Job, o ownVersion) bool {
-	return j.Stopped() || j.Dead() && o.suspended == ""
+	return j.Stopped() || j.Dead() && o.suspended == "" && !o.held
 }
 
 // wantCount is the count the planner's records say j's themis group has at
@@ -92,7 +108,7 @@ func (r *round) wantCount(j *nomad.Job, o ownVersion) int {
 	switch {
 	case o.pinned:
 		return len(r.leases[j.Key].Nodes())
-	case o.suspended != "":
+	case o.suspended != "" || o.held:
 		return 0
 	}
 	return 1

@@ -45,6 +45,13 @@ const (
 	stepPin stepKind = "pin"
 	// stepAdopt moves Job into the pending node pool.
 	stepAdopt stepKind = "adopt"
+	// stepHold registers a waiting job with nothing to place (its record
+	// of the hold written by the stepPutRecord before it), stepTag tags
+	// the held version (Why: the tag's description), stepUntag removes
+	// the tag of a hold undone.
+	stepHold  stepKind = "hold"
+	stepTag   stepKind = "tag"
+	stepUntag stepKind = "untag"
 	// stepPutRecord writes Record (created the first time the planner
 	// sees the job); stepPromote writes a starvation promotion into it.
 	stepPutRecord stepKind = "put-record"

@@ -52,6 +52,11 @@ type Cluster interface {
 	Pin(ctx context.Context, j *nomad.Job, l lease.JobLease, pool string, restarts int) error
 	Suspend(ctx context.Context, j *nomad.Job, leaseID string) error
 	Adopt(ctx context.Context, j *nomad.Job) error
+	// Hold, TagHeld and UntagHeld hold a waiting job with nothing to
+	// place and keep it from Nomad's garbage collection (hold.go).
+	Hold(ctx context.Context, j *nomad.Job, holdID string) error
+	TagHeld(ctx context.Context, j *nomad.Job, description string) error
+	UntagHeld(ctx context.Context, k core.JobKey) error
 }
 
 // Store is what the planner keeps in Consul (*consul.Store). A listing

@@ -18,6 +18,8 @@ import "github.com/themis-nomad/themis/planner/core"
 //  3. the policy's state is recorded (a failure stops the round there);
 //  4. act: releases, promotions, preemptions, grants, pending grants
 //     (act), then the pending grants whose GPUs are free carried out;
+//     the jobs left waiting held, held versions tagged, holds undone
+//     (holdWaiting);
 //  5. renewed lease ends, the auction, the policy told the decision is
 //     carried out, the statuses, and the records of jobs gone (forget).
 func (p *Planner) reconcile(w *world) *plan {
@@ -51,6 +53,7 @@ func (p *Planner) reconcile(w *world) *plan {
 	}
 	r.add(step{Kind: stepSaveState}) // act on nothing the record does not know of
 	p.act(r, d)
+	p.holdWaiting(r)
 	p.renewLeases(r)
 	p.recordAuction(r)
 	// The decision is carried out (Themis: a new leader has nothing of it

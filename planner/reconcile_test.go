@@ -229,7 +229,8 @@ func TestReconcileRevokePath(t *testing.T) {
 			w.store.leases[keyA] = revoking(leaseOf(keyA, leaseA, "g0", "g1", "g2", "g3"), false)
 			w.store.records[keyA], w.store.records[keyB] = record(keyA), record(keyB)
 		},
-		steps: []string{"suspend default/a"},
+		// b waits at the version its user submitted: held.
+		steps: []string{"suspend default/a", "put-record default/b", "hold default/b"},
 		status: map[core.JobKey]wantStatus{
 			keyA: {"revoking", "preempted by test"},
 			keyB: {"queued", "waiting for default/a to stop"},
@@ -269,7 +270,8 @@ func TestReconcileRevokePath(t *testing.T) {
 			w.store.leases[keyA] = revoking(leaseOf(keyA, leaseA, "g0", "g1", "g2", "g3"), false)
 			w.store.records[keyA], w.store.records[keyB] = record(keyA), record(keyB)
 		},
-		steps: []string{"release default/a", "grant default/b"},
+		// a's suspension is its hold from the release on: tagged.
+		steps: []string{"release default/a", "grant default/b", "tag default/a"},
 		status: map[core.JobKey]wantStatus{
 			keyA: {"suspended", ""},
 			keyB: {"granted", ""},
@@ -278,6 +280,12 @@ func TestReconcileRevokePath(t *testing.T) {
 			rec := stepOf(t, pl, stepRelease, keyA).Record
 			if rec == nil || rec.Preemptions != 1 || rec.LastLease != leaseA || rec.Suspended == nil || rec.Suspended.Version != 2 || rec.Attained != 59*4 {
 				t.Errorf("release writes record %+v; want one preemption, lease %s, suspended version 2, 59 s on 4 GPUs", rec, leaseA)
+			}
+			if h := rec.Held; h == nil || h.ID != leaseA || h.Version.Version != 2 || h.Reason != "preempted by test" {
+				t.Errorf("release records hold %+v; want lease %s's suspension (version 2) as the hold", h, leaseA)
+			}
+			if d := stepOf(t, pl, stepTag, keyA).Why; !strings.HasPrefix(d, "suspended: preempted by test") {
+				t.Errorf("tag description %q, want it to start with the suspension's reason", d)
 			}
 		},
 	}, {
@@ -441,8 +449,16 @@ func TestReconcileLeasesOfChangedJobs(t *testing.T) {
 		world: func(t *testing.T, w *world) {
 			w.snap.Jobs = []*nomad.Job{queued(t, "a", 2, func(j *api.Job) { j.NodePool = ptr("default") })}
 		},
-		steps:  []string{"adopt default/a"},
+		// Held: moved into the pending pool at count 0, its record of
+		// the hold (and of the job) written first, in one write.
+		steps:  []string{"put-record default/a", "hold default/a"},
 		status: map[core.JobKey]wantStatus{keyA: {"queued", "moved to node pool " + testPool}},
+		check: func(t *testing.T, pl *plan) {
+			h := stepOf(t, pl, stepPutRecord, keyA).Record.Held
+			if h == nil || h.Version.Version != 1 || h.Counts["g"] != 1 || h.Reason != lease.HoldQueued || h.ID == "" {
+				t.Errorf("record's hold %+v; want version 1, counts g=1, queued", h)
+			}
+		},
 	}, {
 		name: "first seen: its record created, then granted",
 		world: func(t *testing.T, w *world) {
@@ -595,7 +611,7 @@ func TestReconcilePendingPath(t *testing.T) {
 			w.store.records[keyA], w.store.records[keyB] = record(keyA), record(keyB)
 			pend(w, keyA, "g0", "g1")
 		},
-		steps: nil,
+		steps: []string{"put-record default/a", "hold default/a"},
 		status: map[core.JobKey]wantStatus{
 			keyA: {"queued", "waiting for default/b to stop (checkpointing"},
 			keyB: {"revoking", ""},
@@ -671,7 +687,7 @@ func TestReconcileSetAside(t *testing.T) {
 			w.store.records[keyB] = record(keyB)
 			w.store.aside[keyA] = "its job record in Consul cannot be used"
 		},
-		steps: nil,
+		steps: []string{"put-record default/b", "hold default/b"},
 		status: map[core.JobKey]wantStatus{
 			keyA: {StateUnreadable, "its job record"},
 			keyB: {"queued", "2 GPUs are held by jobs set aside as unreadable (default/a)"},

@@ -121,6 +121,10 @@ func (p *Planner) advanceRevoke(r *round, j *nomad.Job, l lease.JobLease) {
 		}
 	}
 	rec.Suspended = l.Revoke.Suspends
+	if v := l.Revoke.Suspends; v != nil {
+		// Its suspension is its hold from now on (hold.go).
+		rec.Held = &lease.Hold{ID: l.LeaseID, Version: *v, Reason: l.Revoke.Reason, Since: r.now.UTC()}
+	}
 	r.release(l, &rec, "revoked: the job's allocation stopped")
 }
 

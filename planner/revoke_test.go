@@ -78,6 +78,9 @@ func TestRevokeSurvivesACrashAtEveryStep(t *testing.T) {
 			if st := fs.JobStatuses[be]; st.State != "suspended" {
 				t.Errorf("be's status %+v, want suspended", st)
 			}
+			if _, ok := fn.Tagged(be); !ok {
+				t.Error("be suspended, its held version not tagged: Nomad's GC would purge it")
+			}
 
 			fn.Finish("te")
 			for range 3 {
@@ -91,6 +94,9 @@ func TestRevokeSurvivesACrashAtEveryStep(t *testing.T) {
 			if got := fn.Jobs[be].Meta[nomad.RestartCountMeta]; got != "1" {
 				t.Errorf("be resumed with restart count %q, want 1", got)
 			}
+			if _, ok := fn.Tagged(be); ok {
+				t.Error("be resumed, its held version still tagged")
+			}
 			if _, ok := fs.JobRecords[core.JobKey{Namespace: "default", ID: "te"}]; ok {
 				t.Error("te's record outlived te")
 			}
@@ -99,3 +105,46 @@ func TestRevokeSurvivesACrashAtEveryStep(t *testing.T) {
 }
 
 func itoa(i int) string { return string(rune('0' + i)) }
+
+// The hold of a queued job survives a planner killed after any of its
+// writes (the record, the registration at count 0, the tag): the next
+// planner holds the job once, tags it, and runs it when its GPUs free, its
+// tag removed then.
+func TestHoldSurvivesACrashAtEveryStep(t *testing.T) {
+	for crashAfter := 0; crashAfter <= 4; crashAfter++ {
+		t.Run("after "+itoa(crashAfter)+" writes", func(t *testing.T) {
+			h := newHarness(t, 8, stack.Of(policies.FIFO{}))
+			h.Nomad.Submit("a", 8, "be", "10s")
+			h.Round("a runs")
+			h.Round("a runs")
+			h.Nomad.Submit("b", 8, "be", "10s")
+			b := &plannertest.Budget{Left: crashAfter}
+			h.Nomad.Crash, h.Store.Crash = b, b
+			if err := h.P.Reconcile(context.Background()); err != nil && !errors.Is(err, plannertest.ErrCrash) {
+				t.Fatal(err)
+			}
+			h.Nomad.Crash, h.Store.Crash = nil, nil
+			h.Restart()
+			for range 3 {
+				h.Round("next planner")
+			}
+			kb := core.JobKey{Namespace: "default", ID: "b"}
+			if h.Nomad.Holds != 1 {
+				t.Errorf("b held %d times, want once", h.Nomad.Holds)
+			}
+			if _, ok := h.Nomad.Tagged(kb); !ok || h.Store.JobRecords[kb].Held == nil {
+				t.Fatalf("b not held and tagged: tag %v, record %+v", ok, h.Store.JobRecords[kb])
+			}
+			h.Nomad.Finish("a")
+			for range 3 {
+				h.Round("a done")
+			}
+			if len(h.Nomad.Running("b")) != 1 {
+				t.Fatal("b does not run after a finished")
+			}
+			if _, ok := h.Nomad.Tagged(kb); ok || h.Store.JobRecords[kb].Held != nil {
+				t.Errorf("b runs, still held: tag %v, record %+v", ok, h.Store.JobRecords[kb].Held)
+			}
+		})
+	}
+}

@@ -37,7 +37,7 @@ func (p *Planner) writeStatuses(ctx context.Context, next map[core.JobKey]lease.
 	for k, st := range next {
 		st.Namespace, st.JobID = k.Namespace, k.ID
 		old, ok := p.statuses[k]
-		if ok && old.State == st.State && old.Reason == st.Reason && old.LeaseID == st.LeaseID && old.Preemptions == st.Preemptions {
+		if ok && old.State == st.State && old.Reason == st.Reason && old.LeaseID == st.LeaseID && old.Preemptions == st.Preemptions && old.Held == st.Held {
 			continue
 		}
 		st.Since = now.UTC()
@@ -65,6 +65,8 @@ func (p *Planner) writeStatuses(ctx context.Context, next map[core.JobKey]lease.
 			switch st.State {
 			case "rejected":
 				p.log.Error("rejected a themis job", "job", k, "error", st.Reason)
+			case StatePurged:
+				p.log.Error("a held job was purged from Nomad: the planner keeps its record and does not report it finished", "job", k, "reason", st.Reason)
 			case StateUnreadable:
 				p.log.Error("set a job aside: it cannot be read; every other job is decided as usual", "job", k, "reason", st.Reason)
 			}

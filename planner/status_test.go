@@ -55,23 +55,31 @@ func TestStatusesWrittenTogetherOnlyWhenChanged(t *testing.T) {
 	if st := h.Store.JobStatuses[jobKey("c")]; st.State != "queued" {
 		t.Fatalf("c: %+v, want queued", st)
 	}
-	// c leaves Nomad (purged) while a finishes: one call puts a's record
-	// and deletes c's; b's, unchanged, keeps its Since.
+	// c, held, is purged from Nomad while a finishes: one call puts a's
+	// record and c's, purged (a held job's status is kept, never
+	// finished: hold.go); b's, unchanged, keeps its Since.
 	delete(h.Nomad.Jobs, jobKey("c"))
 	h.Nomad.Finish("a")
 	now := h.Clock
-	h.Round("c gone, a finished")
-	if h.Store.StatusCalls != 2 || !slices.Equal(putIDs(h.Store), []string{"a"}) || !slices.Equal(h.Store.LastDels, []core.JobKey{jobKey("c")}) {
-		t.Fatalf("%d calls, last put %v del %v; want a second call putting a and deleting c", h.Store.StatusCalls, putIDs(h.Store), h.Store.LastDels)
+	h.Round("c purged, a finished")
+	if h.Store.StatusCalls != 2 || !slices.Equal(putIDs(h.Store), []string{"a", "c"}) || len(h.Store.LastDels) != 0 {
+		t.Fatalf("%d calls, last put %v del %v; want a second call putting a and c", h.Store.StatusCalls, putIDs(h.Store), h.Store.LastDels)
 	}
 	if st := h.Store.JobStatuses[jobKey("a")]; st.State != "finished" || !st.Since.Equal(now) {
 		t.Errorf("a: %+v, want finished since %s", st, now)
 	}
+	if st := h.Store.JobStatuses[jobKey("c")]; st.State != StatePurged || !strings.Contains(st.Reason, "purged from Nomad while held") {
+		t.Errorf("c: %+v, want purged", st)
+	}
+	// An operator deletes c's record: the planner has nothing of c
+	// left, and c's status goes.
+	delete(h.Store.JobRecords, jobKey("c"))
+	h.Round("c's record gone")
 	if _, ok := h.Store.JobStatuses[jobKey("c")]; ok {
-		t.Error("c's record is still in the store")
+		t.Error("c's status is still in the store")
 	}
 	if _, ok := h.P.statuses[jobKey("c")]; ok {
-		t.Error("c's record is still in the planner's cache")
+		t.Error("c's status is still in the planner's cache")
 	}
 	if st := h.Store.JobStatuses[jobKey("b")]; !st.Since.Equal(first) {
 		t.Errorf("b rewritten: %+v", st)

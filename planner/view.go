@@ -96,6 +96,9 @@ type Queued struct {
 	// State is "queued" or "suspended" (preempted, waiting to resume).
 	State  string
 	Reason string
+	// Held is the description of the job's hold in Nomad (count 0, its
+	// version tagged themis-held), "" when it is not held (yet).
+	Held string
 }
 
 // VCView is one virtual cluster: its capacity and its cells.
@@ -277,6 +280,13 @@ func (p *Planner) fillView(v *View, r *round, d core.Decision) {
 		jv.Status.GPUs = slices.Clone(jv.Status.GPUs)
 		v.Jobs = append(v.Jobs, jv)
 	}
+	for k, s := range r.status {
+		if s.State == StatePurged && r.jobs[k] == nil {
+			// Held, then purged from Nomad: its record is kept (hold.go).
+			s.Namespace, s.JobID = k.Namespace, k.ID
+			v.Jobs = append(v.Jobs, JobView{Key: k, Record: r.records[k], Status: s})
+		}
+	}
 	slices.SortFunc(v.Jobs, func(a, b JobView) int { return compareKeys(a.Key, b.Key) })
 
 	v.Queue = queue(r, d)
@@ -335,7 +345,7 @@ func queue(r *round, d core.Decision) []Queued {
 			return
 		}
 		seen[k] = true
-		q := Queued{Job: k, State: st.State, Reason: st.Reason}
+		q := Queued{Job: k, State: st.State, Reason: st.Reason, Held: st.Held}
 		if j := r.jobs[k]; j != nil {
 			q.GPUs = j.Intent.GPUs
 			if r.vcs != nil {

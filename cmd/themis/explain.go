@@ -15,6 +15,7 @@ import (
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/httpapi"
+	"github.com/themis-nomad/themis/planner/nomad"
 )
 
 // themis job explain: why a job waits, was preempted or runs where it does.
@@ -46,10 +47,12 @@ Options:
 
 // explanation is job explain's document.
 type explanation struct {
-	Job     string           `json:"job"`
-	State   string           `json:"state"`
-	Reason  string           `json:"reason,omitempty"`
-	Since   time.Time        `json:"since,omitzero"`
+	Job    string    `json:"job"`
+	State  string    `json:"state"`
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since,omitzero"`
+	// Held is how the planner holds it in Nomad (its tag's description).
+	Held    string           `json:"held,omitempty"`
 	Request *httpapi.Request `json:"request,omitempty"`
 	// VC and Position are its queue and place in it (waiting jobs); Ahead
 	// the jobs before it there.
@@ -119,7 +122,7 @@ func (c *explainCommand) explain(ctx context.Context, o viewOptions, key core.Jo
 
 // explain puts together what the API says of a job.
 func explain(job httpapi.Job, q httpapi.QueueResponse, nodes httpapi.NodesResponse, ls httpapi.LeasesResponse, now time.Time) explanation {
-	x := explanation{Job: job.Job, State: job.State, Reason: job.Reason, Since: job.Since, Request: job.Request, Lease: job.Lease,
+	x := explanation{Job: job.Job, State: job.State, Reason: job.Reason, Since: job.Since, Held: job.Held, Request: job.Request, Lease: job.Lease,
 		Preemptions: job.Record.Preemptions, Source: "api"}
 	for _, d := range job.Decisions {
 		if d.Kind == "preempt" {
@@ -274,7 +277,7 @@ func explainFromConsul(ctx context.Context, store *consul.Store, key core.JobKey
 	}
 	for _, st := range sts {
 		if st.Namespace == key.Namespace && st.JobID == key.ID {
-			x := explanation{Job: key.String(), State: st.State, Reason: st.Reason, Since: st.Since, Preemptions: st.Preemptions, Source: "consul"}
+			x := explanation{Job: key.String(), State: st.State, Reason: st.Reason, Since: st.Since, Held: st.Held, Preemptions: st.Preemptions, Source: "consul"}
 			if st.Node != "" {
 				x.Lease = &httpapi.Lease{Job: key.String(), State: httpapi.LeaseActive}
 				x.Lease.LeaseID, x.Lease.NodeName, x.Lease.GPUs, x.Lease.Namespace, x.Lease.JobID = st.LeaseID, st.Node, st.GPUs, key.Namespace, key.ID
@@ -298,6 +301,10 @@ func printExplanation(out io.Writer, x explanation) {
 	row("State", safe(state))
 	if x.Reason != "" {
 		row("Why", safe(x.Reason))
+	}
+	if x.Held != "" {
+		// What Nomad shows of it: dead, count 0, its version tagged.
+		row("In Nomad", "held at count 0 (dead in nomad job status; version tag "+nomad.HeldTag+": "+safe(x.Held)+")")
 	}
 	if r := x.Request; r != nil {
 		row("Asks for", fmt.Sprintf("%s in virtual cluster %s, priority %d, class %s", plural(r.GPUs, "GPU"), safe(cmp.Or(r.VC, "default")), r.Priority, safe(r.Class)))

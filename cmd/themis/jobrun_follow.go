@@ -14,6 +14,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/themis-nomad/themis/planner"
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/httpapi"
 	"github.com/themis-nomad/themis/planner/lease"
@@ -109,6 +110,10 @@ func (f *follower) onPlanner(pj plannerJob, now time.Time) (bool, int) {
 		if j.Queue != nil && j.Queue.Position > 0 {
 			where += fmt.Sprintf(": position %d in its queue", j.Queue.Position)
 		}
+		if j.Held != "" {
+			// Nomad shows it dead (count 0): say why.
+			where = "held by the planner (dead at count 0 in Nomad, tagged " + nomad.HeldTag + "): " + where
+		}
 		say(where + ": " + j.Reason)
 	case "granted", "revoking":
 		if l := j.Lease; l != nil && (pj.fromConsul || l.SubmitIndex >= f.submitIndex) && !f.granted {
@@ -128,6 +133,9 @@ func (f *follower) onPlanner(pj plannerJob, now time.Time) (bool, int) {
 		}
 	case "rejected":
 		say("rejected: " + j.Reason)
+		return true, codeFailed
+	case planner.StatePurged:
+		say("purged from Nomad while held by the planner: " + j.Reason)
 		return true, codeFailed
 	case "unreadable":
 		say("set aside by the planner (it cannot read the job or its records): " + j.Reason)

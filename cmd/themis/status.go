@@ -157,7 +157,11 @@ func printStatuses(out io.Writer, sts []lease.JobStatus, progress map[core.JobKe
 		if st.Driver != "" {
 			reason = strings.TrimPrefix(reason+"; driver "+st.Driver+": no lease check at start", "; ")
 		}
-		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", safe(st.Namespace), safe(st.JobID), safe(st.State),
+		state := st.State
+		if st.Held != "" {
+			state += " (held)" // count 0 in Nomad, its version tagged themis-held
+		}
+		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", safe(st.Namespace), safe(st.JobID), safe(state),
 			st.Since.Local().Format(time.TimeOnly), dash(safe(st.Node)), dash(safe(strings.Join(st.GPUs, ","))), st.Preemptions,
 			dash(showProgress(progress[core.JobKey{Namespace: st.Namespace, ID: st.JobID}])), dash(safe(reason)))
 	}
@@ -177,7 +181,11 @@ func printQueue(out io.Writer, q httpapi.QueueResponse) {
 			if j.GPUs > 0 {
 				gpus = strconv.Itoa(j.GPUs)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(safe(vc.VC)), pos, safe(j.Job), gpus, safe(j.State), dash(safe(j.Reason)))
+			state := j.State
+			if j.Held != "" {
+				state += " (held)"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(safe(vc.VC)), pos, safe(j.Job), gpus, safe(state), dash(safe(j.Reason)))
 		}
 	}
 	w.Flush()
@@ -192,7 +200,7 @@ func queueFromStatuses(sts []lease.JobStatus) httpapi.QueueResponse {
 	for _, st := range sts {
 		if st.State == "queued" || st.State == "suspended" {
 			vc.Jobs = append(vc.Jobs, httpapi.Queued{Job: st.Namespace + "/" + st.JobID, Namespace: st.Namespace, JobID: st.JobID,
-				State: st.State, Reason: st.Reason})
+				State: st.State, Reason: st.Reason, Held: st.Held})
 		}
 	}
 	return httpapi.QueueResponse{VCs: []httpapi.VCQueue{vc}}

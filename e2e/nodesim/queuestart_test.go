@@ -30,9 +30,11 @@ import (
 // in "free", one at a time, each timed from its registration to its
 // task's start on a node. It fails on a job that does not start within a
 // minute or an invariant violation, not on the time (a benchmark).
-// THEMIS_SCALE_QUEUE_HOLD=count0 registers the queued jobs at count 0
-// instead (queueHold), to measure Nomad without their blocked
-// evaluations.
+// The planner holds the queued jobs at count 0 itself (its first rounds
+// after their registration: docs/design.md, "Held jobs").
+// THEMIS_SCALE_QUEUE_HOLD=count0 registers them at count 0 from the
+// start instead (queueHold): versions the planner did not hold, dead, so
+// finished to it: Nomad without any queue.
 func TestScaleStartBehindAQueue(t *testing.T) {
 	if os.Getenv("THEMIS_E2E_SLOW") == "" {
 		t.Skip("a scale run: set THEMIS_E2E_SLOW=1 (make test-slow)")
@@ -197,7 +199,7 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 	}
 	t.Logf("START nodes=%d running=%d queued=%d (held as %s): submit->running p50 %.2fs max %.2fs (10 jobs of 1 GPU one at a time, GPUs free in their VC); "+
 		"%d rounds meanwhile (%d failed), p50 %s; planner RSS %d MiB, nodesim RSS %d MiB",
-		nodes, running, queued, cmp.Or(how, "live jobs"), lat[len(lat)/2], lat[len(lat)-1], len(rs), nfailed, ms1(roundP50),
+		nodes, running, queued, cmp.Or(how, "by the planner at count 0"), lat[len(lat)/2], lat[len(lat)-1], len(rs), nfailed, ms1(roundP50),
 		rssKiB(t)/1024, procRSSKiB(t, simCmd.Process.Pid)/1024)
 	if v := violations(); v > 0 {
 		t.Errorf("%d invariant violations", v)
@@ -214,9 +216,11 @@ func inVC(vc string) func(*nomadapi.Job) {
 	}
 }
 
-// queueHold is THEMIS_SCALE_QUEUE_HOLD: how the queued jobs are held in
-// Nomad: "" (as users submit them: live jobs in the pending pool, each
-// with a blocked evaluation) or "count0" (their group at count 0).
+// queueHold is THEMIS_SCALE_QUEUE_HOLD: how the queued jobs are
+// registered: "" (as users submit them, at count 1 in the pending pool;
+// the planner then holds them at count 0, with no blocked evaluation) or
+// "count0" (at count 0 from the start: not a hold the planner recorded,
+// so finished to it, and no queue).
 func queueHold(t *testing.T) string {
 	h := os.Getenv("THEMIS_SCALE_QUEUE_HOLD")
 	if h != "" && h != "count0" {

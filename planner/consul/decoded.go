@@ -32,7 +32,8 @@ import (
 // The rule for callers: the values a listing returns (lease.JobLease,
 // lease.JobRecord, lease.Pending, lease.ProgressRecord,
 // lease.CheckpointRecord, lease.JobStatus) share their slices and pointers (a lease's GPUs, Cells,
-// Parts, Pinned, Revoke and Revoke.Suspends; a record's Suspended; a
+// Parts, Pinned, Revoke, Revoke.Suspends and Counts; a record's Suspended
+// and Held (with its Counts); a
 // pending grant's and a status's GPUs; a progress record's Loss) with the
 // cache and with every later listing, for as long as the key keeps its
 // value. The maps and slices a listing returns are the caller's own, to

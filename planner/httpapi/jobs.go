@@ -26,8 +26,12 @@ type Job struct {
 	// unreadable, or how it ended: finished, failed or lost; Reason why
 	// it waits, was rejected or failed (Nomad's reason); Since when it
 	// entered that state.
-	State    string    `json:"state"`
-	Reason   string    `json:"reason,omitempty"`
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// Held is how the planner holds a waiting job in Nomad: the
+	// description of its held version's tag (themis-held); "" when the
+	// job is not held.
+	Held     string    `json:"held,omitempty"`
 	Since    time.Time `json:"since,omitzero"`
 	Deadline time.Time `json:"deadline,omitzero"`
 	// ModifyIndex is the JobModifyIndex of the job version the planner
@@ -98,7 +102,7 @@ func buildJobs(v planner.View, d *docs) (map[core.JobKey]*Job, JobsResponse) {
 	list := JobsResponse{Jobs: []*Job{}}
 	for _, j := range v.Jobs {
 		name := jobName(j.Key)
-		x := &Job{Job: name, Namespace: j.Key.Namespace, JobID: j.Key.ID, State: j.Status.State, Reason: j.Status.Reason,
+		x := &Job{Job: name, Namespace: j.Key.Namespace, JobID: j.Key.ID, State: j.Status.State, Reason: j.Status.Reason, Held: j.Status.Held,
 			Since: j.Status.Since.UTC(), Deadline: j.Status.Deadline.UTC(), Lease: leases[name], Queue: queued[name],
 			Record: Record{FirstSubmit: j.Record.FirstSubmit.UTC(), FirstStart: j.Record.FirstStart.UTC(), Executed: j.Record.Executed,
 				Attained: j.Record.Attained, Preemptions: j.Record.Preemptions, PromotedAt: j.Record.PromotedAt.UTC()}}

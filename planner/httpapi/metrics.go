@@ -34,7 +34,7 @@ type metrics struct {
 
 // JobStates are the states themis_jobs always reports (0 when none).
 var JobStates = []string{"queued", "suspended", "granted", "revoking", "rejected", planner.StateUnreadable,
-	planner.StateFinished, planner.StateFailed, planner.StateLost}
+	planner.StateFinished, planner.StateFailed, planner.StateLost, planner.StatePurged}
 
 func newMetrics() *metrics {
 	m := &metrics{

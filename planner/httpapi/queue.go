@@ -32,6 +32,10 @@ type Queued struct {
 	State string `json:"state"`
 	// Reason says why it waits, as the decision core explained it.
 	Reason string `json:"reason"`
+	// Held describes how the planner holds it in Nomad (count 0, its
+	// version tagged themis-held, the tag's description); "" when it is
+	// not held yet.
+	Held string `json:"held,omitempty"`
 }
 
 func buildQueue(v planner.View) QueueResponse {
@@ -45,7 +49,7 @@ func buildQueue(v planner.View) QueueResponse {
 			out.VCs = append(out.VCs, VCQueue{VC: q.VC, Jobs: []Queued{}})
 		}
 		out.VCs[i].Jobs = append(out.VCs[i].Jobs, Queued{Position: q.Position, Job: jobName(q.Job),
-			Namespace: q.Job.Namespace, JobID: q.Job.ID, GPUs: q.GPUs, State: q.State, Reason: q.Reason})
+			Namespace: q.Job.Namespace, JobID: q.Job.ID, GPUs: q.GPUs, State: q.State, Reason: q.Reason, Held: q.Held})
 	}
 	return out
 }

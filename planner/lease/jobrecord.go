@@ -36,6 +36,12 @@ type JobRecord struct {
 	// when dead, a new submission otherwise). Nil before planners recorded
 	// it (docs/adversary.md, part 3).
 	Suspended *JobVersion `json:"suspended,omitempty"`
+	// Held is the planner's hold of the job while it waits (queued,
+	// suspended or moving): the version it registered with nothing to
+	// place, tagged so that Nomad keeps it. Nil when the job is not held
+	// (running, or not yet seen waiting); a hold whose version is no
+	// longer the job's is undone (its tag removed) and cleared.
+	Held *Hold `json:"held,omitempty"`
 	// PromotedAt and ExecutedAtPromotion record Tiresias's last starvation
 	// promotion, which resets the job's executed and waited counters.
 	PromotedAt          time.Time `json:"promoted_at,omitzero"`

@@ -15,7 +15,9 @@ type JobStatus struct {
 	JobID     string `json:"job_id"`
 	// State is queued, granted, revoking (being preempted: checkpointing
 	// until Deadline), suspended (preempted, queued again with its
-	// checkpoint), rejected or finished.
+	// checkpoint), rejected, finished, or purged (a held job that Nomad
+	// no longer has: the planner keeps its record and waits for it to be
+	// submitted again).
 	State   string   `json:"state"`
 	Reason  string   `json:"reason,omitempty"`
 	Node    string   `json:"node,omitempty"`
@@ -26,6 +28,9 @@ type JobStatus struct {
 	// Preemptions counts the times the job was preempted.
 	Preemptions int       `json:"preemptions,omitempty"`
 	Since       time.Time `json:"since"`
+	// Held says how the planner holds a waiting job in Nomad (count 0,
+	// its version tagged themis-held): the tag's description.
+	Held string `json:"held,omitempty"`
 	// Driver is the task's driver when it is not the themis driver
 	// (docker, exec, raw_exec): no lease check guards its start.
 	Driver string `json:"driver,omitempty"`

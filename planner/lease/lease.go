@@ -113,6 +113,10 @@ type JobLease struct {
 	// job's allocation is being stopped gracefully and the GPU keys stay
 	// until Nomad reports it terminal. Nil for a lease in force.
 	Revoke *Revoke `json:"revoke,omitempty"`
+	// Counts are the counts the pin gives back to the job's groups other
+	// than the themis one, from the hold it was granted out of
+	// (Hold.Counts). Empty when none was held.
+	Counts map[string]int `json:"counts,omitempty"`
 }
 
 // JobVersion names one registration of a Nomad job: the job's CreateIndex

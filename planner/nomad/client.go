@@ -55,9 +55,19 @@ func (c *Client) SetForeignCheckpoints(f ForeignCheckpoints) {
 }
 
 type cachedJob struct {
-	// modifyIndex is the JobModifyIndex the job was listed at when read.
-	modifyIndex uint64
-	job         *Job // nil: not a themis job
+	// modifyIndex is the JobModifyIndex the job was listed at when read,
+	// stubIndex the stub's ModifyIndex.
+	modifyIndex, stubIndex uint64
+	job                    *Job // nil: not a themis job
+}
+
+// heldMoved reports whether a cached job whose themis group is at count 0 (a held
+// job) changed without a new definition: a version tag set or removed
+// (hold.go) raises only the stub's ModifyIndex. Such a job has no
+// allocations whose comings and goings would raise it too, so it is read
+// again only when that happens.
+func (cj cachedJob) heldMoved(lj listedJob) bool {
+	return cj.job != nil && cj.job.Count() == 0 && cj.stubIndex != lj.modifyIndex
 }
 
 // NewClient wraps a Nomad API client.
@@ -142,7 +152,7 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 	// definition and take their stub's status.
 	var stale []core.JobKey
 	for _, key := range order {
-		if cj, ok := c.jobs[key]; !ok || cj.modifyIndex != listed[key].jobModifyIndex {
+		if cj, ok := c.jobs[key]; !ok || cj.modifyIndex != listed[key].jobModifyIndex || cj.heldMoved(listed[key]) {
 			stale = append(stale, key)
 		}
 	}
@@ -171,7 +181,7 @@ func (c *Client) Snapshot(ctx context.Context) (*Snapshot, error) {
 			case r.err != nil:
 				return nil, r.err
 			}
-			cj = cachedJob{modifyIndex: lj.jobModifyIndex, job: r.job}
+			cj = cachedJob{modifyIndex: lj.jobModifyIndex, stubIndex: lj.modifyIndex, job: r.job}
 			c.jobs[key] = cj
 		} else if cj.job != nil && deref(cj.job.Job.Status) != lj.status {
 			cj.job = cj.job.withStatus(lj.status)
@@ -226,6 +236,7 @@ func (c *Client) pinChange(j *Job, l lease.JobLease, pool string, restarts int) 
 		job.Meta[RestartCountMeta] = strconv.Itoa(restarts)
 		delete(job.Meta, SuspendedMeta)
 		delete(job.Meta, CountMeta)
+		delete(job.Meta, HeldMeta)
 		grace := j.Intent.GracePeriod
 		task.KillTimeout = &grace
 		setDisconnect(job, tg, c.StopOnClientAfter())
@@ -253,8 +264,23 @@ func (c *Client) pinChange(j *Job, l lease.JobLease, pool string, restarts int) 
 		setThemisDevice(task, len(parts[0].GPUs), &api.Constraint{
 			LTarget: "${device.ids}", Operand: "set_contains_any", RTarget: strings.Join(l.GPUs, ","),
 		})
+		restoreCounts(job, tg, l.Counts)
 		if j.Foreign() {
 			c.pinForeign(j, tg, task, restarts)
+		}
+	}
+}
+
+// restoreCounts gives the groups other than the themis group (tg) the
+// counts a hold took from them (lease.JobLease.Counts, from the planner's
+// record of the hold); the themis group's count is the lease's.
+func restoreCounts(job *api.Job, tg *api.TaskGroup, counts map[string]int) {
+	for _, g := range job.TaskGroups {
+		if g == nil || g == tg {
+			continue
+		}
+		if n, ok := counts[deref(g.Name)]; ok {
+			g.Count = &n
 		}
 	}
 }
@@ -302,6 +328,7 @@ func (c *Client) suspendChange(j *Job, leaseID string) func(job *api.Job, tg *ap
 			job.Meta[CountMeta] = strconv.Itoa(count)
 		}
 		delete(job.Meta, GangMeta)
+		delete(job.Meta, HeldMeta)
 		job.Meta[SuspendedMeta] = leaseID
 		DropLeaseMeta(job.Meta)
 		zero := 0
@@ -426,7 +453,15 @@ func current(j *Job) (*api.Job, error) {
 	if j.Job == nil || deref(j.Job.JobModifyIndex) == 0 {
 		return nil, fmt.Errorf("job %s read without a modify index: %w", j.Key, ErrJobChanged)
 	}
-	return copyJob(j.Job)
+	job, err := copyJob(j.Job)
+	if err != nil {
+		return nil, err
+	}
+	// A registration carries the version tag it is sent with into the
+	// new version (Nomad's register endpoint converts it): the copy of a
+	// held version would tag the pinned one too, under the same name.
+	job.VersionTag = nil
+	return job, nil
 }
 
 // copyJob is a deep copy of job through its JSON: what register sends is

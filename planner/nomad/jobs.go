@@ -156,6 +156,10 @@ const (
 	// GangMeta is the number of parts of a pinned multi-node gang: the
 	// group's count, which the pin set (the user's count stays 1).
 	GangMeta = spec.MetaGang
+	// HeldMeta names, on a version the planner holds, the hold its
+	// record keeps (lease.Hold.ID): a registration of the same version
+	// number by someone else does not carry it.
+	HeldMeta = spec.MetaHeld
 )
 
 // MetaSuspended is the lease the job's meta names as suspended ("" when

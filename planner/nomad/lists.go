@@ -173,8 +173,8 @@ func sameNodes(listed map[string]*api.NodeListStub, light []*api.NodeListStub) b
 // allocations start or end is not read again: its cached definition
 // takes the stub's status (Snapshot).
 type listedJob struct {
-	jobModifyIndex uint64
-	status         string
+	jobModifyIndex, modifyIndex uint64
+	status                      string
 }
 
 // listJobs returns every job's key and stub in Nomad's list order, listed
@@ -201,7 +201,7 @@ func (c *Client) listJobs(ctx context.Context, full bool) ([]core.JobKey, map[co
 		if key.Namespace == "" {
 			key.Namespace = "default"
 		}
-		l.jobs[key] = listedJob{jobModifyIndex: js.JobModifyIndex, status: js.Status}
+		l.jobs[key] = listedJob{jobModifyIndex: js.JobModifyIndex, modifyIndex: js.ModifyIndex, status: js.Status}
 		l.order = append(l.order, key)
 	}
 	// Nomad lists by namespace, then ID; kept so whatever it does.

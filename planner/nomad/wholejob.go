@@ -23,7 +23,7 @@ import (
 // jobs it pins and suspends. A user may not set them in a group or task
 // (where they would override the job's in the task's environment); at job
 // level CheckPlannerMeta checks them against the planner's records.
-var PlannerMeta = []string{LeaseMeta, OldLeaseMeta, SuspendedMeta, CountMeta, GangMeta, RestartCountMeta}
+var PlannerMeta = []string{LeaseMeta, OldLeaseMeta, SuspendedMeta, CountMeta, GangMeta, RestartCountMeta, HeldMeta}
 
 // checkWhole is the whole-job check of job, whose themis task is task in
 // group: nil, or the first request the planner's pin would move unleased,
@@ -88,8 +88,8 @@ func plannerKey(meta map[string]string) string {
 // version the planner did not register (its records say which versions it
 // did: planner/own.go), before the job may be granted: themis.lease_id
 // (themis.lease, as planners before #34 spelt it), themis.gang,
-// themis.suspended and themis.count are what the planner's pin
-// and suspension write, so a version that carries them and is not the
+// themis.suspended, themis.count and themis.held are what the planner's
+// pin, suspension and hold write, so a version that carries them and is not the
 // planner's is a copy of one (`nomad job inspect` of a pinned or suspended
 // job, registered again) or a forgery; the planner never reads them back,
 // and a job that carries them is rejected, naming the key.
@@ -99,7 +99,7 @@ func CheckPlannerMeta(j *Job) error {
 	if len(meta) == 0 {
 		return nil
 	}
-	for _, k := range []string{LeaseMeta, OldLeaseMeta, GangMeta, SuspendedMeta, CountMeta} {
+	for _, k := range []string{LeaseMeta, OldLeaseMeta, GangMeta, SuspendedMeta, CountMeta, HeldMeta} {
 		if v, ok := meta[k]; ok {
 			return fmt.Errorf("job %q: meta %q = %q: only the planner writes it, and this version of the job was registered by someone else (a copy of a pinned or suspended version, or a forgery): remove it", j.Key.ID, k, v)
 		}

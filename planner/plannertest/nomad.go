@@ -62,6 +62,10 @@ type Nomad struct {
 	Allocs      map[core.JobKey][]*Alloc
 	Nodes       []core.Node
 	Suspensions int // effective suspensions (registrations with count 0)
+	Holds       int // effective holds (Hold)
+	// Tags are each job's version tags, by name: the version and its
+	// description (as Nomad's job_version table keeps them).
+	Tags map[core.JobKey]map[string]Tag
 	// Cached, when set, is returned by Snapshot instead of parsing the jobs
 	// again (as the real adapter parses only jobs that changed).
 	Cached *nomad.Snapshot
@@ -272,8 +276,88 @@ func (f *Nomad) reregister(j *nomad.Job) (*api.Job, error) {
 	}
 	f.Index++
 	newVersion(cur)
+	cur.VersionTag = nil // a new version carries no tag
 	cur.JobModifyIndex = ptr(f.Index)
 	return cur, nil
+}
+
+// Tag is a version tag of the fake.
+type Tag struct {
+	Version     uint64
+	Description string
+}
+
+// Hold registers j with every group at count 0 in the pending pool, as
+// nomad.Client.Hold: Nomad has nothing to place and shows it dead.
+func (f *Nomad) Hold(_ context.Context, j *nomad.Job, holdID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Crash.Spend(); err != nil {
+		return err
+	}
+	cur, err := f.reregister(j)
+	if err != nil {
+		return err
+	}
+	f.Holds++
+	cur.NodePool, cur.Status = ptr(nomad.DefaultPendingPool), ptr("dead")
+	cur.Meta[nomad.HeldMeta] = holdID
+	for _, tg := range cur.TaskGroups {
+		tg.Count = ptr(0)
+	}
+	for _, a := range f.Allocs[j.Key] {
+		if a.StopAt.IsZero() && !a.Terminal() {
+			a.StopAt = f.Clock.Add(CheckpointTime)
+		}
+	}
+	return nil
+}
+
+// TagHeld tags the job's version j names, as Nomad's TagVersion: a name
+// on another version is refused, so it is moved (nomad.Client.TagHeld).
+func (f *Nomad) TagHeld(_ context.Context, j *nomad.Job, description string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Crash.Spend(); err != nil {
+		return err
+	}
+	cur := f.Jobs[j.Key]
+	if cur == nil {
+		return fmt.Errorf("job %q not found", j.Key.ID)
+	}
+	if f.Tags == nil {
+		f.Tags = map[core.JobKey]map[string]Tag{}
+	}
+	if f.Tags[j.Key] == nil {
+		f.Tags[j.Key] = map[string]Tag{}
+	}
+	v := *j.Job.Version
+	f.Tags[j.Key][nomad.HeldTag] = Tag{Version: v, Description: description}
+	if *cur.Version == v {
+		cur.VersionTag = &api.JobVersionTag{Name: nomad.HeldTag, Description: description}
+	}
+	return nil
+}
+
+// UntagHeld removes the held tag from whichever version has it.
+func (f *Nomad) UntagHeld(_ context.Context, k core.JobKey) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Crash.Spend(); err != nil {
+		return err
+	}
+	delete(f.Tags[k], nomad.HeldTag)
+	if cur := f.Jobs[k]; cur != nil && cur.VersionTag != nil && cur.VersionTag.Name == nomad.HeldTag {
+		cur.VersionTag = nil
+	}
+	return nil
+}
+
+// Tagged reports whether any version of the job carries the held tag
+// (what keeps it from Nomad's garbage collection), and its description.
+func (f *Nomad) Tagged(k core.JobKey) (string, bool) {
+	t, ok := f.Tags[k][nomad.HeldTag]
+	return t.Description, ok
 }
 
 func (f *Nomad) Pin(_ context.Context, j *nomad.Job, l lease.JobLease, pool string, restarts int) error {
@@ -291,8 +375,14 @@ func (f *Nomad) Pin(_ context.Context, j *nomad.Job, l lease.JobLease, pool stri
 	cur.Meta[nomad.RestartCountMeta] = strconv.Itoa(restarts)
 	delete(cur.Meta, nomad.SuspendedMeta)
 	delete(cur.Meta, nomad.CountMeta)
+	delete(cur.Meta, nomad.HeldMeta)
 	parts := l.Nodes()
 	cur.TaskGroups[0].Count = ptr(len(parts))
+	for _, tg := range cur.TaskGroups[1:] {
+		if n, ok := l.Counts[*tg.Name]; ok {
+			tg.Count = ptr(n)
+		}
+	}
 	delete(cur.Meta, nomad.GangMeta)
 	if len(parts) > 1 {
 		cur.Meta[nomad.GangMeta] = strconv.Itoa(len(parts))
@@ -320,6 +410,7 @@ func (f *Nomad) Suspend(_ context.Context, j *nomad.Job, leaseID string) error {
 		cur.Meta[nomad.CountMeta] = "1" // as nomad.Client.Suspend: a gang's count is the pin's
 	}
 	delete(cur.Meta, nomad.GangMeta)
+	delete(cur.Meta, nomad.HeldMeta)
 	cur.Meta[nomad.SuspendedMeta] = leaseID
 	nomad.DropLeaseMeta(cur.Meta)
 	cur.TaskGroups[0].Count = ptr(0)

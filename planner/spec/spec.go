@@ -98,6 +98,9 @@ const (
 	MetaSuspended = "themis.suspended"
 	MetaCount     = "themis.count"
 	MetaGang      = "themis.gang"
+	// MetaHeld names, on a job version the planner holds (count 0),
+	// the hold its record keeps (lease.Hold.ID).
+	MetaHeld = "themis.held"
 )
 
 var vcName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -372,7 +375,7 @@ const MetaPrefix = BlockName + "."
 
 // reservedMeta are keys under MetaPrefix that the planner itself writes,
 // not stanza fields.
-var reservedMeta = map[string]bool{MetaRestartCount: true, MetaLease: true, MetaLeaseOld: true, MetaSuspended: true, MetaCount: true, MetaGang: true}
+var reservedMeta = map[string]bool{MetaRestartCount: true, MetaLease: true, MetaLeaseOld: true, MetaSuspended: true, MetaCount: true, MetaGang: true, MetaHeld: true}
 
 // FromMeta finds the stanza in meta keys (group meta overlaid by task
 // meta) and validates it with the same rules and errors as the block.

@@ -70,7 +70,8 @@ function drawQueue(doc) {
       n++;
       body.append(el("tr", { "data-job": j.job }, el("td", {}, q.vc || "—"), el("td", {}, j.position),
         el("td", {}, el("i", { style: `display:inline-block;width:.8em;height:.8em;margin-right:.3em;background:${colour(j.job)}` }), j.job),
-        el("td", {}, j.gpus), el("td", {}, j.state), el("td", {}, j.reason)));
+        el("td", {}, j.gpus), el("td", j.held ? { title: "held in Nomad at count 0: " + j.held } : {}, j.held ? j.state + " (held)" : j.state),
+        el("td", {}, j.reason)));
     }
   }
   $("#queue-empty").hidden = n > 0;
