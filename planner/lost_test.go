@@ -98,7 +98,8 @@ func TestLostAllocationHoldsItsGPUs(t *testing.T) {
 			w.snap.Allocs[keyA] = []nomad.Alloc{lostAlloc(time.Second)}
 			w.snap.Jobs = append(w.snap.Jobs, queued(t, "b", 4))
 		},
-		steps: []string{"put-record default/b"},
+		// b waits, so it is held at count 0 (hold.go) until the GPUs are free.
+		steps: []string{"put-record default/b", "hold default/b"},
 		status: map[core.JobKey]wantStatus{
 			keyA: {"revoking", "was lost with the node"},
 			keyB: {"queued", "waiting for default/a to stop (its allocation was lost with its node"},
