@@ -187,6 +187,7 @@ func parseJob(job *api.Job) (*Job, error) {
 		ns = "default"
 	}
 	tj := &Job{Key: core.JobKey{Namespace: ns, ID: deref(job.ID)}, Job: job}
+	long := overlong(job)
 	type loc struct{ group, task string }
 	var found []loc
 	var groupTask *api.Task
@@ -208,11 +209,15 @@ func parseJob(job *api.Job) (*Job, error) {
 	switch {
 	case len(found) == 0:
 		return nil, ErrNotThemis
-	case len(found) > 1:
-		tj.Err = fmt.Errorf("job %q: %d tasks are themis tasks (driver %q or themis.* meta: %s/%s and %s/%s); a themis job has exactly one",
-			tj.Key.ID, len(found), DriverName, found[0].group, found[0].task, found[1].group, found[1].task)
-		// No one themis group: the job runs instances as long as any
-		// group has a count (Suspend stops them all).
+	case long != nil || len(found) > 1:
+		tj.Err = long
+		if tj.Err == nil {
+			tj.Err = fmt.Errorf("job %q: %d tasks are themis tasks (driver %q or themis.* meta: %s/%s and %s/%s); a themis job has exactly one",
+				tj.Key.ID, len(found), DriverName, found[0].group, found[0].task, found[1].group, found[1].task)
+		}
+		// No one themis group (none the planner can name): the job runs
+		// instances as long as any group has a count (Suspend stops them
+		// all).
 		n := 0
 		for _, tg := range job.TaskGroups {
 			if tg != nil && (tg.Count == nil || *tg.Count > 0) {
