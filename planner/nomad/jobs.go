@@ -296,13 +296,27 @@ func unkeyable(id, group, task string) error {
 	return nil
 }
 
+// ScopedApp is the app a job of namespace ns names app, as the decision
+// core and its views know it: "<namespace>:<app>", so that a tenant naming
+// another team's app joins neither its auction bid nor its app-level
+// ranking (docs/adversary.md). "" (the job is an app of its own) stays "".
+// Neither a Nomad namespace nor an app name holds ':' or '/', and a job
+// that is its own app is known by "<namespace>/<job>", so no two differ
+// only in how they are written.
+func ScopedApp(ns, app string) string {
+	if app == "" {
+		return ""
+	}
+	return ns + ":" + app
+}
+
 // CoreJob converts a valid job to the decision core's model.
 func (j *Job) CoreJob(phase core.Phase) core.Job {
 	model := models.Of(j.Intent.Model)
 	return core.Job{
 		Key:       j.Key,
 		GPUs:      j.Intent.GPUs,
-		App:       j.Intent.App,
+		App:       ScopedApp(j.Key.Namespace, j.Intent.App),
 		Skew:      model.CrossNode,
 		CrossRack: model.CrossRack,
 		VC:        j.Intent.VC,
