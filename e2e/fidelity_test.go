@@ -82,12 +82,14 @@ vc "team-a" {
     type  = "node8"
     count = 1
   }
+  namespace "*" {}
 }
 vc "team-b" {
   cells {
     type  = "node8"
     count = 1
   }
+  namespace "*" {}
 }
 `
 
