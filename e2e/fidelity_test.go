@@ -82,12 +82,14 @@ vc "team-a" {
     type  = "node8"
     count = 1
   }
+  namespace "*" {}
 }
 vc "team-b" {
   cells {
     type  = "node8"
     count = 1
   }
+  namespace "*" {}
 }
 `
 
@@ -183,7 +185,7 @@ func runFidelityLive(t *testing.T, policy string, opts stack.Options, jobs []fid
 					if json.Unmarshal(b, &rep) == nil {
 						mu.Lock()
 						for _, a := range rep.Apps {
-							auction[a.App] = a
+							auction[strings.TrimPrefix(a.App, "default:")] = a // apps are scoped to their namespace
 						}
 						mu.Unlock()
 					}

@@ -34,12 +34,14 @@ vc "vision" {
     type  = "node8"
     count = 1
   }
+  namespace "*" {}
 }
 vc "speech" {
   cells {
     type  = "node8"
     count = 1
   }
+  namespace "*" {}
 }
 `
 

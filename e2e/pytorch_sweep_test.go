@@ -63,7 +63,8 @@ func TestPyTorchSweepUnderThemis(t *testing.T) {
 			if apps.Policy == "themis" && apps.Round > 0 && (len(rounds) == 0 || rounds[len(rounds)-1].n != apps.Round) {
 				r := round{n: apps.Round, rho: map[string]float64{}, won: map[string]int{}}
 				for _, a := range apps.Apps {
-					r.rho[a.App], r.won[a.App] = a.Rho, a.Won
+					app := strings.TrimPrefix(a.App, "default:") // apps are scoped to their namespace
+					r.rho[app], r.won[app] = a.Rho, a.Won
 				}
 				rounds = append(rounds, r)
 			}

@@ -136,6 +136,7 @@ vc "vision" {
     type  = "socket4"
     count = 1
   }
+  namespace "*" {}
 }
 vc "speech" {
   policy = "tiresias-las"
@@ -144,6 +145,7 @@ vc "speech" {
     type  = "socket4"
     count = 1
   }
+  namespace "*" {}
 }
 `
 

@@ -97,8 +97,12 @@ func (p *Planner) account(j *nomad.Job, phase core.Phase, rec lease.JobRecord, l
 // checkpointAge is how many seconds of the running job's work would be lost
 // if it were preempted now (core.Job.CheckpointAge): the time since its
 // newest complete checkpoint when it completed one during this run, else
-// the whole of this run (it resumed from an older checkpoint, or from
-// scratch: then -1 when it never completed one, the core's "no checkpoint").
+// the whole of this run (it resumed from an older checkpoint, from
+// scratch, or from one it never published). Never more than this run: a
+// job that never publishes a complete checkpoint is not the core's "no
+// checkpoint" (-1, all its execution lost), or it could resume from a
+// private file and look ever more expensive to preempt under
+// least-lost-work (docs/adversary.md).
 // run and start are the job's run time and first start under its current
 // lease (leaseRun).
 func checkpointAge(run time.Duration, start time.Time, c lease.CheckpointRecord, now time.Time) float64 {
@@ -107,7 +111,7 @@ func checkpointAge(run time.Duration, start time.Time, c lease.CheckpointRecord,
 	}
 	switch {
 	case c.Time.IsZero():
-		return -1
+		return run.Seconds()
 	case !c.Time.Before(start):
 		return max(0, now.Sub(c.Time).Seconds())
 	default:

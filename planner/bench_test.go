@@ -72,24 +72,28 @@ vc "a" {
     type  = "node8"
     count = 1
   }
+  namespace "*" {}
 }
 vc "b" {
   cells {
     type  = "node8"
     count = 1
   }
+  namespace "*" {}
 }
 vc "c" {
   cells {
     type  = "socket4"
     count = 1
   }
+  namespace "*" {}
 }
 vc "d" {
   cells {
     type  = "socket4"
     count = 1
   }
+  namespace "*" {}
 }
 `
 

@@ -23,7 +23,8 @@ import (
 //     parts resume from the gang's checkpoint.
 
 // DefaultGangPlaceTimeout is how long after a grant Nomad may take to place
-// every part of a gang before the planner takes the gang back.
+// every part of a gang (or a one-node job's allocation: unplaced) before
+// the planner takes the lease back.
 const DefaultGangPlaceTimeout = 2 * time.Minute
 
 // brokenRun says why a granted job must be taken back whole, "" when its
@@ -32,13 +33,22 @@ const DefaultGangPlaceTimeout = 2 * time.Minute
 // so does a multi-node gang missing a part.
 func (p *Planner) brokenRun(r *round, l lease.JobLease) string {
 	k := leaseGrant(l).Job
+	timeout := p.cfg.GangPlaceTimeout
+	if timeout <= 0 {
+		timeout = DefaultGangPlaceTimeout
+	}
 	if len(l.Parts) == 0 {
+		placed := false
 		for _, a := range r.snap.Allocs[k] {
-			if !a.Created.Before(l.GrantedAt) && a.ClientStatus == "lost" {
+			if a.Created.Before(l.GrantedAt) {
+				continue
+			}
+			placed = true
+			if a.ClientStatus == "lost" {
 				return fmt.Sprintf("its allocation on %s was lost (the node is down or gone); the job re-queues", l.NodeName)
 			}
 		}
-		return ""
+		return unplaced(r, l, placed, timeout)
 	}
 	placed, live := map[string]bool{}, 0
 	var gone []nomad.Alloc
@@ -60,10 +70,6 @@ func (p *Planner) brokenRun(r *round, l lease.JobLease) string {
 		a := gone[max(lost, 0)]
 		return fmt.Sprintf("gang broken: its part on %s is %s; the whole gang checkpoints and re-queues", r.nodes[a.NodeID].Name, a.ClientStatus)
 	}
-	timeout := p.cfg.GangPlaceTimeout
-	if timeout <= 0 {
-		timeout = DefaultGangPlaceTimeout
-	}
 	if len(placed) < len(l.Parts) && len(gone) == 0 {
 		if r.now.Sub(l.GrantedAt) > timeout {
 			return fmt.Sprintf("gang incomplete: Nomad placed %d of its %d parts within %s of the grant; the whole gang re-queues", len(placed), len(l.Parts), timeout)
@@ -84,4 +90,20 @@ func lostPart(gone []nomad.Alloc) int {
 		}
 	}
 	return -1
+}
+
+// unplaced says why a one-node lease is taken back when Nomad placed no
+// allocation of its job within timeout of the grant (a job- or task-level
+// constraint the pin keeps, memory, disk or a static port the node lacks:
+// issue #45), "" otherwise (the round wakes at the deadline): no lease
+// keeps GPUs idle for a job Nomad cannot place. The job re-queues.
+func unplaced(r *round, l lease.JobLease, placed bool, timeout time.Duration) string {
+	if placed {
+		return ""
+	}
+	if r.now.Sub(l.GrantedAt) > timeout {
+		return fmt.Sprintf("no placement: Nomad placed no allocation of the job on %s within %s of the grant (a constraint, or memory, disk or a static port the node lacks: `nomad job status` names it); the lease is taken back and the job re-queues", l.NodeName, timeout)
+	}
+	r.wakeAt(l.GrantedAt.Add(timeout + time.Nanosecond))
+	return ""
 }

@@ -152,6 +152,9 @@ func (p *Planner) jobError(r *round, j *nomad.Job, own ownVersion, leased bool) 
 	if err := p.tenancyError(j); err != nil {
 		return fmt.Errorf("job %q group %q task %q: %w", j.Key.ID, j.Group, j.Task, err)
 	}
+	if err := p.graceError(j, leased); err != nil {
+		return fmt.Errorf("job %q group %q task %q: %w", j.Key.ID, j.Group, j.Task, err)
+	}
 	return nil
 }
 

@@ -110,8 +110,9 @@ type Config struct {
 	// simulator's restore time): every resume makes progress.
 	RestoreGuard time.Duration
 	// GangPlaceTimeout is how long Nomad may take to place every part of
-	// a multi-node gang after its grant before the planner takes the gang
-	// back (DefaultGangPlaceTimeout when 0; gang.go).
+	// a multi-node gang (or a one-node job's allocation) after its grant
+	// before the planner takes the lease back (DefaultGangPlaceTimeout
+	// when 0; gang.go).
 	GangPlaceTimeout time.Duration
 	// StopOnClientAfter is the disconnect.stop_on_client_after the Nomad
 	// adapter's pins set (nomad.Client.SetStopOnClientAfter; the same

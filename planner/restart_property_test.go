@@ -264,12 +264,14 @@ vc "vision" {
     type  = "node8"
     count = 1
   }
+  namespace "*" {}
 }
 vc "speech" {
   cells {
     type  = "socket4"
     count = 2
   }
+  namespace "*" {}
 }
 `
 
@@ -280,6 +282,7 @@ vc "vision" {
     type  = "node8"
     count = 1
   }
+  namespace "*" {}
 }
 vc "speech" {
   policy = "tiresias-las"
@@ -288,6 +291,7 @@ vc "speech" {
     type  = "socket4"
     count = 2
   }
+  namespace "*" {}
 }
 `
 

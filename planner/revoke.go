@@ -50,9 +50,8 @@ func (p *Planner) preempt(r *round, g core.Grant, d core.Decision) {
 // revoke marks lease l of job j (nil when purged) as taken back, with the
 // job's grace period as deadline, and drives it on.
 func (p *Planner) revoke(r *round, j *nomad.Job, l lease.JobLease, rv lease.Revoke) {
-	grace := 0 * time.Second
+	grace := p.graceOf(j, l)
 	if j != nil {
-		grace = j.Intent.GracePeriod
 		if !j.Stopped() {
 			next := j.NextVersion() // what the suspension registers (own.go)
 			rv.Suspends = &next

@@ -47,7 +47,7 @@ func benchRoundScale(b *testing.B, policy string, nodes, queued int) {
 	if vcs {
 		var teams strings.Builder
 		for k := range 10 {
-			fmt.Fprintf(&teams, "vc \"team-%d\" {\n  cells {\n    type  = \"node8\"\n    count = %d\n  }\n}\n", k, nodes/10)
+			fmt.Fprintf(&teams, "vc \"team-%d\" {\n  cells {\n    type  = \"node8\"\n    count = %d\n  }\n  namespace \"*\" {}\n}\n", k, nodes/10)
 		}
 		st = vcsStack(b, policy, "ten-teams.hcl", teams.String())
 		team = func(i int) string { return fmt.Sprintf("team-%d", i%10) }

@@ -3,6 +3,7 @@ package planner
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -36,6 +37,7 @@ func (p *Planner) writeStatuses(ctx context.Context, next map[core.JobKey]lease.
 	var puts []lease.JobStatus
 	for k, st := range next {
 		st.Namespace, st.JobID = k.Namespace, k.ID
+		st.Reason = lease.BoundReason(st.Reason)
 		old, ok := p.statuses[k]
 		if ok && old.State == st.State && old.Reason == st.Reason && old.LeaseID == st.LeaseID && old.Preemptions == st.Preemptions && old.Held == st.Held {
 			continue
@@ -59,7 +61,11 @@ func (p *Planner) writeStatuses(ctx context.Context, next map[core.JobKey]lease.
 	})
 	slices.SortFunc(dels, compareKeys)
 	n, err := p.cfg.Store.WriteStatuses(ctx, puts, dels)
-	for _, st := range puts[:min(n, len(puts))] {
+	refused, err := p.refusedStatuses(err, puts, dels)
+	for i, st := range puts[:min(n, len(puts))] {
+		if refused[i] {
+			continue
+		}
 		k := core.JobKey{Namespace: st.Namespace, ID: st.JobID}
 		if old, ok := p.statuses[k]; !ok || old.State != st.State || old.Reason != st.Reason {
 			switch st.State {
@@ -73,8 +79,36 @@ func (p *Planner) writeStatuses(ctx context.Context, next map[core.JobKey]lease.
 		}
 		p.statuses[k] = st
 	}
-	for _, k := range dels[:max(0, min(n-len(puts), len(dels)))] {
-		delete(p.statuses, k)
+	for i, k := range dels[:max(0, min(n-len(puts), len(dels)))] {
+		if !refused[len(puts)+i] {
+			delete(p.statuses, k)
+		}
 	}
 	return err
+}
+
+// refusedStatuses takes out of err the status writes Consul refused alone
+// (consul.Refused: a record too large, or one whose write rolled its
+// transaction back), each logged once and kept as written, so that it is
+// tried again only when it changes and no round fails for it; the others
+// were written. It returns them by their index in puts then dels, and
+// err without them.
+func (p *Planner) refusedStatuses(err error, puts []lease.JobStatus, dels []core.JobKey) (map[int]bool, error) {
+	writes, err := consul.Refused(err)
+	if len(writes) == 0 {
+		return nil, err
+	}
+	refused := make(map[int]bool, len(writes))
+	for _, w := range writes {
+		refused[w.Index] = true
+		if w.Index < len(puts) {
+			st := puts[w.Index]
+			p.log.Error("a job's status record cannot be written; every other job's is", "job", fmt.Sprintf("%.200s", st.Key()), "state", st.State, "reason", st.Reason, "error", w.Err)
+			p.statuses[st.Key()] = st
+		} else if i := w.Index - len(puts); i < len(dels) {
+			p.log.Error("a job's status record cannot be deleted; every other job's is", "job", fmt.Sprintf("%.200s", dels[i]), "error", w.Err)
+			delete(p.statuses, dels[i])
+		}
+	}
+	return refused, err
 }

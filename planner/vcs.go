@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/themis-nomad/themis/planner/core"
 	"github.com/themis-nomad/themis/planner/hived"
@@ -128,6 +129,32 @@ func sameNode(a, b core.Node) bool {
 // before bindings.
 func (p *Planner) tenancyError(j *nomad.Job) error {
 	return p.stack().Tenants.Admit(j.Key.Namespace, j.Intent.VC, j.Intent.Priority, string(j.Intent.Class))
+}
+
+// graceError checks the grace period of a job that holds no lease against
+// its VC's max_grace_period (hived.Config.AdmitGrace). A job already
+// running under a larger one (a reload lowered the bound) is not rejected
+// for it: its revoke waits for the bound only (graceOf).
+func (p *Planner) graceError(j *nomad.Job, leased bool) error {
+	if leased {
+		return nil
+	}
+	return p.stack().Tenants.AdmitGrace(j.Intent.VC, j.Intent.GracePeriod)
+}
+
+// graceOf is how long the revoke path waits for job j (nil: purged) on
+// lease l to checkpoint: its grace period, at most its VC's
+// max_grace_period (hived.Config.GraceBound: a bound a reload lowered
+// holds for the jobs already running too).
+func (p *Planner) graceOf(j *nomad.Job, l lease.JobLease) time.Duration {
+	if j == nil {
+		return 0
+	}
+	grace := j.Intent.GracePeriod
+	if max, _ := p.stack().Tenants.GraceBound(l.VC); max > 0 && grace > max {
+		grace = max
+	}
+	return grace
 }
 
 // trusts reports whether the Themis filter may rank the job's app by the

@@ -14,12 +14,14 @@ vc "vision" {
     type  = "socket4"
     count = 1
   }
+  namespace "*" {}
 }
 vc "speech" {
   cells {
     type  = "socket4"
     count = 1
   }
+  namespace "*" {}
 }
 `
 

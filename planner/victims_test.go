@@ -25,7 +25,7 @@ func TestCheckpointAge(t *testing.T) {
 		want   float64
 	}{
 		{"not started yet", []nomad.Alloc{{ClientStatus: "pending", Created: t0}}, lease.CheckpointRecord{}, 0},
-		{"never checkpointed", started, lease.CheckpointRecord{}, -1},
+		{"never checkpointed: at most this run", started, lease.CheckpointRecord{}, 100},
 		{"checkpointed during this run", started, lease.CheckpointRecord{Time: t0.Add(71 * time.Second)}, 30},
 		{"resumed from an older checkpoint", started, lease.CheckpointRecord{Time: t0.Add(-time.Hour)}, 100},
 	}

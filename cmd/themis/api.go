@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/httpapi"
@@ -18,9 +19,17 @@ import (
 // until ctx ends; it returns nil (and serves nothing) when the address is
 // empty. A standby serves it too and answers 503 naming the leader, which
 // it reads from the leader lock.
-func startAPI(ctx context.Context, o plannerOptions, store *consul.Store, log hclog.Logger) (*httpapi.Server, string, error) {
+func startAPI(ctx context.Context, o plannerOptions, ncfg *nomadapi.Config, store *consul.Store, log hclog.Logger) (*httpapi.Server, string, error) {
 	if o.httpAddr == "" {
 		return nil, "", nil
+	}
+	var auth httpapi.Authorizer
+	if o.httpACL {
+		na, err := httpapi.NewNomadAuth(ncfg)
+		if err != nil {
+			return nil, "", fmt.Errorf("-http-acl: %w", err)
+		}
+		auth = na
 	}
 	ln, err := net.Listen("tcp", o.httpAddr)
 	if err != nil {
@@ -39,6 +48,7 @@ func startAPI(ctx context.Context, o plannerOptions, store *consul.Store, log hc
 			}
 			return httpapi.Leader{ID: l.ID, API: l.API}, nil
 		},
+		Auth: auth,
 	})
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {

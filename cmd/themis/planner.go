@@ -62,6 +62,7 @@ type plannerOptions struct {
 	// $CONSUL_HTTP_TOKEN (`themis dev -acl`).
 	nomadToken, consulToken              string
 	httpAddr, httpAdvertise              string
+	httpACL                              bool
 	resync, maxKillTimeout, restoreGuard time.Duration
 	stopOnClientAfter                    time.Duration
 	knobs                                stringList
@@ -95,6 +96,8 @@ func plannerFlags(o *plannerOptions) *flag.FlagSet {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&o.httpAddr, "http-addr", httpapi.DefaultAddr,
 		"address of the planner's HTTP API (JSON under /v1/, dashboard at /ui/, Prometheus metrics at /metrics; docs/api.md); empty: none")
+	fs.BoolVar(&o.httpACL, "http-acl", true,
+		"callers of the HTTP API name a Nomad ACL token (X-Nomad-Token) and see only the namespaces it can read; /metrics needs a management token (docs/api.md, \"Access\"); where Nomad's ACLs are off, everyone sees everything")
 	fs.StringVar(&o.httpAdvertise, "http-advertise", "",
 		"the API's URL as other planners and clients reach it, recorded in the leader lock (default http://<-http-addr>)")
 	fs.StringVar(&o.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this planner's identity in the leader lock")
@@ -184,7 +187,7 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 	if err := checkACL(ctx, ncfg, nc, ccfg, store, o.pendingPool, log); err != nil {
 		return err
 	}
-	api, apiURL, err := startAPI(ctx, o, store, log)
+	api, apiURL, err := startAPI(ctx, o, ncfg, store, log)
 	if err != nil {
 		return err
 	}

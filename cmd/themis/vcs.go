@@ -15,7 +15,6 @@ import (
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/hived"
-	"github.com/themis-nomad/themis/planner/spec"
 )
 
 // themis vcs: the virtual clusters as the planner sees them (themis vcs
@@ -46,7 +45,9 @@ Usage: themis vcs [options]
   cluster of that VC config, and their limits: the highest priority, the
   classes, whether opportunistic jobs are allowed and whether the Themis
   filter ranks them by their progress reports (docs/hived.md, "Who may use
-  a virtual cluster"). It reads only the file.
+  a virtual cluster"). A VC no namespace block binds is closed: no
+  namespace may use it until one does (namespace "*" {} opens it to every
+  namespace). It reads only the file.
 
 Options:
 ` + viewOptionsHelp + `
@@ -179,13 +180,13 @@ func vcsFromConsul(ctx context.Context, store *consul.Store, warn func(string)) 
 
 // showBindings prints who may use each virtual cluster of cfg: one row per
 // VC and namespace binding ("*": every other namespace; a VC without
-// bindings is open to every namespace, without limits).
+// bindings is closed: no namespace may use it).
 func showBindings(out io.Writer, cfg *hived.Config) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "VC\tCELLS\tPOLICY\tNAMESPACE\tMAX PRIORITY\tCLASSES\tOPPORTUNISTIC\tTRUST PROGRESS")
 	row := func(vc, cells, policy string, bs []hived.Binding) {
 		if len(bs) == 0 {
-			fmt.Fprintf(w, "%s\t%s\t%s\t* (unbound: any namespace)\t%d\tany\tyes\tno\n", safe(vc), safe(cells), safe(policy), spec.MaxPriority)
+			fmt.Fprintf(w, "%s\t%s\t%s\tnone: closed (no namespace block; namespace \"*\" {} opens it)\t-\t-\t-\t-\n", safe(vc), safe(cells), safe(policy))
 			return
 		}
 		for _, b := range bs {

@@ -11,7 +11,7 @@ import (
 )
 
 // `themis vcs --show` prints who may use each virtual cluster: one row per
-// binding, an unbound VC open to any namespace, and a config without vc
+// binding, an unbound VC closed (fail closed, issue #45), and a config without vc
 // blocks as the one default virtual cluster.
 func TestVCsShowBindings(t *testing.T) {
 	path := filepath.Join("..", "..", "examples", "vcs", "two-policies.hcl")
@@ -28,7 +28,7 @@ func TestVCsShowBindings(t *testing.T) {
 			{"research", "1 x node8", "tiresias-las", "team-research", "100", "be", "yes", "no"},
 		}},
 		{"unbound", "vc \"a\" {\n  cells {\n    type = \"node8\"\n    count = 2\n  }\n}\n", [][]string{
-			{"a", "2 x node8", "the stack's", "* (unbound: any namespace)", "1000", "any", "yes", "no"},
+			{"a", "2 x node8", "the stack's", `none: closed (no namespace block; namespace "*" {} opens it)`, "-", "-", "-", "-"},
 		}},
 		{"without VCs", "namespace \"team-a\" {\n  trust_progress = true\n  classes = [\"be\"]\n  opportunistic = false\n}\n", [][]string{
 			{"(default)", "the whole cluster", "the stack's", "team-a", "1000", "be", "no", "yes"},

@@ -226,7 +226,7 @@ func appsFromConsul(ctx context.Context, store *consul.Store, app string) (httpa
 	}
 	out = httpapi.AppsFromRound("", &rep)
 	if app != "" {
-		out.Apps = slices.DeleteFunc(out.Apps, func(a httpapi.App) bool { return a.App != app })
+		out.Apps = slices.DeleteFunc(out.Apps, func(a httpapi.App) bool { return !httpapi.AppIs(a.App, app) })
 	}
 	return out, nil
 }

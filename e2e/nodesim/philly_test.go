@@ -128,7 +128,7 @@ func envChoices(t *testing.T, name, def string, others ...string) []string {
 func tenTeams(nodes int) string {
 	var b strings.Builder
 	for i := range 10 {
-		fmt.Fprintf(&b, "vc \"team-%d\" {\n  cells {\n    type  = \"node8\"\n    count = %d\n  }\n}\n", i, nodes/10)
+		fmt.Fprintf(&b, "vc \"team-%d\" {\n  cells {\n    type  = \"node8\"\n    count = %d\n  }\n  namespace \"*\" {}\n}\n", i, nodes/10)
 	}
 	return b.String()
 }

@@ -60,7 +60,7 @@ func startBehindAQueue(t *testing.T, bin string, nodes, queued int) {
 		t.Fatalf("%d nodes: want at least 2", nodes)
 	}
 	cfg, err := hived.ParseConfig("busy-and-free.hcl", []byte(fmt.Sprintf(
-		"vc \"busy\" {\n  cells {\n    type  = \"node8\"\n    count = %d\n  }\n}\nvc \"free\" {\n  cells {\n    type  = \"node8\"\n    count = %d\n  }\n}\n",
+		"vc \"busy\" {\n  cells {\n    type  = \"node8\"\n    count = %d\n  }\n  namespace \"*\" {}\n}\nvc \"free\" {\n  cells {\n    type  = \"node8\"\n    count = %d\n  }\n  namespace \"*\" {}\n}\n",
 		busy, free)))
 	if err != nil {
 		t.Fatal(err)

@@ -66,7 +66,11 @@ job "themis-planner" {
           "-max-kill-timeout", var.max_kill_timeout,
           "-nomad-addr", "http://${attr.unique.network.ip-address}:4646",
           "-consul-addr", "${attr.unique.network.ip-address}:8500",
-          "-http-addr", "0.0.0.0:${NOMAD_PORT_api}",
+          # The node's own address, not every interface: standbys and
+          # the CLI reach it there; every caller names a Nomad ACL token
+          # and sees only the namespaces it can read (-http-acl, the
+          # default; docs/api.md, "Access").
+          "-http-addr", "${NOMAD_IP_api}:${NOMAD_PORT_api}",
           "-http-advertise", "http://${NOMAD_ADDR_api}",
         ]
       }

@@ -4,12 +4,17 @@
 # its jobs need it. Guaranteed jobs (priority >= 0) run in their team's
 # cell; opportunistic jobs (priority = -1) use idle GPUs anywhere and are
 # preempted, with their grace period, when a team needs its cell back.
+#
+# `themis dev` runs every job in Nomad's "default" namespace, so both VCs
+# bind it; on a shared cluster, bind each team's own namespace (a VC no
+# namespace block binds is closed: docs/hived.md).
 
 vc "vision" {
   cells {
     type  = "socket4"
     count = 1
   }
+  namespace "default" {}
 }
 
 vc "speech" {
@@ -17,4 +22,5 @@ vc "speech" {
     type  = "socket4"
     count = 1
   }
+  namespace "default" {}
 }

@@ -7,6 +7,10 @@
 # (8 node8) and "rack16" (2 node8). Each VC owns cells; they are bound to
 # physical cells of the same type only when its jobs need them, so the VC
 # always finds them, whatever the other VCs and the opportunistic jobs do.
+#
+# Each VC names the Nomad namespaces that may use it (docs/hived.md, "Who
+# may use a virtual cluster"): live, a VC no namespace block binds is
+# closed, and namespace "*" {} would open it to every namespace.
 
 vc "production" {
   # One whole rack: 64 GPUs with rack affinity, e.g. for 32-GPU gangs.
@@ -14,6 +18,7 @@ vc "production" {
     type  = "rack64"
     count = 1
   }
+  namespace "production" {}
 }
 
 vc "research" {
@@ -25,6 +30,13 @@ vc "research" {
     type  = "pair2"
     count = 8
   }
+  namespace "research" {
+    max_priority = 100
+  }
+  # Every other team may borrow idle research GPUs, opportunistically.
+  namespace "*" {
+    max_priority = -1
+  }
 }
 
 vc "interns" {
@@ -34,4 +46,7 @@ vc "interns" {
   }
   # A node the team owns for good (its rack is rack0).
   pin = ["rack0-n11"]
+  namespace "interns" {
+    classes = ["be"]
+  }
 }

@@ -72,7 +72,7 @@ func (s *Store) txnOps(ctx context.Context, what string, ops api.TxnOps) (*api.T
 		if fenced && failedAt(resp, len(all)-1) {
 			return nil, fmt.Errorf("%s: %w", what, ErrNotLeader)
 		}
-		return nil, aclErr(fmt.Errorf("%s: %s", what, rollback(resp, all)), what, opKey(all, failedOp(resp)), "write")
+		return nil, &opError{index: failedOp(resp), err: aclErr(fmt.Errorf("%s: %s", what, rollback(resp, all)), what, opKey(all, failedOp(resp)), "write")}
 	}
 	if n := len(resp.Results); fenced && n > 0 && resp.Results[n-1].KV != nil && resp.Results[n-1].KV.Key == lease.LeaderKey {
 		// The fence's check returns the lock's entry: the callers' results

@@ -2,7 +2,9 @@ package consul
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/consul/api"
 
@@ -25,8 +27,15 @@ const maxTxnValueBytes = 128 << 10
 // WriteStatuses writes puts and deletes the records of dels (jobs gone from
 // Nomad) in as few Consul transactions as the limits allow: one for up to
 // MaxTxnOps records, in order, puts first. It returns how many of them,
-// counted in that order, Consul committed: all of them when err is nil,
-// those of the transactions before the one that failed otherwise.
+// counted in that order, were dealt with: all of them unless a transaction
+// failed as a whole (Consul unreachable), those before it otherwise.
+//
+// One record Consul cannot take never stops the others: a write too large
+// to send (a key or value over the limits, tooLarge) is not sent, and one
+// that rolls its transaction back is taken out of it and the rest sent
+// again. Such writes are named, by their place in puts then dels, in a
+// *RefusedError (Refused), returned (with the error that stopped the
+// batch, if one did) with the count.
 func (s *Store) WriteStatuses(ctx context.Context, puts []lease.JobStatus, dels []core.JobKey) (int, error) {
 	ops := make(api.TxnOps, 0, len(puts)+len(dels))
 	for _, st := range puts {
@@ -39,25 +48,72 @@ func (s *Store) WriteStatuses(ctx context.Context, puts []lease.JobStatus, dels 
 	for _, k := range dels {
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: lease.StatusKey(k)}})
 	}
-	done := 0
-	for _, chunk := range txnChunks(ops) {
-		what := fmt.Sprintf("write %d status records (%d to %d of %d)", len(chunk), done+1, done+len(chunk), len(ops))
-		if _, err := s.txnOps(ctx, what, chunk); err != nil {
-			return done, err
+	var refused []RefusedWrite
+	var send api.TxnOps
+	var at []int // at[i] is send[i]'s index in ops
+	for i, op := range ops {
+		if err := tooLarge(op); err != nil {
+			refused = append(refused, RefusedWrite{Index: i, Key: op.KV.Key, Err: err})
+			continue
 		}
-		done += len(chunk)
+		send, at = append(send, op), append(at, i)
 	}
-	return done, nil
+	done, sent := 0, 0
+	for _, chunk := range txnChunks(send) {
+		idx := at[sent : sent+len(chunk)]
+		sent += len(chunk)
+		r, err := s.writeChunk(ctx, chunk, idx, len(ops))
+		refused = append(refused, r...)
+		if err != nil {
+			return done, joinRefused(refused, err)
+		}
+		done = idx[len(idx)-1] + 1
+	}
+	return len(ops), joinRefused(refused, nil)
+}
+
+// writeChunk writes one transaction of status writes (idx: their indexes in
+// the batch of total), taking out each operation that rolls it back and
+// sending the rest again; it returns those it took out, and the error that
+// stopped it otherwise.
+func (s *Store) writeChunk(ctx context.Context, chunk api.TxnOps, idx []int, total int) ([]RefusedWrite, error) {
+	var refused []RefusedWrite
+	chunk, idx = slices.Clone(chunk), slices.Clone(idx)
+	for len(chunk) > 0 {
+		what := fmt.Sprintf("write %d status records (%d to %d of %d)", len(chunk), idx[0]+1, idx[len(idx)-1]+1, total)
+		_, err := s.txnOps(ctx, what, chunk)
+		var oe *opError
+		switch {
+		case err == nil:
+			return refused, nil
+		case errors.As(err, &oe) && oe.index >= 0 && oe.index < len(chunk):
+			refused = append(refused, RefusedWrite{Index: idx[oe.index], Key: chunk[oe.index].KV.Key, Err: shortErr(err)})
+			chunk = slices.Delete(chunk, oe.index, oe.index+1)
+			idx = slices.Delete(idx, oe.index, oe.index+1)
+		default:
+			return refused, err
+		}
+	}
+	return refused, nil
+}
+
+// joinRefused is err with a *RefusedError naming refused, if any.
+func joinRefused(refused []RefusedWrite, err error) error {
+	if len(refused) == 0 {
+		return err
+	}
+	slices.SortFunc(refused, func(a, b RefusedWrite) int { return a.Index - b.Index })
+	return &RefusedError{Writes: refused, Err: err}
 }
 
 // txnChunks cuts ops, in order, into transactions of at most MaxTxnOps
-// operations and maxTxnValueBytes of values (a single larger value gets a
-// transaction of its own).
+// operations and maxTxnValueBytes of keys and values (a single larger one
+// gets a transaction of its own).
 func txnChunks(ops api.TxnOps) []api.TxnOps {
 	var out []api.TxnOps
 	start, bytes := 0, 0
 	for i, op := range ops {
-		n := len(op.KV.Value)
+		n := len(op.KV.Key) + len(op.KV.Value)
 		if i > start && (i-start == MaxTxnOps-1 || bytes+n > maxTxnValueBytes) {
 			out = append(out, ops[start:i])
 			start, bytes = i, 0

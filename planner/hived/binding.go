@@ -33,10 +33,12 @@ import (
 //	  }
 //	}
 //
-// A VC without namespace blocks may be used by every namespace, with no
-// limit (as before bindings). A config without vc blocks may bind the one
-// default virtual cluster with top-level namespace blocks (the same
-// fields); without a VC config, every namespace may use the cluster.
+// A VC without namespace blocks is closed: no namespace may use it (fail
+// closed; before #45 it was open to every namespace, without limits), and
+// namespace "*" {} opens it to every namespace. A config without vc blocks
+// binds the one default virtual cluster with top-level namespace blocks
+// (the same fields), and is closed without them; without a VC config,
+// every namespace may use the cluster.
 
 // Binding lets a Nomad namespace use a virtual cluster.
 type Binding struct {
@@ -95,7 +97,7 @@ func (cfg *Config) Admit(namespace, vc string, prio int, class string) error {
 	if cfg == nil {
 		return nil
 	}
-	bs, what := cfg.Namespaces, "this cluster"
+	bs, what, pos := cfg.Namespaces, "this cluster", ""
 	if len(cfg.VCs) > 0 {
 		i := slices.IndexFunc(cfg.VCs, func(v VCConfig) bool { return v.Name == vc })
 		if i < 0 {
@@ -105,20 +107,23 @@ func (cfg *Config) Admit(namespace, vc string, prio int, class string) error {
 			}
 			return fmt.Errorf("themis.vc: virtual cluster %q is not configured (configured: %s)", vc, strings.Join(names, ", "))
 		}
-		bs, what = cfg.VCs[i].Namespaces, fmt.Sprintf("virtual cluster %q", vc)
+		bs, what, pos = cfg.VCs[i].Namespaces, fmt.Sprintf("virtual cluster %q", vc), cfg.VCs[i].pos
+	}
+	field := "themis.vc"
+	if len(cfg.VCs) == 0 {
+		field = "namespace"
 	}
 	if len(bs) == 0 {
-		return nil // open to every namespace
+		// Fail closed: an operator who wrote a VC config and bound no
+		// namespace has said nothing about who may use it.
+		return fmt.Errorf("%s: namespace %q may not use %s: the VC config binds no namespace to it, and with a VC config what is unbound is closed (%s): bind namespaces in it, or write namespace \"*\" {} to open it to every namespace",
+			field, namespace, what, cfg.where(pos))
 	}
 	b, ok := binding(bs, namespace)
 	if !ok {
 		names := make([]string, len(bs))
 		for i, b := range bs {
 			names[i] = fmt.Sprintf("%q", b.Namespace)
-		}
-		field := "themis.vc"
-		if len(cfg.VCs) == 0 {
-			field = "namespace"
 		}
 		return fmt.Errorf("%s: namespace %q may not use %s: the VC config binds it to namespace %s only (%s)",
 			field, namespace, what, strings.Join(names, ", "), cfg.where(bs[0].pos))

@@ -93,7 +93,8 @@ func TestAdmit(t *testing.T) {
 		{"any other namespace: opportunistic only", "team-trial", "research", -1, "be", nil},
 		{"any other namespace, guaranteed", "team-x", "research", 0, "be",
 			[]string{`themis.priority: 0 is above`, `namespace "team-x"`, `max_priority = -1`, "b.hcl:22,3"}},
-		{"an open VC", "anyone", "open", 1000, "te", nil},
+		{"an unbound VC is closed", "anyone", "open", 1000, "te",
+			[]string{`themis.vc: namespace "anyone" may not use virtual cluster "open": the VC config binds no namespace to it`, "b.hcl:26,1"}},
 		{"an unknown VC, opportunistic too", "team-trial", "nope", -1, "be",
 			[]string{`themis.vc: virtual cluster "nope" is not configured (configured: trial, research, open)`}},
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/hashicorp/hcl/v2"
@@ -51,7 +52,11 @@ type VCConfig struct {
 	// its limits (binding.go); none: every namespace, without limits.
 	Namespaces []Binding
 
-	pos, pinPos, policyPos, knobsPos string // where the block and its attributes are, when parsed
+	// MaxGracePeriod bounds the grace period of the VC's jobs (0: none
+	// but Nomad's max_kill_timeout; grace.go).
+	MaxGracePeriod time.Duration
+
+	pos, pinPos, policyPos, knobsPos, gracePos string // where the block and its attributes are, when parsed
 }
 
 // PolicyPos is where the policy attribute is ("file:line,col"), or "" for a
@@ -144,7 +149,7 @@ var (
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "vc", LabelNames: []string{"name"}}, {Type: "namespace", LabelNames: []string{"name"}}},
 	}
 	vcSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "pin"}, {Name: "policy"}, {Name: "knobs"}},
+		Attributes: []hcl.AttributeSchema{{Name: "pin"}, {Name: "policy"}, {Name: "knobs"}, {Name: "max_grace_period"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "cells"}, {Type: "namespace", LabelNames: []string{"name"}}},
 	}
 	cellsSchema = &hcl.BodySchema{
@@ -247,7 +252,7 @@ func (p *parser) vc(block *hcl.Block, pinAt map[string]string) (VCConfig, bool) 
 	}
 	var nok bool
 	v.Namespaces, nok = p.namespaces(fmt.Sprintf("vc %q: ", v.Name), content.Blocks)
-	ok = ok && nok
+	ok = ok && nok && p.maxGrace(&v, content.Attributes)
 	if attr, set := content.Attributes["policy"]; set {
 		v.policyPos = rangeString(attr.Expr.Range())
 		if p.Decode(attr, &v.Policy) {
@@ -351,6 +356,7 @@ func FormatConfig(cfg *Config) []byte {
 		if v.Policy != "" {
 			vb.SetAttributeValue("policy", cty.StringVal(v.Policy))
 		}
+		formatGrace(vb, v)
 		if len(v.Knobs) > 0 {
 			knobs := make(map[string]cty.Value, len(v.Knobs))
 			for key, val := range v.Knobs {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/themis-nomad/themis/planner"
@@ -49,7 +50,18 @@ func AppsFromRound(policy string, rep *arbiter.RoundReport) AppsResponse {
 	return out
 }
 
-// apps serves /v1/apps; ?app=NAME keeps one app.
+// AppIs reports whether the app the auction names scoped (a
+// "<namespace>:<app>", nomad.ScopedApp) is name: that, or its app part
+// (the app of that name in every namespace shown).
+func AppIs(scoped, name string) bool {
+	if scoped == name {
+		return true
+	}
+	_, app, ok := strings.Cut(scoped, ":")
+	return ok && app == name
+}
+
+// apps serves /v1/apps; ?app=NAME keeps one app (NAME or NS:NAME).
 func (s *Server) apps(r *http.Request, sn snapshot) (any, int) {
 	name, ok := r.URL.Query()["app"]
 	if !ok {
@@ -58,7 +70,7 @@ func (s *Server) apps(r *http.Request, sn snapshot) (any, int) {
 	out := sn.doc.apps
 	out.Apps = []App{}
 	for _, a := range sn.doc.apps.Apps {
-		if a.App == name[0] {
+		if AppIs(a.App, name[0]) {
 			out.Apps = append(out.Apps, a)
 		}
 	}

@@ -50,3 +50,23 @@ func TestAppsBlocking(t *testing.T) {
 		t.Errorf("answer %v: want round 5", body)
 	}
 }
+
+// An app is named with its namespace ("team-a:sweep"); a filter by its
+// name alone keeps it in every namespace shown, by NS:NAME in one.
+func TestAppIs(t *testing.T) {
+	for _, c := range []struct {
+		scoped, name string
+		want         bool
+	}{
+		{"team-a:sweep", "sweep", true},
+		{"team-a:sweep", "team-a:sweep", true},
+		{"team-a:sweep", "team-b:sweep", false},
+		{"team-a:sweep", "swee", false},
+		{"default/j", "j", false},
+		{"default/j", "default/j", true},
+	} {
+		if got := AppIs(c.scoped, c.name); got != c.want {
+			t.Errorf("AppIs(%q, %q) = %v, want %v", c.scoped, c.name, got, c.want)
+		}
+	}
+}

@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +19,9 @@ type Client struct {
 	// Addr is the planner's API, e.g. http://127.0.0.1:4680.
 	Addr string
 	HTTP *http.Client
+	// Token is the Nomad ACL token sent (X-Nomad-Token; docs/api.md,
+	// "Access"); "" sends $NOMAD_TOKEN, if set.
+	Token string
 }
 
 // ErrNotServed marks an address where no planner serves the API (nothing
@@ -48,6 +53,9 @@ func (c *Client) Get(ctx context.Context, path string, index uint64, wait time.D
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
 			return 0, err
+		}
+		if tok := cmp.Or(c.Token, os.Getenv("NOMAD_TOKEN")); tok != "" {
+			req.Header.Set("X-Nomad-Token", tok)
 		}
 		hc := c.HTTP
 		if hc == nil {

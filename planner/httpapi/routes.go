@@ -20,9 +20,26 @@ func (s *Server) routes() {
 	m.Handle("GET /ui/", uiHandler())
 	m.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusFound))
 	m.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
-	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	m.Handle("GET /metrics", s.everyNamespace(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+" (see docs/api.md)")
 	})
 	s.mux = m
+}
+
+// everyNamespace serves h to callers that read every namespace (its
+// answer names jobs of all of them): with Options.Auth, a token that
+// reads every namespace (a management token).
+func (s *Server) everyNamespace(h http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sc, ok := s.scopeOf(w, r)
+		if !ok {
+			return
+		}
+		if !sc.All {
+			writeError(w, http.StatusForbidden, "this endpoint names jobs of every namespace: it needs a Nomad ACL token that reads them all (a management token)")
+			return
+		}
+		h.ServeHTTP(w, r)
+	}
 }

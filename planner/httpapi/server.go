@@ -30,6 +30,9 @@ type Options struct {
 	// MaxWait caps a blocking query's wait (default 10m); DefaultWait is
 	// the wait of one that names none (default 5m).
 	MaxWait, DefaultWait time.Duration
+	// Auth resolves callers' Nomad ACL tokens to the namespaces they may
+	// read (scope.go); nil: every caller reads everything.
+	Auth Authorizer
 }
 
 // Leader names the planner that holds the leader lock.
@@ -53,6 +56,11 @@ type Server struct {
 	changed chan struct{}
 	ring    *ring
 	round   roundInfo
+	// view is the last decided view, for scoped callers' documents,
+	// built once per index and scope (scopedDocs, at scopedAt).
+	view       *planner.View
+	scopedAt   uint64
+	scopedDocs map[string]*docs
 }
 
 // New returns a server; it serves nothing until the planner leads
@@ -86,7 +94,7 @@ func (s *Server) SetLeading(on bool) {
 		return
 	}
 	s.leading = on
-	s.doc = emptyDocs()
+	s.doc, s.view = emptyDocs(), nil
 	s.round = roundInfo{}
 	s.metrics.leading(on)
 	s.bump()
@@ -107,6 +115,7 @@ func (s *Server) Publish(v planner.View) {
 		s.ring.add(decisionOf(e))
 	}
 	if v.Decided {
+		s.view = &v
 		d := buildDocs(v)
 		if d.digest != s.doc.digest {
 			changed = true
@@ -139,6 +148,7 @@ type snapshot struct {
 	leading   bool
 	index     uint64
 	doc       *docs
+	view      *planner.View
 	decisions []Decision
 	round     roundInfo
 }
@@ -146,7 +156,7 @@ type snapshot struct {
 func (s *Server) snapshot() snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return snapshot{leading: s.leading, index: s.index, doc: s.doc, decisions: s.ring.list(), round: s.round}
+	return snapshot{leading: s.leading, index: s.index, doc: s.doc, view: s.view, decisions: s.ring.list(), round: s.round}
 }
 
 // leaderOnly wraps an endpoint that serves the view: it answers the
@@ -162,11 +172,16 @@ func (s *Server) leaderOnly(body func(r *http.Request, sn snapshot) (any, int)) 
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
+		sc, ok := s.scopeOf(w, r)
+		if !ok {
+			return
+		}
 		sn := s.block(r.Context(), q)
 		if !sn.leading {
 			s.standby(w, r)
 			return
 		}
+		sn = s.scoped(sn, sc)
 		v, code := body(r, sn)
 		w.Header().Set(IndexHeader, itoa(sn.index))
 		writeJSON(w, code, v)

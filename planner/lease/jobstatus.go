@@ -2,7 +2,9 @@ package lease
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/themis-nomad/themis/planner/core"
 )
@@ -41,3 +43,21 @@ func (s JobStatus) Key() core.JobKey { return core.JobKey{Namespace: s.Namespace
 
 // Value is the status as stored at StatusKey(s.Key()): compact JSON.
 func (s JobStatus) Value() ([]byte, error) { return json.Marshal(s) }
+
+// MaxReasonBytes bounds the reason a status record carries: a reason
+// quotes what a user wrote (a name, a stanza value, Nomad's own message),
+// which nothing else bounds.
+const MaxReasonBytes = 2048
+
+// BoundReason is reason cut to MaxReasonBytes (at a UTF-8 boundary), saying
+// how long it was.
+func BoundReason(reason string) string {
+	if len(reason) <= MaxReasonBytes {
+		return reason
+	}
+	cut := MaxReasonBytes - 64
+	for cut > 0 && !utf8.RuneStart(reason[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (cut: %d bytes in all)", reason[:cut], len(reason))
+}

@@ -222,7 +222,8 @@ var ErrJobChanged = errors.New("job changed since it was read")
 // from the servers for StopOnClientAfter() (disconnect.go), and restarts (how
 // many times the job was preempted) reaches the task as
 // THEMIS_RESTART_COUNT. The job keeps no device request but the leased
-// GPUs' (rewrite).
+// GPUs' (rewrite), its Nomad priority becomes PinPriority and every task
+// but the themis task gets NVIDIA_VISIBLE_DEVICES=void (jobshape.go).
 func (c *Client) Pin(ctx context.Context, j *Job, l lease.JobLease, pool string, restarts int) error {
 	return c.edit(ctx, j, "pin", c.pinChange(j, l, pool, restarts))
 }
@@ -232,6 +233,9 @@ func (c *Client) pinChange(j *Job, l lease.JobLease, pool string, restarts int) 
 	parts := l.Nodes()
 	return func(job *api.Job, tg *api.TaskGroup, task *api.Task) {
 		job.NodePool = &pool
+		prio := PinPriority
+		job.Priority = &prio
+		blindSidecars(job, task)
 		SetLeaseMeta(job.Meta, l.LeaseID)
 		job.Meta[RestartCountMeta] = strconv.Itoa(restarts)
 		delete(job.Meta, SuspendedMeta)

@@ -191,6 +191,7 @@ func parseJob(job *api.Job) (*Job, error) {
 		ns = "default"
 	}
 	tj := &Job{Key: core.JobKey{Namespace: ns, ID: deref(job.ID)}, Job: job}
+	long := overlong(job)
 	type loc struct{ group, task string }
 	var found []loc
 	var groupTask *api.Task
@@ -212,11 +213,15 @@ func parseJob(job *api.Job) (*Job, error) {
 	switch {
 	case len(found) == 0:
 		return nil, ErrNotThemis
-	case len(found) > 1:
-		tj.Err = fmt.Errorf("job %q: %d tasks are themis tasks (driver %q or themis.* meta: %s/%s and %s/%s); a themis job has exactly one",
-			tj.Key.ID, len(found), DriverName, found[0].group, found[0].task, found[1].group, found[1].task)
-		// No one themis group: the job runs instances as long as any
-		// group has a count (Suspend stops them all).
+	case long != nil || len(found) > 1:
+		tj.Err = long
+		if tj.Err == nil {
+			tj.Err = fmt.Errorf("job %q: %d tasks are themis tasks (driver %q or themis.* meta: %s/%s and %s/%s); a themis job has exactly one",
+				tj.Key.ID, len(found), DriverName, found[0].group, found[0].task, found[1].group, found[1].task)
+		}
+		// No one themis group (none the planner can name): the job runs
+		// instances as long as any group has a count (Suspend stops them
+		// all).
 		n := 0
 		for _, tg := range job.TaskGroups {
 			if tg != nil && (tg.Count == nil || *tg.Count > 0) {
@@ -295,13 +300,27 @@ func unkeyable(id, group, task string) error {
 	return nil
 }
 
+// ScopedApp is the app a job of namespace ns names app, as the decision
+// core and its views know it: "<namespace>:<app>", so that a tenant naming
+// another team's app joins neither its auction bid nor its app-level
+// ranking (docs/adversary.md). "" (the job is an app of its own) stays "".
+// Neither a Nomad namespace nor an app name holds ':' or '/', and a job
+// that is its own app is known by "<namespace>/<job>", so no two differ
+// only in how they are written.
+func ScopedApp(ns, app string) string {
+	if app == "" {
+		return ""
+	}
+	return ns + ":" + app
+}
+
 // CoreJob converts a valid job to the decision core's model.
 func (j *Job) CoreJob(phase core.Phase) core.Job {
 	model := models.Of(j.Intent.Model)
 	return core.Job{
 		Key:       j.Key,
 		GPUs:      j.Intent.GPUs,
-		App:       j.Intent.App,
+		App:       ScopedApp(j.Key.Namespace, j.Intent.App),
 		Skew:      model.CrossNode,
 		CrossRack: model.CrossRack,
 		VC:        j.Intent.VC,

@@ -409,3 +409,43 @@ func fillAll(v reflect.Value, depth int) {
 		v.SetFloat(1.5)
 	}
 }
+
+// The pin bounds the job's Nomad priority (PinPriority, whatever the user
+// wrote), so that no pinned job outranks another by the ten priority
+// points Nomad's preemption needs, and blinds every task but the themis
+// one to GPUs through the container runtime (NVIDIA_VISIBLE_DEVICES=void):
+// a sidecar gets no GPU by an image's own ENV.
+func TestPinBoundsNomadPriorityAndBlindsSidecars(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeNomad()
+	f.node("n1", 8)
+	f.index++
+	job := userJob("a", f.index)
+	job.Priority = ptr(100)
+	job.TaskGroups[0].Tasks[1].Resources.Devices = nil
+	job.TaskGroups[0].Tasks[0].Resources.Devices = nil
+	job.TaskGroups[0].Tasks[1].Env = map[string]string{"B": "2"}
+	f.jobs["a"] = job
+	f.jobsIdx = f.index
+	c := fakeClient(t, f)
+	s, err := c.Snapshot(ctx)
+	if err != nil || len(s.Jobs) != 1 || s.Jobs[0].Err != nil {
+		t.Fatalf("snapshot: %v %+v", err, s)
+	}
+	if err := c.Pin(ctx, s.Jobs[0], pinLease(), "gpu", 0); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	got := f.registered[len(f.registered)-1]
+	f.mu.Unlock()
+	if p := deref(got.Priority); p != PinPriority {
+		t.Errorf("pinned job's Nomad priority %d, want %d (the user wrote 100)", p, PinPriority)
+	}
+	side := got.TaskGroups[0].Tasks[1]
+	if side.Env["NVIDIA_VISIBLE_DEVICES"] != "void" || side.Env["B"] != "2" {
+		t.Errorf("sidecar env %v, want NVIDIA_VISIBLE_DEVICES=void and its own B=2", side.Env)
+	}
+	if _, ok := got.TaskGroups[0].Tasks[0].Env["NVIDIA_VISIBLE_DEVICES"]; ok {
+		t.Errorf("themis task env %v: its GPUs come from the device plugin", got.TaskGroups[0].Tasks[0].Env)
+	}
+}

@@ -36,6 +36,9 @@ func checkWhole(job *api.Job, group, task string) error {
 	case job.ParameterizedJob != nil && !job.Dispatched:
 		return fmt.Errorf("job %q: parameterized block: every dispatch would be a copy of the job with its pin, on its leased GPUs; a themis job runs once: submit each run as a job of its own", id)
 	}
+	if err := checkType(job, id); err != nil {
+		return err
+	}
 	for _, tg := range job.TaskGroups {
 		if tg == nil {
 			continue
@@ -51,6 +54,9 @@ func checkWhole(job *api.Job, group, task string) error {
 			where := func() string { return fmt.Sprintf("job %q group %q task %q", id, gname, t.Name) }
 			if k := plannerKey(t.Meta); k != "" {
 				return fmt.Errorf("%s: meta %q: only the planner writes it, and only in the job's meta", where(), k)
+			}
+			if err := checkContainer(t, where); err != nil {
+				return err
 			}
 			if t.Resources == nil {
 				continue
@@ -69,6 +75,9 @@ func checkWhole(job *api.Job, group, task string) error {
 					return fmt.Errorf("%s: device %q: a themis job gets devices only through the lease of its themis task (group %q task %q); the planner would move this request onto the leased node unchecked: remove it", where(), d.Name, group, task)
 				}
 			}
+		}
+		if gname != group {
+			return fmt.Errorf("job %q group %q: a themis job has one group, its themis group %q: the pin moves the whole job into the GPUs' node pool and pins only that group to the leased node, so this one would run on any GPU node without a lease: make it a job of its own", id, gname, group)
 		}
 	}
 	return nil

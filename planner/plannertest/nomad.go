@@ -497,3 +497,12 @@ func compareKeys(a, b core.JobKey) int {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Move puts job id of namespace "default" into namespace ns.
+func (f *Nomad) Move(id, ns string) {
+	k := core.JobKey{Namespace: "default", ID: id}
+	j := f.Jobs[k]
+	delete(f.Jobs, k)
+	j.Namespace = ptr(ns)
+	f.Jobs[core.JobKey{Namespace: ns, ID: id}] = j
+}

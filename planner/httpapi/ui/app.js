@@ -21,9 +21,24 @@ function colour(job) {
   return `hsl(${(h >>> 0) % 360}, 65%, 68%)`;
 }
 
+// The planner's API may ask for a Nomad ACL token (docs/api.md, "Access"):
+// it is kept in this browser's session storage, asked for once when the
+// API refuses without one.
 async function get(path) {
-  const r = await fetch(path, { cache: "no-store" });
+  const headers = {};
+  const token = sessionStorage.getItem("themis.nomadToken");
+  if (token) headers["X-Nomad-Token"] = token;
+  const r = await fetch(path, { cache: "no-store", headers });
   const body = await r.json();
+  if (r.status === 403 && !sessionStorage.getItem("themis.asked")) {
+    sessionStorage.setItem("themis.asked", "1");
+    const t = window.prompt("The planner's API needs a Nomad ACL token (it shows the namespaces the token can read):");
+    if (t) {
+      sessionStorage.setItem("themis.nomadToken", t);
+      sessionStorage.removeItem("themis.asked");
+      return get(path);
+    }
+  }
   return { status: r.status, index: Number(r.headers.get("X-Themis-Index") || 0), body };
 }
 
