@@ -13,11 +13,11 @@ import (
 	"github.com/themis-nomad/themis/planner/stack"
 )
 
-// withSidecar gives a submitted job a second group, sidecar, of count 2
-// (a group without a themis task, that the hold stops too).
+// withSidecar gives a submitted job's themis group a second task, log (a
+// themis job has one group: planner/nomad/jobshape.go; the hold stops the
+// whole group).
 func withSidecar(j *api.Job) {
-	j.TaskGroups = append(j.TaskGroups, &api.TaskGroup{Name: ptr("sidecar"), Count: ptr(2),
-		Tasks: []*api.Task{{Name: "log", Driver: "exec", Config: map[string]any{"command": "tail"}}}})
+	j.TaskGroups[0].Tasks = append(j.TaskGroups[0].Tasks, &api.Task{Name: "log", Driver: "exec", Config: map[string]any{"command": "tail"}})
 }
 
 // A job the round leaves waiting is held: its record names the hold
@@ -35,12 +35,12 @@ func TestHeldJobLifecycle(t *testing.T) {
 	h.Round("a granted, b held")
 	jb := h.Nomad.Jobs[kb]
 	rec := h.Store.JobRecords[kb]
-	if rec.Held == nil || rec.Held.Version.Version != *jb.Version || rec.Held.Counts["g"] != 1 || rec.Held.Counts["sidecar"] != 2 {
-		t.Fatalf("b's record holds %+v; want the version Nomad has (%d) and counts g=1, sidecar=2", rec.Held, *jb.Version)
+	if rec.Held == nil || rec.Held.Version.Version != *jb.Version || rec.Held.Counts["g"] != 1 {
+		t.Fatalf("b's record holds %+v; want the version Nomad has (%d) and count g=1", rec.Held, *jb.Version)
 	}
-	if *jb.NodePool != nomad.DefaultPendingPool || *jb.TaskGroups[0].Count != 0 || *jb.TaskGroups[1].Count != 0 || jb.Meta[nomad.HeldMeta] != rec.Held.ID {
-		t.Fatalf("b in Nomad: pool %s, counts %d/%d, meta %v; want the pending pool, every group at 0, the hold named",
-			*jb.NodePool, *jb.TaskGroups[0].Count, *jb.TaskGroups[1].Count, jb.Meta)
+	if *jb.NodePool != nomad.DefaultPendingPool || *jb.TaskGroups[0].Count != 0 || jb.Meta[nomad.HeldMeta] != rec.Held.ID {
+		t.Fatalf("b in Nomad: pool %s, count %d, meta %v; want the pending pool, the group at 0, the hold named",
+			*jb.NodePool, *jb.TaskGroups[0].Count, jb.Meta)
 	}
 	if h.Nomad.Holds != 1 {
 		t.Fatalf("%d holds, want 1 (a was granted, never held)", h.Nomad.Holds)
@@ -65,8 +65,8 @@ func TestHeldJobLifecycle(t *testing.T) {
 	h.Nomad.Finish("a")
 	h.Round("a finished, b granted")
 	jb = h.Nomad.Jobs[kb]
-	if *jb.TaskGroups[0].Count != 1 || *jb.TaskGroups[1].Count != 2 || jb.Meta[nomad.HeldMeta] != "" {
-		t.Fatalf("b pinned: counts %d/%d, meta %v; want 1 and 2 from the record, no hold named", *jb.TaskGroups[0].Count, *jb.TaskGroups[1].Count, jb.Meta)
+	if *jb.TaskGroups[0].Count != 1 || len(jb.TaskGroups[0].Tasks) != 2 || jb.Meta[nomad.HeldMeta] != "" {
+		t.Fatalf("b pinned: count %d, %d tasks, meta %v; want 1, both tasks, no hold named", *jb.TaskGroups[0].Count, len(jb.TaskGroups[0].Tasks), jb.Meta)
 	}
 	h.Round("b's hold undone")
 	if _, ok := h.Nomad.Tagged(kb); ok {

@@ -10,23 +10,22 @@ import (
 
 // The hold stops every group (nothing to place, no blocked evaluation),
 // moves the job into the pending pool unpinned and names the hold in its
-// meta; the pin gives the other groups the counts the lease carries from
-// the planner's record (never from meta), drops the hold's meta, and
+// meta; the pin gives the group the count the lease carries from the
+// planner's record (never from meta), drops the hold's meta, and
 // sends no version tag (a registration would carry it into the pinned
 // version).
 func TestHoldThenPinRestoresCounts(t *testing.T) {
 	c := &Client{pendingPool: DefaultPendingPool}
 	a := jobWith(
-		&api.TaskGroup{Name: ptr("g"), Count: ptr(1), Tasks: []*api.Task{themisTask("t", []any{map[string]any{"gpus": 2.0}})}},
-		&api.TaskGroup{Name: ptr("sidecar"), Count: ptr(3), Tasks: []*api.Task{{Name: "log", Driver: "exec"}}},
+		&api.TaskGroup{Name: ptr("g"), Count: ptr(1), Tasks: []*api.Task{themisTask("t", []any{map[string]any{"gpus": 2.0}}), {Name: "log", Driver: "exec"}}},
 	)
 	a.NodePool, a.JobModifyIndex, a.Version = ptr("default"), ptr(uint64(7)), ptr(uint64(2))
 	j, err := ParseJob(a)
 	if err != nil || j.Err != nil {
 		t.Fatalf("ParseJob: %v, %v", err, j.Err)
 	}
-	if got := j.GroupCounts(); got["g"] != 1 || got["sidecar"] != 3 || j.Idle() {
-		t.Fatalf("counts %v idle %v, want g=1 sidecar=3, not idle", got, j.Idle())
+	if got := j.GroupCounts(); got["g"] != 1 || len(got) != 1 || j.Idle() {
+		t.Fatalf("counts %v idle %v, want g=1, not idle", got, j.Idle())
 	}
 	held, err := current(j)
 	if err != nil {
@@ -35,9 +34,9 @@ func TestHoldThenPinRestoresCounts(t *testing.T) {
 	if err := rewrite(held, j, "hold", c.holdChange(j, "H1")); err != nil {
 		t.Fatal(err)
 	}
-	if *held.TaskGroups[0].Count != 0 || *held.TaskGroups[1].Count != 0 || *held.NodePool != DefaultPendingPool || held.Meta[HeldMeta] != "H1" {
-		t.Fatalf("held: counts %d/%d pool %s meta %v; want 0/0 in the pending pool, the hold named",
-			*held.TaskGroups[0].Count, *held.TaskGroups[1].Count, *held.NodePool, held.Meta)
+	if *held.TaskGroups[0].Count != 0 || *held.NodePool != DefaultPendingPool || held.Meta[HeldMeta] != "H1" {
+		t.Fatalf("held: count %d pool %s meta %v; want 0 in the pending pool, the hold named",
+			*held.TaskGroups[0].Count, *held.NodePool, held.Meta)
 	}
 	// Nomad has the held version, tagged, with a forged count in meta.
 	held.VersionTag = &api.JobVersionTag{Name: HeldTag, Description: "queued"}
@@ -57,12 +56,12 @@ func TestHoldThenPinRestoresCounts(t *testing.T) {
 	if pinned.VersionTag != nil {
 		t.Fatal("the copy to register carries the held version's tag")
 	}
-	l := lease.JobLease{LeaseID: "L1", NodeID: "n1", NodeName: "node-1", GPUs: []string{"g0", "g1"}, Counts: map[string]int{"g": 1, "sidecar": 3}}
+	l := lease.JobLease{LeaseID: "L1", NodeID: "n1", NodeName: "node-1", GPUs: []string{"g0", "g1"}, Counts: map[string]int{"g": 1}}
 	if err := rewrite(pinned, hj, "pin", c.pinChange(hj, l, "gpu", 0)); err != nil {
 		t.Fatal(err)
 	}
-	if *pinned.TaskGroups[0].Count != 1 || *pinned.TaskGroups[1].Count != 3 || pinned.Meta[HeldMeta] != "" || pinned.Meta[CountMeta] != "" {
-		t.Errorf("pinned: counts %d/%d meta %v; want 1 (the lease's) and 3 (the record's), no hold or count meta",
-			*pinned.TaskGroups[0].Count, *pinned.TaskGroups[1].Count, pinned.Meta)
+	if *pinned.TaskGroups[0].Count != 1 || pinned.Meta[HeldMeta] != "" || pinned.Meta[CountMeta] != "" {
+		t.Errorf("pinned: count %d meta %v; want 1 (the lease's, not meta's 8), no hold or count meta",
+			*pinned.TaskGroups[0].Count, pinned.Meta)
 	}
 }
