@@ -83,7 +83,7 @@ func TestThemisLive(t *testing.T) {
 	if b, err := consul.NewStore(m.consul).PolicyState(ctx, "themis"); err != nil || len(b) == 0 {
 		t.Fatalf("the arbiter's state is not in Consul: %v", err)
 	}
-	if b, err := consul.NewStore(m.consul).Auction(ctx); err != nil || !strings.Contains(string(b), `"app":"sweep"`) {
+	if b, err := consul.NewStore(m.consul).Auction(ctx); err != nil || !strings.Contains(string(b), `"app":"default:sweep"`) {
 		t.Fatalf("the last auction round is not in Consul (%v): %s", err, b)
 	}
 	var apps httpapi.AppsResponse
