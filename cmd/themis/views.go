@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -69,7 +70,7 @@ func (c *queueCommand) Run(args []string) int {
 			}
 			q = queueFromStatuses(sts)
 		}
-		return c.emit(o, q, func(w io.Writer) { printQueue(w, q) })
+		return c.emit(o, q, func(w io.Writer) { printQueue(w, q, o.verbose) })
 	})
 }
 
@@ -116,7 +117,7 @@ func (c *leasesCommand) Run(args []string) int {
 				return err
 			}
 		}
-		return c.emit(o, ls, func(w io.Writer) { printLeases(w, ls) })
+		return c.emit(o, ls, func(w io.Writer) { printLeases(w, ls, o.verbose) })
 	})
 }
 
@@ -142,8 +143,12 @@ func leasesFromConsul(ctx context.Context, store *consul.Store, warn func(string
 	return out, nil
 }
 
-func printLeases(out io.Writer, ls httpapi.LeasesResponse) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+// printLeases writes one line per lease: its GPUs counted and a long
+// reason cut, or with verbose every GPU id and the whole reason.
+func printLeases(out io.Writer, ls httpapi.LeasesResponse, verbose bool) {
+	var b strings.Builder
+	defer func() { writeTable(out, b.String(), verbose) }()
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "JOB\tSTATE\tNODE\tGPUS\tVC\tGRANTED\tENDS\tDEADLINE\tREASON")
 	for _, l := range ls.Leases {
 		nodes := make([]string, 0, 1)
@@ -154,7 +159,11 @@ func printLeases(out io.Writer, ls httpapi.LeasesResponse) {
 		if l.Revoke != nil {
 			deadline, reason = clock(l.Revoke.Deadline), l.Revoke.Reason
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", safe(l.Job), l.State, dash(safe(strings.Join(nodes, ","))), len(l.GPUs),
+		gpus := strconv.Itoa(len(l.GPUs))
+		if verbose {
+			gpus = dash(safe(strings.Join(l.GPUs, ",")))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(l.Job), l.State, dash(safe(strings.Join(nodes, ","))), gpus,
 			dash(safe(l.VC)), clock(l.GrantedAt), clock(l.Ends), deadline, safe(reason))
 	}
 	w.Flush()

@@ -139,7 +139,7 @@ func TestViewsFromTheAPI(t *testing.T) {
 			"node-1  rack0  yes          4     1     2       1         0",
 			"node-2  rack0  yes          4     4     0       0         0",
 			"node-1  0    n1-g0  vision/socket4.0/gpu.0  leased    healthy  default/run     vision  L-run",
-			"node-1  2    n1-g2  socket0/pair1         revoking  healthy  default/victim  vision  L-victim  2026-11-24T10:00:30Z",
+			"node-1  2    n1-g2  socket0/pair1         revoking  healthy  default/victim  vision  L-victim  " + clock(v0.Add(30*time.Second)),
 			"node-2  3    n2-g3  socket0/pair1         free      healthy  -               -       -         -"}},
 		{"leases", leasesView, nil, "/v1/leases", []string{
 			"JOB             STATE     NODE    GPUS  VC      GRANTED",
