@@ -277,9 +277,9 @@ func explainFromConsul(ctx context.Context, store *consul.Store, key core.JobKey
 	}
 	for _, st := range sts {
 		if st.Namespace == key.Namespace && st.JobID == key.ID {
-			x := explanation{Job: key.String(), State: st.State, Reason: st.Reason, Since: st.Since, Held: st.Held, Preemptions: st.Preemptions, Source: "consul"}
+			x := explanation{Job: key.String(), State: httpapi.ShownState(st.State, st.Reason), Reason: st.Reason, Since: st.Since, Held: st.Held, Preemptions: st.Preemptions, Source: "consul"}
 			if st.Node != "" {
-				x.Lease = &httpapi.Lease{Job: key.String(), State: httpapi.LeaseActive}
+				x.Lease = &httpapi.Lease{Job: key.String(), State: httpapi.LeaseGranted}
 				x.Lease.LeaseID, x.Lease.NodeName, x.Lease.GPUs, x.Lease.Namespace, x.Lease.JobID = st.LeaseID, st.Node, st.GPUs, key.Namespace, key.ID
 				if !st.Deadline.IsZero() {
 					x.Lease.State = httpapi.LeaseRevoking

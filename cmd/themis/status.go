@@ -37,8 +37,9 @@ func (c *statusCommand) Help() string {
 Usage: themis status [-queue | -apps] [-verbose | -json] [-addr URL] [-consul-addr ADDR]
 
   Lists every themis job the planner knows with its state (queued,
-  suspended, granted, revoking, rejected, unreadable, or how it ended:
-  finished, failed, lost), the node and GPUs of its lease, and why it waits,
+  waiting: granted GPUs another job still holds, suspended, granted,
+  revoking, rejected, unreadable, purged, or how it ended: finished,
+  failed, lost; "(held)" where the planner holds it in Nomad), the node and GPUs of its lease, and why it waits,
   was rejected or failed (Nomad's reason). It reads the planner's records in
   Consul KV (themis/status/). themis queue, nodes, leases, apps, vcs and job
   explain show the planner's API's views.
@@ -157,12 +158,14 @@ type statusJSON struct {
 }
 
 // printStatusJSON writes the records as themis status -json does: a JSON
-// array, oldest change first, every GPU id in full.
+// array, oldest change first, every GPU id in full, the states as the
+// views name them (httpapi.ShownState).
 func printStatusJSON(out io.Writer, sts []lease.JobStatus, progress map[core.JobKey]lease.ProgressRecord) error {
 	sort.Slice(sts, func(i, j int) bool { return sts[i].Since.Before(sts[j].Since) })
 	docs := make([]statusJSON, 0, len(sts))
 	for _, st := range sts {
 		d := statusJSON{JobStatus: st}
+		d.State = httpapi.ShownState(st.State, st.Reason)
 		if p, ok := progress[st.Key()]; ok {
 			d.Progress = &p
 		}
@@ -203,7 +206,7 @@ func printStatuses(out io.Writer, sts []lease.JobStatus, progress map[core.JobKe
 		if st.Driver != "" {
 			reason = strings.TrimPrefix(reason+"; driver "+st.Driver+": no lease check at start", "; ")
 		}
-		state := st.State
+		state := httpapi.ShownState(st.State, st.Reason)
 		if st.Held != "" {
 			state += " (held)" // count 0 in Nomad, its version tagged themis-held
 		}
@@ -253,7 +256,7 @@ func queueFromStatuses(sts []lease.JobStatus) httpapi.QueueResponse {
 	for _, st := range sts {
 		if st.State == "queued" || st.State == "suspended" {
 			vc.Jobs = append(vc.Jobs, httpapi.Queued{Job: st.Namespace + "/" + st.JobID, Namespace: st.Namespace, JobID: st.JobID,
-				State: st.State, Reason: st.Reason, Held: st.Held})
+				State: httpapi.ShownState(st.State, st.Reason), Reason: st.Reason, Held: st.Held})
 		}
 	}
 	return httpapi.QueueResponse{VCs: []httpapi.VCQueue{vc}}

@@ -31,7 +31,8 @@ Usage: themis queue [-vc NAME] [options]
 
   Lists the jobs waiting in each virtual cluster's queue (one queue without
   virtual clusters), in the order the policy ranks them: position, GPUs
-  asked, state (queued, or suspended: preempted, waiting to resume) and why
+  asked, state (queued; waiting: granted GPUs another job still holds; or
+  suspended: preempted, waiting to resume) and why
   each waits. It reads the leading planner's API (GET /v1/queue). Where no
   planner serves it, it lists Consul's status records of the waiting jobs
   instead, by the time they entered their state: they know no positions
@@ -85,7 +86,7 @@ func (c *leasesCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: themis leases [options]
 
-  Lists every lease: the job holding it, its state (active, or revoking:
+  Lists every lease: the job holding it, its state (granted, or revoking:
   the job checkpoints and stops, by the deadline), the node and GPUs,
   its virtual cluster, when it was granted and, for a lease for a time
   (Themis), when it ends. It reads the leading planner's API (GET
@@ -133,7 +134,7 @@ func leasesFromConsul(ctx context.Context, store *consul.Store, warn func(string
 		return out, err
 	}
 	for _, l := range m {
-		x := httpapi.Lease{Job: l.Namespace + "/" + l.JobID, State: httpapi.LeaseActive, JobLease: l}
+		x := httpapi.Lease{Job: l.Namespace + "/" + l.JobID, State: httpapi.LeaseGranted, JobLease: l}
 		if l.Revoke != nil {
 			x.State = httpapi.LeaseRevoking
 		}

@@ -79,7 +79,7 @@ func TestEndpointShapes(t *testing.T) {
 			{[]any{"vcs", 0, "jobs", 0, "namespace"}, "default"},
 			{[]any{"vcs", 0, "jobs", 0, "job_id"}, "c"},
 			{[]any{"vcs", 0, "jobs", 0, "gpus"}, 1.0},
-			{[]any{"vcs", 0, "jobs", 0, "state"}, "queued"},
+			{[]any{"vcs", 0, "jobs", 0, "state"}, "waiting"},
 			{[]any{"vcs", 0, "jobs", 0, "reason"}, "granted 1 GPUs on dev-node; waiting for default/b to stop"},
 			{[]any{"vcs", 0, "jobs", 1, "position"}, 2.0},
 			{[]any{"vcs", 0, "jobs", 1, "state"}, "suspended"},
@@ -93,7 +93,7 @@ func TestEndpointShapes(t *testing.T) {
 		}},
 		{"leases", "/v1/leases", fixture, 200, []want{
 			{[]any{"leases", 0, "job"}, "default/a"},
-			{[]any{"leases", 0, "state"}, "active"},
+			{[]any{"leases", 0, "state"}, "granted"},
 			{[]any{"leases", 0, "lease_id"}, "L-a"},
 			{[]any{"leases", 0, "node_name"}, "dev-node"},
 			{[]any{"leases", 0, "gpus", 1}, "gpu-1"},
