@@ -191,6 +191,7 @@ func TestEndpointShapes(t *testing.T) {
 		}},
 		{"planner", "/v1/planner", fixture, 200, []want{
 			{[]any{"id"}, "p1"},
+			{[]any{"version"}, "themis-nomad v0.1.0 (3f2a9c1e7b4d, go1.24.4)"},
 			{[]any{"leading"}, true},
 			{[]any{"leader", "api"}, "http://p1:4680"},
 			{[]any{"round", "time"}, "2026-11-24T10:00:00Z"},
