@@ -216,7 +216,7 @@ func printStatuses(out io.Writer, sts []lease.JobStatus, progress map[core.JobKe
 		}
 		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", safe(st.Namespace), safe(st.JobID), safe(state),
 			st.Since.Local().Format(time.TimeOnly), dash(safe(st.Node)), dash(safe(gpus)), st.Preemptions,
-			dash(showProgress(progress[core.JobKey{Namespace: st.Namespace, ID: st.JobID}])), dash(safe(reason)))
+			dash(showProgress(progress[core.JobKey{Namespace: st.Namespace, ID: st.JobID}], !verbose)), dash(safe(reason)))
 	}
 	w.Flush()
 }
@@ -270,16 +270,22 @@ func dash(s string) string {
 }
 
 // showProgress is a job's progress report in a few characters:
-// "1200/5000 it, 12.5 it/s, loss 0.53", "" when it reports none.
-func showProgress(p lease.ProgressRecord) string {
+// "1200/5000 it, 12.5 it/s, loss 0.53", "" when it reports none; short,
+// the iterations are a share of the total where it is known ("24%, 12.5
+// it/s, loss 0.53"), for the table's width.
+func showProgress(p lease.ProgressRecord, short bool) string {
 	if p.At.IsZero() {
 		return ""
 	}
 	out := strconv.FormatInt(p.Iteration, 10)
-	if p.Total > 0 {
-		out += "/" + strconv.FormatInt(p.Total, 10)
+	switch {
+	case short && p.Total > 0:
+		out = strconv.FormatFloat(100*float64(p.Iteration)/float64(p.Total), 'g', 3, 64) + "%"
+	case p.Total > 0:
+		out += "/" + strconv.FormatInt(p.Total, 10) + " it"
+	default:
+		out += " it"
 	}
-	out += " it"
 	if p.Rate > 0 {
 		out += fmt.Sprintf(", %.3g it/s", p.Rate)
 	}

@@ -56,7 +56,7 @@ func devClusterView() (planner.View, []lease.JobStatus) {
 		{Namespace: "default", JobID: "bert-large-pretrain-16", State: "revoking", Node: "node-1,node-2", GPUs: gang, LeaseID: leases[1].LeaseID,
 			Reason: revoke.Reason, Deadline: deadline, Preemptions: 2, Since: v0},
 		{Namespace: "default", JobID: "llama-finetune-te", State: "queued", Node: "node-1,node-2", GPUs: gang, Reason: waitWhy, Since: v0},
-		{Namespace: "default", JobID: "vit-huge-sweep-17", State: "suspended", Reason: "waiting for 8 free GPUs on as few nodes as possible (0 free)",
+		{Namespace: "default", JobID: "resnet50-imagenet-8gpu-b", State: "suspended", Reason: "waiting for 8 free GPUs on as few nodes as possible (0 free)",
 			Preemptions: 1, Held: "suspended: preempted by themis", Since: v0.Add(-time.Minute)},
 		{Namespace: "default", JobID: "whisper-small-eval", State: "queued", Held: "queued: held by the themis planner", Since: v0,
 			Reason: "behind default/llama-finetune-te and default/vit-huge-sweep-17 in the themis queue (8 GPUs wanted, 0 free)"},
@@ -84,9 +84,18 @@ func TestTablesFitTheDevCluster(t *testing.T) {
 	s.Publish(view)
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
+	// Progress as the hello workload reports it (the widest cell the
+	// dev cluster showed: 105/100000 it, 10.1 it/s, loss 2.29).
+	loss := 2.2912
+	progress := map[core.JobKey]lease.ProgressRecord{}
+	for _, st := range sts {
+		if st.State != "queued" {
+			progress[st.Key()] = lease.ProgressRecord{Namespace: st.Namespace, JobID: st.JobID, Iteration: 105, Total: 100000, Rate: 10.13, Loss: &loss, At: v0}
+		}
+	}
 	status := func(verbose bool) string {
 		var b bytes.Buffer
-		printStatuses(&b, append([]lease.JobStatus(nil), sts...), nil, verbose)
+		printStatuses(&b, append([]lease.JobStatus(nil), sts...), progress, verbose)
 		return b.String()
 	}
 	tables := map[string]string{"status": status(false)}
@@ -110,8 +119,12 @@ func TestTablesFitTheDevCluster(t *testing.T) {
 		t.Errorf("status: want node-0's GPUs as SIM-node-0-[0-7] and the gang's as 16 GPUs:\n%s", tables["status"])
 	}
 	verbose := status(true)
-	if !strings.Contains(verbose, strings.Join(view.Leases[1].GPUs, ",")) || !strings.Contains(verbose, sts[2].Reason) {
-		t.Errorf("status -verbose: want every GPU id and the whole reason:\n%s", verbose)
+	if !strings.Contains(verbose, strings.Join(view.Leases[1].GPUs, ",")) || !strings.Contains(verbose, sts[2].Reason) ||
+		!strings.Contains(verbose, "105/100000 it, 10.1 it/s, loss 2.29") {
+		t.Errorf("status -verbose: want every GPU id, the whole reason and the iterations:\n%s", verbose)
+	}
+	if !strings.Contains(tables["status"], "0.105%, 10.1 it/s, loss 2.29") {
+		t.Errorf("status: want the progress as a share of the total:\n%s", tables["status"])
 	}
 	code, out, _ := runView(leasesView, "-address", ts.URL, "-verbose")
 	if code != 0 || !strings.Contains(out, strings.Join(view.Leases[1].GPUs, ",")) || !strings.Contains(out, view.Leases[1].Revoke.Reason) {
