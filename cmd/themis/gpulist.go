@@ -27,7 +27,7 @@ func shortGPUs(ids []string) string {
 	case len(ids) == 1 && len(ids[0]) <= maxGPUCell+8:
 		return ids[0]
 	}
-	count := fmt.Sprintf("%d GPUs", len(ids))
+	count := plural(len(ids), "GPU")
 	var prefixes []string
 	nums := map[string][]int{}
 	for _, id := range ids {

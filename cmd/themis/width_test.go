@@ -154,6 +154,7 @@ func TestShortGPUs(t *testing.T) {
 		{[]string{uuid(0), uuid(1), uuid(2)}, "3 GPUs"},
 		{[]string{"gpu-a", "gpu-b"}, "2 GPUs"},
 		{[]string{"g-01", "g-02"}, "2 GPUs"},
+		{[]string{"MIG-GPU-5f8e2c1a-9b3d-4e6f-a7c8-d9e0f1a2b3c4/1/0"}, "1 GPU"},
 	} {
 		if got := shortGPUs(tc.ids); got != tc.want {
 			t.Errorf("shortGPUs(%v) = %q, want %q", tc.ids, got, tc.want)
