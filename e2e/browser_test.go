@@ -41,7 +41,7 @@ func TestBrowserShowsTheLease(t *testing.T) {
 	})
 	want := []string{
 		`{`,
-		`  "state": "active",`,
+		`  "state": "granted",`,
 		`  "job": "default/` + id + `",`,
 		`  "vc": "default",`,
 		`  "gpus": [`,

@@ -93,7 +93,7 @@ func TestCLIFirstContactAndViews(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("themis job run %s: exit %d\n%s\n%s", te, code, out, errOut)
 	}
-	for _, want := range []string{`Submitted job "` + te + `"`, "queued: position 1 in its queue: granted 2 GPUs on dev-node; waiting for default/" + be + " to stop",
+	for _, want := range []string{`Submitted job "` + te + `"`, "waiting: position 1 in its queue: granted 2 GPUs on dev-node; waiting for default/" + be + " to stop",
 		"granted: 2 GPUs on dev-node", "running: allocation "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("themis job run %s printed no %q:\n%s", te, want, out)

@@ -40,7 +40,7 @@ func startAPI(ctx context.Context, o plannerOptions, ncfg *nomadapi.Config, stor
 		api = "http://" + ln.Addr().String()
 	}
 	srv := httpapi.New(httpapi.Options{
-		ID: o.id, API: api,
+		ID: o.id, API: api, Version: versionString(),
 		Leader: func(ctx context.Context) (httpapi.Leader, error) {
 			l, ok, err := store.Leader(ctx)
 			if err != nil || !ok {

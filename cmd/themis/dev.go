@@ -181,23 +181,11 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 		dev.stop()
 		c.ui.Output("==> Stopped")
 	}()
-	c.ui.Output(fmt.Sprintf(`==> themis dev stack is up (%.1fs)
-
-    Nomad UI:   %[2]s/ui
-    Consul UI:  http://%[3]s/ui  (leases: Key/Value > themis/leases)
-    Themis API: http://%[6]s/v1/queue  (docs/api.md; metrics at /metrics)
-    Data:       %[4]s (agent logs, rendered configs, checkpoints)
-%[5]s
-  In another shell:
-
-    export NOMAD_ADDR=%[2]s CONSUL_HTTP_ADDR=%[3]s%[7]s%[8]s
-    themis job run examples/jobs/hello.nomad.hcl   # queued, granted, running
-    themis queue; themis nodes; themis job explain hello
-    nomad job run -detach examples/jobs/hello.nomad.hcl   # the plain Nomad way
-
-  Ctrl-C stops everything.
-`, time.Since(start).Seconds(), dev.nomadAddr, dev.consulAddr, o.dataDir, dev.nodes, httpapi.DefaultAddr, aclLines(dev.tokens), dockerLine(dev.dockerHost)))
+	c.ui.Output("==> Agents up (" + fmt.Sprintf("%.1fs", time.Since(start).Seconds()) + "); starting the planner")
 	return runPlanner(ctx, plannerOptions{
+		// The banner once the planner leads and serves its first round:
+		// its addresses all answer then.
+		onLead:    func() { c.ui.Output(devBanner(time.Since(start), dev, o.dataDir, httpapi.DefaultAddr)) },
 		nomadAddr: dev.nomadAddr, consulAddr: dev.consulAddr, policy: o.policy, knobs: o.knobs, vcConfig: o.vcConfig,
 		pendingPool: nomad.DefaultPendingPool, resync: 30 * time.Second, logLevel: o.logLevel, id: "themis-dev",
 		pinWorkers: planner.ConcurrentPinWorkers,
@@ -211,6 +199,28 @@ func (c *devCommand) run(ctx context.Context, o devOptions) error {
 		// -acl: the planner's tokens (examples/acl/planner.*.hcl).
 		nomadToken: dev.tokens.PlannerNomad, consulToken: dev.tokens.PlannerConsul,
 	}, log.Named("planner"))
+}
+
+// devBanner is what themis dev prints once its planner leads: the UIs,
+// the dashboard, the API and what to type next.
+func devBanner(up time.Duration, dev *devAgents, dataDir, apiAddr string) string {
+	return fmt.Sprintf(`==> themis dev stack is up, the planner leads (%.1fs)
+
+    Dashboard:  http://%[6]s/ui/  (the planner's: queue, GPUs, decisions)
+    Nomad UI:   %[2]s/ui
+    Consul UI:  http://%[3]s/ui  (leases: Key/Value > themis/leases)
+    Themis API: http://%[6]s/v1/queue  (docs/api.md; metrics at /metrics)
+    Data:       %[4]s (agent logs, rendered configs, checkpoints)
+%[5]s
+  In another shell:
+
+    export NOMAD_ADDR=%[2]s CONSUL_HTTP_ADDR=%[3]s%[7]s%[8]s
+    themis job run examples/jobs/hello.nomad.hcl   # queued, granted, running
+    themis queue; themis nodes; themis job explain hello
+    nomad job run -detach examples/jobs/hello.nomad.hcl   # the plain Nomad way
+
+  Ctrl-C stops everything.
+`, up.Seconds(), dev.nomadAddr, dev.consulAddr, dataDir, dev.nodes, apiAddr, aclLines(dev.tokens), dockerLine(dev.dockerHost))
 }
 
 // stoppedStarting: the start-up failed only because it was interrupted

@@ -65,3 +65,21 @@ func TestDevInterruptedWhileStartingIsQuiet(t *testing.T) {
 		t.Error("an error without an interruption is taken as a quiet stop")
 	}
 }
+
+// The banner, printed once the planner leads, says so and gives the
+// dashboard's address with the others.
+func TestDevBannerNamesTheDashboard(t *testing.T) {
+	dev := &devAgents{nomadAddr: "http://127.0.0.1:4646", consulAddr: "127.0.0.1:8500"}
+	b := devBanner(4100*time.Millisecond, dev, "/tmp/themis-dev-1", "127.0.0.1:4680")
+	for _, want := range []string{
+		"==> themis dev stack is up, the planner leads (4.1s)",
+		"Dashboard:  http://127.0.0.1:4680/ui/",
+		"Nomad UI:   http://127.0.0.1:4646/ui",
+		"Themis API: http://127.0.0.1:4680/v1/queue",
+		"export NOMAD_ADDR=http://127.0.0.1:4646 CONSUL_HTTP_ADDR=127.0.0.1:8500",
+	} {
+		if !strings.Contains(b, want) {
+			t.Errorf("the banner lacks %q:\n%s", want, b)
+		}
+	}
+}

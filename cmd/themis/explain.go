@@ -31,7 +31,9 @@ Usage: themis job explain [options] JOB
 
   Explains what the planner decided about a themis job (JOB is its ID, or
   NAMESPACE/ID): its state and why; for a waiting job its place in its
-  virtual cluster's queue, the jobs ahead of it and what would let it run
+  virtual cluster's queue, the jobs ahead of it, the other jobs' leases it
+  waits on (those holding GPUs it could use, or for a waiting job the one
+  it was granted GPUs of) with when each ends, and what would let it run
   (fewer GPUs where that many are free now, another virtual cluster with
   room, when the leases holding GPUs end); for a preempted job when and
   why, and its grace period; for a running job its node, GPUs and lease;
@@ -59,6 +61,8 @@ type explanation struct {
 	VC       string           `json:"vc,omitempty"`
 	Position int              `json:"position,omitempty"`
 	Ahead    []httpapi.Queued `json:"ahead,omitempty"`
+	// BlockedBy are the other jobs' leases it waits on (explain_blockers.go).
+	BlockedBy []blocker `json:"blocked_by,omitempty"`
 	// Lease is the lease it holds (running or being preempted).
 	Lease *httpapi.Lease `json:"lease,omitempty"`
 	// Preemptions counts its preemptions; Preempted are the recent ones
@@ -70,6 +74,10 @@ type explanation struct {
 	// Source says where this came from: "api", or "consul" (the status
 	// record alone).
 	Source string `json:"source"`
+	// policy and now are for the table: the policy that preempts, the
+	// time the leases' remaining times count from.
+	policy string
+	now    time.Time
 }
 
 func (c *explainCommand) Run(args []string) int {
@@ -123,7 +131,7 @@ func (c *explainCommand) explain(ctx context.Context, o viewOptions, key core.Jo
 // explain puts together what the API says of a job.
 func explain(job httpapi.Job, q httpapi.QueueResponse, nodes httpapi.NodesResponse, ls httpapi.LeasesResponse, now time.Time) explanation {
 	x := explanation{Job: job.Job, State: job.State, Reason: job.Reason, Since: job.Since, Held: job.Held, Request: job.Request, Lease: job.Lease,
-		Preemptions: job.Record.Preemptions, Source: "api"}
+		Preemptions: job.Record.Preemptions, Source: "api", policy: nodes.Policy, now: now}
 	for _, d := range job.Decisions {
 		if d.Kind == "preempt" {
 			x.Preempted = append(x.Preempted, d)
@@ -144,6 +152,7 @@ func explain(job httpapi.Job, q httpapi.QueueResponse, nodes httpapi.NodesRespon
 			}
 		}
 	}
+	x.BlockedBy = blockers(job, nodes, ls)
 	x.Options = options(job, x, nodes, ls, now)
 	return x
 }
@@ -153,23 +162,8 @@ func explain(job httpapi.Job, q httpapi.QueueResponse, nodes httpapi.NodesRespon
 func options(job httpapi.Job, x explanation, nodes httpapi.NodesResponse, ls httpapi.LeasesResponse, now time.Time) []string {
 	want := job.Request.GPUs
 	var out []string
-	bestNode, bestFree, total, nodeSize := "", 0, 0, 0
-	for _, n := range nodes.Nodes {
-		nodeSize = max(nodeSize, n.Total)
-		if !n.Schedulable {
-			continue
-		}
-		free := 0
-		for _, g := range n.GPUs {
-			if g.State == "free" && (len(nodes.VCs) == 0 || g.VC == "" || g.VC == job.Request.VC) {
-				free++
-			}
-		}
-		total += free
-		if free > bestFree {
-			bestNode, bestFree = n.Name, free
-		}
-	}
+	r := roomFor(job, nodes)
+	bestNode, bestFree, total, nodeSize := r.bestNode, r.bestFree, r.total, r.nodeSize
 	vcFree, inVC := -1, false
 	for _, vc := range nodes.VCs {
 		if vc.Name == job.Request.VC {
@@ -277,9 +271,9 @@ func explainFromConsul(ctx context.Context, store *consul.Store, key core.JobKey
 	}
 	for _, st := range sts {
 		if st.Namespace == key.Namespace && st.JobID == key.ID {
-			x := explanation{Job: key.String(), State: st.State, Reason: st.Reason, Since: st.Since, Held: st.Held, Preemptions: st.Preemptions, Source: "consul"}
+			x := explanation{Job: key.String(), State: httpapi.ShownState(st.State, st.Reason), Reason: st.Reason, Since: st.Since, Held: st.Held, Preemptions: st.Preemptions, Source: "consul"}
 			if st.Node != "" {
-				x.Lease = &httpapi.Lease{Job: key.String(), State: httpapi.LeaseActive}
+				x.Lease = &httpapi.Lease{Job: key.String(), State: httpapi.LeaseGranted}
 				x.Lease.LeaseID, x.Lease.NodeName, x.Lease.GPUs, x.Lease.Namespace, x.Lease.JobID = st.LeaseID, st.Node, st.GPUs, key.Namespace, key.ID
 				if !st.Deadline.IsZero() {
 					x.Lease.State = httpapi.LeaseRevoking
@@ -331,13 +325,17 @@ func printExplanation(out io.Writer, x explanation) {
 	if x.Position > 0 {
 		row("Queue", fmt.Sprintf("position %d in %s", x.Position, queueName(x.VC)))
 		fmt.Fprintln(out, "\nAhead of it")
-		if len(x.Ahead) == 0 {
+		switch {
+		case len(x.Ahead) == 0 && len(x.BlockedBy) > 0:
+			fmt.Fprintln(out, "  nothing: it is first, and waits on the leases below")
+		case len(x.Ahead) == 0:
 			fmt.Fprintln(out, "  nothing: it is first")
 		}
 		for _, a := range x.Ahead {
 			fmt.Fprintf(out, "  %d. %s (%s, %s): %s\n", a.Position, safe(a.Job), plural(a.GPUs, "GPU"), safe(a.State), safe(a.Reason))
 		}
 	}
+	printBlockers(out, x.BlockedBy, x.policy, x.now)
 	if len(x.Options) > 0 {
 		fmt.Fprintln(out, "\nWhat would let it run")
 		for _, op := range x.Options {

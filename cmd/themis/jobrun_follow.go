@@ -105,7 +105,7 @@ func (f *follower) onPlanner(pj plannerJob, now time.Time) (bool, int) {
 		}
 	}
 	switch j.State {
-	case "queued", "suspended":
+	case "queued", httpapi.StateWaiting, "suspended":
 		where := j.State
 		if j.Queue != nil && j.Queue.Position > 0 {
 			where += fmt.Sprintf(": position %d in its queue", j.Queue.Position)
@@ -284,7 +284,7 @@ func (s followSources) watchConsul(ctx context.Context, send func(followEvent), 
 			send(followEvent{warn: fmt.Sprintf("%s: %v", key, err)})
 			continue
 		}
-		j := httpapi.Job{Job: s.namespace + "/" + s.id, State: st.State, Reason: st.Reason, Since: st.Since}
+		j := httpapi.Job{Job: s.namespace + "/" + s.id, State: httpapi.ShownState(st.State, st.Reason), Reason: st.Reason, Since: st.Since}
 		if st.State == "granted" || st.State == "revoking" {
 			l := &httpapi.Lease{Job: j.Job}
 			l.LeaseID, l.NodeName, l.GPUs = st.LeaseID, st.Node, st.GPUs

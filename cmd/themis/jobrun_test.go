@@ -26,7 +26,7 @@ func TestFollowerSteps(t *testing.T) {
 		return followEvent{planner: &plannerJob{doc: httpapi.Job{State: state, Reason: reason, Since: since}, fromConsul: true}}
 	}
 	granted := func(index uint64, parts int) httpapi.Job {
-		l := &httpapi.Lease{Job: "default/a", State: "active"}
+		l := &httpapi.Lease{Job: "default/a", State: "granted"}
 		l.LeaseID, l.NodeName, l.GPUs, l.SubmitIndex = "L1", "dev-node", []string{"g0", "g1"}, index
 		for range parts {
 			l.Parts = append(l.Parts, lease.Part{NodeName: "n"})

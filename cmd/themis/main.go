@@ -19,8 +19,11 @@ func main() {
 func run(args []string) int {
 	ui := &cli.BasicUi{Reader: os.Stdin, Writer: os.Stdout, ErrorWriter: os.Stderr}
 	view := viewCommand{ui: ui, out: os.Stdout}
-	c := cli.NewCLI("themis", Version)
+	c := cli.NewCLI("themis", versionString()) // --version: the line themis version prints
 	c.Args = args
+	// --version and -h print to stdout, as themis version does; errors
+	// (an unknown command) to stderr.
+	c.HelpWriter, c.ErrorWriter = os.Stdout, os.Stderr
 	c.Commands = map[string]cli.CommandFactory{
 		"planner":     func() (cli.Command, error) { return &plannerCommand{ui: ui}, nil },
 		"dev":         func() (cli.Command, error) { return &devCommand{ui: ui}, nil },
@@ -48,10 +51,14 @@ func run(args []string) int {
 
 type versionCommand struct{ ui cli.Ui }
 
-func (c *versionCommand) Help() string     { return "Usage: themis version" }
+func (c *versionCommand) Help() string {
+	return "Usage: themis version\n\n  Prints the build: the release, the commit it was built from (+dirty\n" +
+		"  for uncommitted changes) and the Go version. themis --version prints the\n" +
+		"  same line, and the planner's API reports it (GET /v1/planner)."
+}
 func (c *versionCommand) Synopsis() string { return "Print the themis-nomad version" }
 func (c *versionCommand) Run([]string) int {
-	c.ui.Output("themis-nomad v" + Version)
+	c.ui.Output(versionString())
 	return 0
 }
 

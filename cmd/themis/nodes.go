@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/themis-nomad/themis/planner/consul"
 	"github.com/themis-nomad/themis/planner/httpapi"
@@ -132,7 +133,9 @@ func printNodes(out io.Writer, n httpapi.NodesResponse) {
 			if !g.Healthy {
 				health = "unhealthy"
 			}
-			if g.Deadline != "" {
+			if t, err := time.Parse(time.RFC3339, g.Deadline); err == nil {
+				deadline = clock(t) // as themis leases shows it; -json has the date
+			} else if g.Deadline != "" {
 				deadline = g.Deadline
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(x.Name), index, safe(g.ID), dash(safe(cell)), g.State, health,

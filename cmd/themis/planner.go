@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -68,6 +69,9 @@ type plannerOptions struct {
 	knobs                                stringList
 	decideEveryRound                     bool
 	pinWorkers                           int
+	// onLead, when set, is called once: after the planner first leads
+	// and has published its first round (themis dev's banner).
+	onLead func()
 }
 
 func plannerFlags(o *plannerOptions) *flag.FlagSet {
@@ -191,6 +195,12 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
+	var leadOnce sync.Once
+	announce := func() {
+		if o.onLead != nil {
+			leadOnce.Do(o.onLead)
+		}
+	}
 	for ctx.Err() == nil {
 		log.Info("waiting for planner leadership", "lock", lease.LeaderKey, "id", o.id)
 		lctx, release, err := store.LeadAs(ctx, consul.LeaderInfo{ID: o.id, API: apiURL}, log.Named("leader"))
@@ -220,8 +230,13 @@ func runPlanner(ctx context.Context, o plannerOptions, log hclog.Logger) error {
 			DecideEveryRound: o.decideEveryRound, PinWorkers: o.pinWorkers,
 		}
 		if api != nil {
-			cfg.OnRound = api.Publish
+			cfg.OnRound = func(v planner.View) {
+				api.Publish(v)
+				announce() // the API serves a round: the views answer
+			}
 			api.SetLeading(true)
+		} else {
+			announce()
 		}
 		p := planner.New(cfg)
 		stopReload := reloadOnHUP(lctx, o, p, log)

@@ -29,11 +29,15 @@ func TestCLIViewsEscapeControlCharacters(t *testing.T) {
 		"status": func(b *bytes.Buffer) {
 			printStatuses(b, []lease.JobStatus{{Namespace: "default", JobID: hostile, State: "rejected", Node: hostile,
 				GPUs: []string{hostile}, Reason: hostile, Driver: hostile, Since: now}},
-				map[core.JobKey]lease.ProgressRecord{{Namespace: "default", ID: hostile}: {Iteration: 1, At: now}})
+				map[core.JobKey]lease.ProgressRecord{{Namespace: "default", ID: hostile}: {Iteration: 1, At: now}}, false)
+		},
+		"status -verbose": func(b *bytes.Buffer) {
+			printStatuses(b, []lease.JobStatus{{Namespace: "default", JobID: hostile, State: "granted", Node: hostile,
+				GPUs: []string{hostile, hostile + "2"}, Since: now}}, nil, true)
 		},
 		"status -queue": func(b *bytes.Buffer) {
 			printQueue(b, httpapi.QueueResponse{VCs: []httpapi.VCQueue{{VC: hostile, Jobs: []httpapi.Queued{
-				{Job: "default/" + hostile, State: hostile, Reason: hostile, Position: 1, GPUs: 1}}}}})
+				{Job: "default/" + hostile, State: hostile, Reason: hostile, Position: 1, GPUs: 1}}}}}, false)
 		},
 		"status -apps": func(b *bytes.Buffer) {
 			printAuction(b, arbiter.RoundReport{Round: 1, At: now, Apps: []arbiter.AppReport{{App: hostile, Won: 1, Placed: hostile}}})

@@ -88,7 +88,7 @@ func snapshotLive(ctx context.Context, addr string, assume time.Duration, now ti
 	var live []*httpapi.Job
 	for _, j := range jobs.Jobs {
 		switch j.State {
-		case "queued", "suspended", "granted", "revoking":
+		case "queued", httpapi.StateWaiting, "suspended", "granted", "revoking":
 			if j.Request != nil {
 				live = append(live, j)
 			}
@@ -258,7 +258,7 @@ func compare(s *liveSnapshot, cur, prop *sim.Result, curRun, propRun whatIfRun, 
 		x := whatIfJob{Job: tj.ID, GPUs: tj.GPUs, VC: tj.VC, State: s.state[tj.ID], RemainingS: tj.Duration,
 			RemainingAssume: s.assumed[tj.ID], Current: pc[tj.ID], Proposed: pp[tj.ID]}
 		out.Jobs = append(out.Jobs, x)
-		if x.State == "queued" || x.State == "suspended" {
+		if x.State == "queued" || x.State == httpapi.StateWaiting || x.State == "suspended" {
 			wc, wp = append(wc, x.Current.WaitS), append(wp, x.Proposed.WaitS)
 		}
 	}
@@ -373,7 +373,7 @@ func printWhatIf(out io.Writer, w whatIf) {
 func countWaiting(js []whatIfJob) int {
 	n := 0
 	for _, j := range js {
-		if j.State == "queued" || j.State == "suspended" {
+		if j.State == "queued" || j.State == httpapi.StateWaiting || j.State == "suspended" {
 			n++
 		}
 	}

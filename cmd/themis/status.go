@@ -34,11 +34,12 @@ func (c *statusCommand) Synopsis() string {
 
 func (c *statusCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: themis status [-queue | -apps] [-addr URL] [-consul-addr ADDR]
+Usage: themis status [-queue | -apps] [-verbose | -json] [-addr URL] [-consul-addr ADDR]
 
   Lists every themis job the planner knows with its state (queued,
-  suspended, granted, revoking, rejected, unreadable, or how it ended:
-  finished, failed, lost), the node and GPUs of its lease, and why it waits,
+  waiting: granted GPUs another job still holds, suspended, granted,
+  revoking, rejected, unreadable, purged, or how it ended: finished,
+  failed, lost; "(held)" where the planner holds it in Nomad), the node and GPUs of its lease, and why it waits,
   was rejected or failed (Nomad's reason). It reads the planner's records in
   Consul KV (themis/status/). themis queue, nodes, leases, apps, vcs and job
   explain show the planner's API's views.
@@ -54,10 +55,17 @@ Usage: themis status [-queue | -apps] [-addr URL] [-consul-addr ADDR]
   finish-time fairness rho, whether it bid, the GPUs it won, its rho with
   them and how long it holds them (themis/auction/last).
 
+  The table names a job's GPUs in short, as ranges of their indices
+  (SIM-node-0-[0-7]) or as a count (8 GPUs); -verbose lists every GPU id,
+  and -json prints the records as JSON, GPU ids and all.
+
 Options:
 
   -queue             show the queues
   -apps              show the last auction round per app
+  -verbose           list every GPU id of each job
+  -json              print the status records (with each job's progress
+                     report) as JSON
   -addr URL          the planner's HTTP API (default $THEMIS_ADDR or
                      http://127.0.0.1:4680)
   -consul-addr ADDR  Consul HTTP address (default $CONSUL_HTTP_ADDR or
@@ -71,6 +79,8 @@ func (c *statusCommand) Run(args []string) int {
 	apiAddr := fs.String("addr", cmp.Or(os.Getenv("THEMIS_ADDR"), "http://"+httpapi.DefaultAddr), "the planner's HTTP API")
 	queue := fs.Bool("queue", false, "show each virtual cluster's queue: position and reason")
 	apps := fs.Bool("apps", false, "show the last auction round per app (policy themis)")
+	verbose := fs.Bool("verbose", false, "list every GPU id of each job")
+	asJSON := fs.Bool("json", false, "print the status records as JSON")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -79,7 +89,7 @@ func (c *statusCommand) Run(args []string) int {
 	if *queue {
 		q, err := (&httpapi.Client{Addr: *apiAddr}).Queue(ctx)
 		if err == nil {
-			printQueue(os.Stdout, q)
+			printQueue(os.Stdout, q, *verbose)
 			return 0
 		}
 		if !errors.Is(err, httpapi.ErrNotServed) {
@@ -121,7 +131,7 @@ func (c *statusCommand) Run(args []string) int {
 		return 1
 	}
 	if *queue {
-		printQueue(os.Stdout, queueFromStatuses(sts))
+		printQueue(os.Stdout, queueFromStatuses(sts), *verbose)
 		return 0
 	}
 	progress, err := consul.NewStore(cc).Progress(ctx)
@@ -129,8 +139,44 @@ func (c *statusCommand) Run(args []string) int {
 		c.ui.Error("themis status: " + safe(operatorHint(err).Error()))
 		return 1
 	}
-	printStatuses(os.Stdout, sts, progress)
+	if *asJSON {
+		if err := printStatusJSON(os.Stdout, sts, progress); err != nil {
+			c.ui.Error("themis status: " + err.Error())
+			return 1
+		}
+		return 0
+	}
+	printStatuses(os.Stdout, sts, progress, *verbose)
 	return 0
+}
+
+// statusJSON is one job in themis status -json: its status record and its
+// last progress report.
+type statusJSON struct {
+	lease.JobStatus
+	Progress *lease.ProgressRecord `json:"progress,omitempty"`
+}
+
+// printStatusJSON writes the records as themis status -json does: a JSON
+// array, oldest change first, every GPU id in full, the states as the
+// views name them (httpapi.ShownState).
+func printStatusJSON(out io.Writer, sts []lease.JobStatus, progress map[core.JobKey]lease.ProgressRecord) error {
+	sort.Slice(sts, func(i, j int) bool { return sts[i].Since.Before(sts[j].Since) })
+	docs := make([]statusJSON, 0, len(sts))
+	for _, st := range sts {
+		d := statusJSON{JobStatus: st}
+		d.State = httpapi.ShownState(st.State, st.Reason)
+		if p, ok := progress[st.Key()]; ok {
+			d.Progress = &p
+		}
+		docs = append(docs, d)
+	}
+	b, err := json.MarshalIndent(docs, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s\n", b)
+	return err
 }
 
 // warnUnreadable warns about each record of a listing that cannot be used
@@ -143,11 +189,14 @@ func (c *statusCommand) warnUnreadable(err error) error {
 	return err
 }
 
-// printStatuses writes one line per job status, oldest change first. It
-// and the other views print what users control through safe.
-func printStatuses(out io.Writer, sts []lease.JobStatus, progress map[core.JobKey]lease.ProgressRecord) {
+// printStatuses writes one line per job status, oldest change first, the
+// GPUs in short unless verbose. It and the other views print what users
+// control through safe.
+func printStatuses(out io.Writer, sts []lease.JobStatus, progress map[core.JobKey]lease.ProgressRecord, verbose bool) {
 	sort.Slice(sts, func(i, j int) bool { return sts[i].Since.Before(sts[j].Since) })
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	var b strings.Builder
+	defer func() { writeTable(out, b.String(), verbose) }()
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "JOB\tSTATE\tSINCE\tNODE\tGPUS\tPREEMPTED\tPROGRESS\tREASON")
 	for _, st := range sts {
 		reason := st.Reason
@@ -157,20 +206,27 @@ func printStatuses(out io.Writer, sts []lease.JobStatus, progress map[core.JobKe
 		if st.Driver != "" {
 			reason = strings.TrimPrefix(reason+"; driver "+st.Driver+": no lease check at start", "; ")
 		}
-		state := st.State
+		state := httpapi.ShownState(st.State, st.Reason)
 		if st.Held != "" {
 			state += " (held)" // count 0 in Nomad, its version tagged themis-held
 		}
+		gpus := shortGPUs(st.GPUs)
+		if verbose {
+			gpus = strings.Join(st.GPUs, ",")
+		}
 		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", safe(st.Namespace), safe(st.JobID), safe(state),
-			st.Since.Local().Format(time.TimeOnly), dash(safe(st.Node)), dash(safe(strings.Join(st.GPUs, ","))), st.Preemptions,
-			dash(showProgress(progress[core.JobKey{Namespace: st.Namespace, ID: st.JobID}])), dash(safe(reason)))
+			st.Since.Local().Format(time.TimeOnly), dash(safe(st.Node)), dash(safe(gpus)), st.Preemptions,
+			dash(showProgress(progress[core.JobKey{Namespace: st.Namespace, ID: st.JobID}], !verbose)), dash(safe(reason)))
 	}
 	w.Flush()
 }
 
-// printQueue writes the queues, one line per waiting job.
-func printQueue(out io.Writer, q httpapi.QueueResponse) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+// printQueue writes the queues, one line per waiting job, long reasons cut
+// unless verbose.
+func printQueue(out io.Writer, q httpapi.QueueResponse, verbose bool) {
+	var b strings.Builder
+	defer func() { writeTable(out, b.String(), verbose) }()
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "VC\tPOS\tJOB\tGPUS\tSTATE\tREASON")
 	for _, vc := range q.VCs {
 		for _, j := range vc.Jobs {
@@ -200,7 +256,7 @@ func queueFromStatuses(sts []lease.JobStatus) httpapi.QueueResponse {
 	for _, st := range sts {
 		if st.State == "queued" || st.State == "suspended" {
 			vc.Jobs = append(vc.Jobs, httpapi.Queued{Job: st.Namespace + "/" + st.JobID, Namespace: st.Namespace, JobID: st.JobID,
-				State: st.State, Reason: st.Reason, Held: st.Held})
+				State: httpapi.ShownState(st.State, st.Reason), Reason: st.Reason, Held: st.Held})
 		}
 	}
 	return httpapi.QueueResponse{VCs: []httpapi.VCQueue{vc}}
@@ -214,16 +270,22 @@ func dash(s string) string {
 }
 
 // showProgress is a job's progress report in a few characters:
-// "1200/5000 it, 12.5 it/s, loss 0.53", "" when it reports none.
-func showProgress(p lease.ProgressRecord) string {
+// "1200/5000 it, 12.5 it/s, loss 0.53", "" when it reports none; short,
+// the iterations are a share of the total where it is known ("24%, 12.5
+// it/s, loss 0.53"), for the table's width.
+func showProgress(p lease.ProgressRecord, short bool) string {
 	if p.At.IsZero() {
 		return ""
 	}
 	out := strconv.FormatInt(p.Iteration, 10)
-	if p.Total > 0 {
-		out += "/" + strconv.FormatInt(p.Total, 10)
+	switch {
+	case short && p.Total > 0:
+		out = strconv.FormatFloat(100*float64(p.Iteration)/float64(p.Total), 'g', 3, 64) + "%"
+	case p.Total > 0:
+		out += "/" + strconv.FormatInt(p.Total, 10) + " it"
+	default:
+		out += " it"
 	}
-	out += " it"
 	if p.Rate > 0 {
 		out += fmt.Sprintf(", %.3g it/s", p.Rate)
 	}

@@ -41,7 +41,7 @@ func TestStatusQueue(t *testing.T) {
 			t.Fatalf("%s: %v", addr, err)
 		}
 		var out bytes.Buffer
-		printQueue(&out, q)
+		printQueue(&out, q, false)
 		want := []string{
 			"VC      POS  JOB        GPUS  STATE      REASON",
 			"vision  1    default/a  4     queued     behind nothing",
@@ -64,7 +64,7 @@ func TestStatusQueue(t *testing.T) {
 		{Namespace: "default", JobID: "late", State: "queued", Reason: "r2", Since: now.Add(time.Second)},
 		{Namespace: "default", JobID: "run", State: "granted", Since: now},
 		{Namespace: "default", JobID: "early", State: "suspended", Reason: "r1", Since: now},
-	}))
+	}), false)
 	want := "VC  POS  JOB            GPUS  STATE      REASON\n" +
 		"-   -    default/early  -     suspended  r1\n" +
 		"-   -    default/late   -     queued     r2\n"

@@ -30,7 +30,7 @@ import (
 // viewOptions are the flags every view takes.
 type viewOptions struct {
 	address, consulAddr, tmpl string
-	json                      bool
+	json, verbose             bool
 }
 
 // defaultAddress is -address's default: $THEMIS_ADDR, else the planner's
@@ -41,6 +41,7 @@ func (o *viewOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.address, "address", defaultAddress(), "the planner's HTTP API ($THEMIS_ADDR)")
 	fs.StringVar(&o.consulAddr, "consul-addr", "", "Consul HTTP address, read where no planner serves the API (default $CONSUL_HTTP_ADDR or 127.0.0.1:8500)")
 	fs.BoolVar(&o.json, "json", false, "print the API's JSON document")
+	fs.BoolVar(&o.verbose, "verbose", false, "list every GPU id in the table (it shows them in short: ranges or a count)")
 	fs.StringVar(&o.tmpl, "t", "", "format the API's document with a Go template (its fields by their JSON names: {{range .leases}}{{.job}}{{end}})")
 }
 
@@ -52,6 +53,8 @@ const viewOptionsHelp = `
                      $CONSUL_HTTP_ADDR or 127.0.0.1:8500; token
                      $CONSUL_HTTP_TOKEN)
   -json              print the API's JSON document (docs/api.md)
+  -verbose           list every GPU id where the table shows them in
+                     short (ranges of indices, or a count)
   -t TEMPLATE        format it with a Go template; fields go by their JSON
                      names, e.g. -t '{{range .leases}}{{.job}} {{end}}'`
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,7 +31,8 @@ Usage: themis queue [-vc NAME] [options]
 
   Lists the jobs waiting in each virtual cluster's queue (one queue without
   virtual clusters), in the order the policy ranks them: position, GPUs
-  asked, state (queued, or suspended: preempted, waiting to resume) and why
+  asked, state (queued; waiting: granted GPUs another job still holds; or
+  suspended: preempted, waiting to resume) and why
   each waits. It reads the leading planner's API (GET /v1/queue). Where no
   planner serves it, it lists Consul's status records of the waiting jobs
   instead, by the time they entered their state: they know no positions
@@ -69,7 +71,7 @@ func (c *queueCommand) Run(args []string) int {
 			}
 			q = queueFromStatuses(sts)
 		}
-		return c.emit(o, q, func(w io.Writer) { printQueue(w, q) })
+		return c.emit(o, q, func(w io.Writer) { printQueue(w, q, o.verbose) })
 	})
 }
 
@@ -84,7 +86,7 @@ func (c *leasesCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: themis leases [options]
 
-  Lists every lease: the job holding it, its state (active, or revoking:
+  Lists every lease: the job holding it, its state (granted, or revoking:
   the job checkpoints and stops, by the deadline), the node and GPUs,
   its virtual cluster, when it was granted and, for a lease for a time
   (Themis), when it ends. It reads the leading planner's API (GET
@@ -116,7 +118,7 @@ func (c *leasesCommand) Run(args []string) int {
 				return err
 			}
 		}
-		return c.emit(o, ls, func(w io.Writer) { printLeases(w, ls) })
+		return c.emit(o, ls, func(w io.Writer) { printLeases(w, ls, o.verbose) })
 	})
 }
 
@@ -132,7 +134,7 @@ func leasesFromConsul(ctx context.Context, store *consul.Store, warn func(string
 		return out, err
 	}
 	for _, l := range m {
-		x := httpapi.Lease{Job: l.Namespace + "/" + l.JobID, State: httpapi.LeaseActive, JobLease: l}
+		x := httpapi.Lease{Job: l.Namespace + "/" + l.JobID, State: httpapi.LeaseGranted, JobLease: l}
 		if l.Revoke != nil {
 			x.State = httpapi.LeaseRevoking
 		}
@@ -142,8 +144,12 @@ func leasesFromConsul(ctx context.Context, store *consul.Store, warn func(string
 	return out, nil
 }
 
-func printLeases(out io.Writer, ls httpapi.LeasesResponse) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+// printLeases writes one line per lease: its GPUs counted and a long
+// reason cut, or with verbose every GPU id and the whole reason.
+func printLeases(out io.Writer, ls httpapi.LeasesResponse, verbose bool) {
+	var b strings.Builder
+	defer func() { writeTable(out, b.String(), verbose) }()
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "JOB\tSTATE\tNODE\tGPUS\tVC\tGRANTED\tENDS\tDEADLINE\tREASON")
 	for _, l := range ls.Leases {
 		nodes := make([]string, 0, 1)
@@ -154,7 +160,11 @@ func printLeases(out io.Writer, ls httpapi.LeasesResponse) {
 		if l.Revoke != nil {
 			deadline, reason = clock(l.Revoke.Deadline), l.Revoke.Reason
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", safe(l.Job), l.State, dash(safe(strings.Join(nodes, ","))), len(l.GPUs),
+		gpus := strconv.Itoa(len(l.GPUs))
+		if verbose {
+			gpus = dash(safe(strings.Join(l.GPUs, ",")))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(l.Job), l.State, dash(safe(strings.Join(nodes, ","))), gpus,
 			dash(safe(l.VC)), clock(l.GrantedAt), clock(l.Ends), deadline, safe(reason))
 	}
 	w.Flush()

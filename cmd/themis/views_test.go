@@ -130,7 +130,7 @@ func TestViewsFromTheAPI(t *testing.T) {
 	}{
 		{"queue", queueView, nil, "/v1/queue", []string{
 			"VC      POS  JOB            GPUS  STATE      REASON",
-			"vision  1    default/wait   4     queued     granted 4 GPUs; waiting for default/victim to stop",
+			"vision  1    default/wait   4     waiting    granted 4 GPUs; waiting for default/victim to stop",
 			"vision  2    default/later  1     queued     behind default/wait",
 			"speech  1    default/sus    2     suspended  waiting for 2 free GPUs in speech's cells (0 free)"}},
 		{"queue -vc", queueView, []string{"-vc", "speech"}, "/v1/queue?vc=speech", []string{"speech  1    default/sus  2     suspended"}},
@@ -139,11 +139,11 @@ func TestViewsFromTheAPI(t *testing.T) {
 			"node-1  rack0  yes          4     1     2       1         0",
 			"node-2  rack0  yes          4     4     0       0         0",
 			"node-1  0    n1-g0  vision/socket4.0/gpu.0  leased    healthy  default/run     vision  L-run",
-			"node-1  2    n1-g2  socket0/pair1         revoking  healthy  default/victim  vision  L-victim  2026-11-24T10:00:30Z",
+			"node-1  2    n1-g2  socket0/pair1         revoking  healthy  default/victim  vision  L-victim  " + clock(v0.Add(30*time.Second)),
 			"node-2  3    n2-g3  socket0/pair1         free      healthy  -               -       -         -"}},
 		{"leases", leasesView, nil, "/v1/leases", []string{
 			"JOB             STATE     NODE    GPUS  VC      GRANTED",
-			"default/run     active    node-1  2     vision  " + clock(v0.Add(-time.Hour)) + "  " + clock(v0.Add(5*time.Minute)) + "  -",
+			"default/run     granted   node-1  2     vision  " + clock(v0.Add(-time.Hour)) + "  " + clock(v0.Add(5*time.Minute)) + "  -",
 			"default/victim  revoking  node-1  1     vision  " + clock(v0.Add(-time.Hour)) + "  -         " + clock(v0.Add(30*time.Second)) + "  preempted by fitgpp for default/wait"}},
 		{"apps", appsView, nil, "/v1/apps", []string{"auction round 3 at " + clock(v0) + ", 4 GPUs offered", "run  1.500  yes  2    0.900        machine  " + clock(v0.Add(5*time.Minute))}},
 		{"vcs", vcsView, nil, "", []string{
@@ -199,7 +199,7 @@ func TestViewsFromTheAPI(t *testing.T) {
 func TestViewTemplatesAndRefusals(t *testing.T) {
 	api := scriptedAPI(t)
 	code, out, errOut := runView(leasesView, "-address", api, "-t", `{{range .leases}}{{.job}} {{.state}} {{join .gpus "+"}}{{"\n"}}{{end}}`)
-	if code != 0 || out != "default/run active n1-g0+n1-g1\ndefault/victim revoking n1-g2\n" {
+	if code != 0 || out != "default/run granted n1-g0+n1-g1\ndefault/victim revoking n1-g2\n" {
 		t.Errorf("-t: exit %d, %q, %s", code, out, errOut)
 	}
 	for _, tc := range []struct {

@@ -79,7 +79,7 @@ func TestEndpointShapes(t *testing.T) {
 			{[]any{"vcs", 0, "jobs", 0, "namespace"}, "default"},
 			{[]any{"vcs", 0, "jobs", 0, "job_id"}, "c"},
 			{[]any{"vcs", 0, "jobs", 0, "gpus"}, 1.0},
-			{[]any{"vcs", 0, "jobs", 0, "state"}, "queued"},
+			{[]any{"vcs", 0, "jobs", 0, "state"}, "waiting"},
 			{[]any{"vcs", 0, "jobs", 0, "reason"}, "granted 1 GPUs on dev-node; waiting for default/b to stop"},
 			{[]any{"vcs", 0, "jobs", 1, "position"}, 2.0},
 			{[]any{"vcs", 0, "jobs", 1, "state"}, "suspended"},
@@ -93,7 +93,7 @@ func TestEndpointShapes(t *testing.T) {
 		}},
 		{"leases", "/v1/leases", fixture, 200, []want{
 			{[]any{"leases", 0, "job"}, "default/a"},
-			{[]any{"leases", 0, "state"}, "active"},
+			{[]any{"leases", 0, "state"}, "granted"},
 			{[]any{"leases", 0, "lease_id"}, "L-a"},
 			{[]any{"leases", 0, "node_name"}, "dev-node"},
 			{[]any{"leases", 0, "gpus", 1}, "gpu-1"},
@@ -191,6 +191,7 @@ func TestEndpointShapes(t *testing.T) {
 		}},
 		{"planner", "/v1/planner", fixture, 200, []want{
 			{[]any{"id"}, "p1"},
+			{[]any{"version"}, "themis-nomad v0.1.0 (3f2a9c1e7b4d, go1.24.4)"},
 			{[]any{"leading"}, true},
 			{[]any{"leader", "api"}, "http://p1:4680"},
 			{[]any{"round", "time"}, "2026-11-24T10:00:00Z"},

@@ -105,7 +105,7 @@ func themisFixture() planner.View {
 // leader is a server that leads and has published v.
 func leader(t *testing.T, views ...planner.View) (*Server, *httptest.Server) {
 	t.Helper()
-	s := New(Options{ID: "p1", API: "http://p1:4680"})
+	s := New(Options{ID: "p1", API: "http://p1:4680", Version: "themis-nomad v0.1.0 (3f2a9c1e7b4d, go1.24.4)"})
 	s.SetLeading(true)
 	for _, v := range views {
 		s.Publish(v)

@@ -22,8 +22,9 @@ type Job struct {
 	Job       string `json:"job"`
 	Namespace string `json:"namespace"`
 	JobID     string `json:"job_id"`
-	// State is queued, granted, revoking, suspended, rejected,
-	// unreadable, or how it ended: finished, failed or lost; Reason why
+	// State is queued, waiting (granted GPUs another job still holds:
+	// states.go), granted, revoking, suspended, rejected, unreadable,
+	// purged, or how it ended: finished, failed or lost; Reason why
 	// it waits, was rejected or failed (Nomad's reason); Since when it
 	// entered that state.
 	State  string `json:"state"`
@@ -102,7 +103,7 @@ func buildJobs(v planner.View, d *docs) (map[core.JobKey]*Job, JobsResponse) {
 	list := JobsResponse{Jobs: []*Job{}}
 	for _, j := range v.Jobs {
 		name := jobName(j.Key)
-		x := &Job{Job: name, Namespace: j.Key.Namespace, JobID: j.Key.ID, State: j.Status.State, Reason: j.Status.Reason, Held: j.Status.Held,
+		x := &Job{Job: name, Namespace: j.Key.Namespace, JobID: j.Key.ID, State: ShownState(j.Status.State, j.Status.Reason), Reason: j.Status.Reason, Held: j.Status.Held,
 			Since: j.Status.Since.UTC(), Deadline: j.Status.Deadline.UTC(), Lease: leases[name], Queue: queued[name],
 			Record: Record{FirstSubmit: j.Record.FirstSubmit.UTC(), FirstStart: j.Record.FirstStart.UTC(), Executed: j.Record.Executed,
 				Attained: j.Record.Attained, Preemptions: j.Record.Preemptions, PromotedAt: j.Record.PromotedAt.UTC()}}

@@ -13,8 +13,10 @@ const LeaderHeader = "X-Themis-Leader"
 // PlannerResponse is /v1/planner, which every planner serves, leader or
 // not: who it is, whether it leads, who does, and its last round.
 type PlannerResponse struct {
-	ID      string  `json:"id"`
-	API     string  `json:"api,omitempty"`
+	ID  string `json:"id"`
+	API string `json:"api,omitempty"`
+	// Version is the planner's build, as themis version prints it.
+	Version string  `json:"version,omitempty"`
 	Leading bool    `json:"leading"`
 	Leader  *Leader `json:"leader,omitempty"`
 	// Index is the index of the view it serves.
@@ -73,6 +75,6 @@ func (s *Server) standby(w http.ResponseWriter, r *http.Request) {
 func (s *Server) planner(w http.ResponseWriter, r *http.Request) {
 	sn := s.snapshot()
 	w.Header().Set(IndexHeader, itoa(sn.index))
-	writeJSON(w, http.StatusOK, PlannerResponse{ID: s.opts.ID, API: s.opts.API, Leading: sn.leading,
+	writeJSON(w, http.StatusOK, PlannerResponse{ID: s.opts.ID, API: s.opts.API, Version: s.opts.Version, Leading: sn.leading,
 		Leader: s.leader(r.Context(), sn.leading), Index: sn.index, Round: sn.round})
 }

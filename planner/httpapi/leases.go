@@ -17,17 +17,22 @@ type LeasesResponse struct {
 // revoke while it is taken back), plus its job's name and state.
 type Lease struct {
 	Job string `json:"job"`
-	// State is active, or revoking (the job checkpoints and stops; its
-	// GPUs stay leased until its allocation ends, at Revoke.Deadline at
-	// the latest).
+	// State is granted (its job's state in the other views; it read
+	// "active" before), or revoking (the job checkpoints and stops; its GPUs
+	// stay leased until its allocation ends, at Revoke.Deadline at the
+	// latest).
 	State string `json:"state"`
 	lease.JobLease
 }
 
-// Lease states.
+// Lease states: those of the job holding the lease (states.go).
 const (
-	LeaseActive   = "active"
+	LeaseGranted  = "granted"
 	LeaseRevoking = "revoking"
+	// LeaseActive is LeaseGranted's old name.
+	//
+	// Deprecated: the state reads "granted", as its job's does.
+	LeaseActive = LeaseGranted
 )
 
 func buildLeases(v planner.View) LeasesResponse {
@@ -39,7 +44,7 @@ func buildLeases(v planner.View) LeasesResponse {
 }
 
 func leaseOf(l lease.JobLease) Lease {
-	x := Lease{Job: l.Namespace + "/" + l.JobID, State: LeaseActive, JobLease: l}
+	x := Lease{Job: l.Namespace + "/" + l.JobID, State: LeaseGranted, JobLease: l}
 	if l.Revoke != nil {
 		x.State = LeaseRevoking
 	}

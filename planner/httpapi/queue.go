@@ -28,7 +28,8 @@ type Queued struct {
 	Namespace string `json:"namespace"`
 	JobID     string `json:"job_id"`
 	GPUs      int    `json:"gpus"`
-	// State is queued, or suspended (preempted, waiting to resume).
+	// State is queued, waiting (granted GPUs another job still holds:
+	// states.go), or suspended (preempted, waiting to resume).
 	State string `json:"state"`
 	// Reason says why it waits, as the decision core explained it.
 	Reason string `json:"reason"`
@@ -49,7 +50,7 @@ func buildQueue(v planner.View) QueueResponse {
 			out.VCs = append(out.VCs, VCQueue{VC: q.VC, Jobs: []Queued{}})
 		}
 		out.VCs[i].Jobs = append(out.VCs[i].Jobs, Queued{Position: q.Position, Job: jobName(q.Job),
-			Namespace: q.Job.Namespace, JobID: q.Job.ID, GPUs: q.GPUs, State: q.State, Reason: q.Reason, Held: q.Held})
+			Namespace: q.Job.Namespace, JobID: q.Job.ID, GPUs: q.GPUs, State: ShownState(q.State, q.Reason), Reason: q.Reason, Held: q.Held})
 	}
 	return out
 }

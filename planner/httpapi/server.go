@@ -21,6 +21,9 @@ type Options struct {
 	// ID is this planner's identity (its -id), API its API's base URL, as
 	// /v1/planner reports them.
 	ID, API string
+	// Version is the planner's build (themis version's line), as
+	// /v1/planner reports it.
+	Version string
 	// Leader reads who holds the leader lock, for a standby's answer; nil
 	// means unknown.
 	Leader func(ctx context.Context) (Leader, error)

@@ -38,7 +38,7 @@ func TestUIInBrowser(t *testing.T) {
 		`<tr data-job="default/crash" data-state="failed"><td>default/crash</td><td class="state-failed">failed</td>`,
 		`Driver Failure: failed to launch command with executor: permission denied`,
 		`<tr data-job="default/bad" data-state="rejected">`,
-		`1 failed · 1 granted · 1 queued · 1 rejected · 1 revoking · 1 suspended`,
+		`1 failed · 1 granted · 1 rejected · 1 revoking · 1 suspended · 1 waiting`,
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered page lacks %s", want)

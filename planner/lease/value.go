@@ -10,13 +10,14 @@ import (
 // Value is the job lease as the planner stores it in Consul: indented JSON
 // (Consul's UI shows a key's value as it is, so one long line would be all
 // an operator sees) whose first fields are the ones looked for first: the
-// lease's state ("active", or "revoking" while it is taken back), the job,
+// lease's state ("granted", as the views name its job's, or "revoking"
+// while it is taken back), the job,
 // its virtual cluster, GPUs and node, when it was granted, when it ends (a
 // lease for a time), the revoke with its deadline; then every other field
 // in its usual order. "state" and "job" are written for readers only:
 // decoding the value into a JobLease ignores them.
 func (j JobLease) Value() ([]byte, error) {
-	state := "active"
+	state := "granted"
 	if j.Revoke != nil {
 		state = "revoking"
 	}

@@ -93,9 +93,9 @@ func TestLeaseValueIsReadableAndRoundTrips(t *testing.T) {
 		at = i
 	}
 
-	active := JobLease{LeaseID: "L", Namespace: "default", JobID: "a", GPUs: []string{"g0"}}
-	if b, _ := active.Value(); !strings.HasPrefix(string(b), "{\n  \"state\": \"active\",\n  \"job\": \"default/a\",") {
-		t.Errorf("an active lease:\n%s", b)
+	granted := JobLease{LeaseID: "L", Namespace: "default", JobID: "a", GPUs: []string{"g0"}}
+	if b, _ := granted.Value(); !strings.HasPrefix(string(b), "{\n  \"state\": \"granted\",\n  \"job\": \"default/a\",") {
+		t.Errorf("a granted lease:\n%s", b)
 	}
 
 	var g GPULease
