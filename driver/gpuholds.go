@@ -193,21 +193,32 @@ func recordGPUs(root *nofollow.Dir, cfg *drivers.TaskConfig, gpus []string, pid 
 	return nil
 }
 
+// openGPURecords opens the checkpoint root at rootPath and its GPU records
+// dir; the caller closes both.
+func openGPURecords(rootPath string) (root, dir *nofollow.Dir, err error) {
+	root, err = openCheckpointRoot(rootPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err = openGPUs(root)
+	if err != nil {
+		root.Close()
+		return nil, nil, err
+	}
+	return root, dir, nil
+}
+
 // dropGPUs removes the records of gpus that name task cfg's allocation
 // (a record another start wrote since stays).
 func dropGPUs(rootPath string, cfg *drivers.TaskConfig, gpus []string) error {
 	if len(gpus) == 0 || rootPath == "" {
 		return nil
 	}
-	root, err := openCheckpointRoot(rootPath)
+	root, dir, err := openGPURecords(rootPath)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	dir, err := openGPUs(root)
-	if err != nil {
-		return err
-	}
 	defer dir.Close()
 	for _, g := range gpus {
 		b, err := dir.ReadFile(gpuFile(g), 64<<10, os.Geteuid())
@@ -259,15 +270,11 @@ func restoreGPUs(rootPath string, cfg *drivers.TaskConfig, pid int) error {
 	if len(gpus) == 0 || rootPath == "" {
 		return nil
 	}
-	root, err := openCheckpointRoot(rootPath)
+	root, dir, err := openGPURecords(rootPath)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	dir, err := openGPUs(root)
-	if err != nil {
-		return err
-	}
 	defer dir.Close()
 	host, _ := os.Hostname()
 	var missing []string
