@@ -76,8 +76,17 @@ func readProgress(d *nofollow.Dir, owner int) (progressReport, bool, error) {
 
 // progressMeter turns successive reports into records with a rate.
 type progressMeter struct {
-	first      int64
-	firstAt    time.Time
+	// first and firstAt anchor the rate: the first report of this run.
+	first   int64
+	firstAt time.Time
+	// carried is the iteration the progress file held as the task started
+	// (hasCarried: it held one): a resumed job's file outlives its
+	// allocations, so that count is the last run's, read before this run
+	// restored its checkpoint. A report of it anchors no rate; the rate is
+	// measured from the first count this run writes, so restore and
+	// start-up time do not dilute it.
+	carried    int64
+	hasCarried bool
 	last       lease.ProgressRecord
 	stanzaIter int64
 	// accepted is the iteration of the last report taken (seen: one was).
@@ -111,15 +120,15 @@ func (m *progressMeter) implausible(r progressReport) (why, rule string) {
 // differs from the last one published.
 func (m *progressMeter) observe(r progressReport, now time.Time) (lease.ProgressRecord, bool) {
 	it := *r.Iteration
-	if m.firstAt.IsZero() {
-		m.first, m.firstAt = it, now // the first report
+	if m.firstAt.IsZero() && (!m.hasCarried || it != m.carried) {
+		m.first, m.firstAt = it, now // the first report of this run
 	}
 	m.accepted, m.seen = it, true
 	rec := lease.ProgressRecord{Iteration: it, Total: r.Total, Loss: r.Loss, At: now.UTC()}
 	if rec.Total == 0 {
 		rec.Total = m.stanzaIter
 	}
-	if d := now.Sub(m.firstAt).Seconds(); d > 0 && it > m.first {
+	if d := now.Sub(m.firstAt).Seconds(); !m.firstAt.IsZero() && d > 0 && it > m.first {
 		rec.Rate = float64(it-m.first) / d
 	}
 	changed := rec.Iteration != m.last.Iteration || rec.Total != m.last.Total || !sameLoss(rec.Loss, m.last.Loss)
@@ -141,14 +150,21 @@ func (h *taskHandle) reportProgress(ctx context.Context, r ProgressReporter, per
 		owner = h.proto.who.uid
 	}
 	warned, lastRefusal := "", ""
-	look := func() {
-		var rep progressReport
-		var ok bool
-		err := h.proto.inDir(func(d *nofollow.Dir) error {
+	read := func() (rep progressReport, ok bool, err error) {
+		err = h.proto.inDir(func(d *nofollow.Dir) error {
 			var rerr error
 			rep, ok, rerr = readProgress(d, owner)
 			return rerr
 		})
+		return rep, ok, err
+	}
+	// Read as the task starts, before the workload restores its checkpoint:
+	// what the file holds now is the last run's count.
+	if rep, ok, err := read(); err == nil && ok {
+		m.carried, m.hasCarried = *rep.Iteration, true
+	}
+	look := func() {
+		rep, ok, err := read()
 		if err != nil {
 			if err.Error() != warned { // once per kind of trouble
 				h.logger.Warn("ignoring the task's progress file", "error", err)

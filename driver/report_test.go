@@ -142,6 +142,19 @@ func TestProgressMeter(t *testing.T) {
 		must.Eq(t, c.why, why)
 		must.Eq(t, c.rule, rule)
 	}
+	// A resumed task: the file held iteration 500 from the last run when
+	// the task started. Reports of it anchor no rate (restore and start-up
+	// would dilute it); the rate runs from the first count this run wrote.
+	resumed := &progressMeter{stanzaIter: 1000, carried: 500, hasCarried: true}
+	rec, _ = resumed.observe(progressReport{Iteration: it(500)}, t0)
+	must.Eq(t, 0.0, rec.Rate)
+	rec, _ = resumed.observe(progressReport{Iteration: it(500)}, t0.Add(60*time.Second))
+	must.Eq(t, 0.0, rec.Rate)
+	rec, _ = resumed.observe(progressReport{Iteration: it(510)}, t0.Add(70*time.Second))
+	must.Eq(t, 0.0, rec.Rate)
+	rec, _ = resumed.observe(progressReport{Iteration: it(580)}, t0.Add(80*time.Second))
+	must.Eq(t, 7.0, rec.Rate, must.Sprint("measured within this run: 70 iterations in 10 s, not 80 in 80 s"))
+
 	unbounded := &progressMeter{}
 	_, rule := unbounded.implausible(progressReport{Iteration: it(1 << 40)})
 	must.Eq(t, "", rule, must.Sprint("no stanza iterations: no bound"))
