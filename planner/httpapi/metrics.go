@@ -33,7 +33,9 @@ type metrics struct {
 }
 
 // JobStates are the states themis_jobs always reports (0 when none).
-var JobStates = []string{"queued", "suspended", "granted", "revoking", "rejected", planner.StateUnreadable,
+// A job is counted in the state the views show it in (ShownState): a
+// queued job whose grant waits for its GPUs is waiting.
+var JobStates = []string{"queued", StateWaiting, "suspended", "granted", "revoking", "rejected", planner.StateUnreadable,
 	planner.StateFinished, planner.StateFailed, planner.StateLost, planner.StatePurged}
 
 func newMetrics() *metrics {
@@ -64,7 +66,7 @@ func newMetrics() *metrics {
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "themis_decisions_total",
 			Help: "Decisions carried out, by kind: grant, preempt, revoke (resubmitted job), release, promote."}, []string{"kind"}),
 		jobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "themis_jobs",
-			Help: "Themis jobs Nomad has, by state (queued, suspended, granted, revoking, rejected, unreadable, finished, failed, lost), after the last round."},
+			Help: "Themis jobs Nomad has, by the state the views show (queued, waiting, suspended, granted, revoking, rejected, unreadable, finished, failed, lost, purged), after the last round."},
 			[]string{"state"}),
 		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "themis_queue_oldest_wait_seconds",
 			Help: "How long the longest-waiting job of each virtual cluster's queue has waited, after the last round (0 when none waits)."}, []string{"vc"}),
@@ -147,7 +149,7 @@ func (m *metrics) view(v planner.View) {
 	}
 	for _, j := range v.Jobs {
 		if j.Status.State != "" {
-			m.jobs.WithLabelValues(j.Status.State).Inc()
+			m.jobs.WithLabelValues(ShownState(j.Status.State, j.Status.Reason)).Inc()
 		}
 	}
 	granted, oldest := m.waits.observe(v)

@@ -99,13 +99,16 @@ func TestMetricsCountJobsSetAside(t *testing.T) {
 }
 
 // themis_jobs counts jobs by state, every state present (0 when none), a
-// failed job as failed; the API's job says the same.
+// failed job as failed, a queued job whose grant waits for its GPUs as
+// waiting (as the views show it); the API's job says the same.
 func TestMetricsCountJobsByState(t *testing.T) {
 	_, ts := leader(t, fixture())
 	_, _, body := get(t, ts, "/metrics")
 	scrape := body.(string)
 	for _, want := range []string{
-		`themis_jobs{state="granted"} 1`, `themis_jobs{state="revoking"} 1`, `themis_jobs{state="queued"} 1`,
+		// c is recorded queued, granted GPUs b still holds: waiting.
+		`themis_jobs{state="waiting"} 1`, `themis_jobs{state="queued"} 0`,
+		`themis_jobs{state="granted"} 1`, `themis_jobs{state="revoking"} 1`,
 		`themis_jobs{state="suspended"} 1`, `themis_jobs{state="rejected"} 1`, `themis_jobs{state="failed"} 1`,
 		`themis_jobs{state="finished"} 0`, `themis_jobs{state="lost"} 0`,
 	} {
