@@ -137,11 +137,7 @@ func (f *Nomad) SubmitIn(id string, gpus int, class, grace, vc string, priority 
 // stop_on_client_after and the kill; 0: a client killed outright, which
 // stops nothing until NodeBack).
 func (f *Nomad) LoseNode(id string, stopAfter time.Duration) {
-	for i := range f.Nodes {
-		if f.Nodes[i].ID == id {
-			f.Nodes[i].Schedulable = false
-		}
-	}
+	f.setSchedulable(id, false)
 	for _, as := range f.Allocs {
 		for _, a := range as {
 			if a.NodeID == id && !a.Terminal() {
@@ -154,15 +150,19 @@ func (f *Nomad) LoseNode(id string, stopAfter time.Duration) {
 	}
 }
 
+func (f *Nomad) setSchedulable(id string, on bool) {
+	for i := range f.Nodes {
+		if f.Nodes[i].ID == id {
+			f.Nodes[i].Schedulable = on
+		}
+	}
+}
+
 // NodeBack is a lost node's client started again: it kills the tasks of
 // its lost allocations (the servers want them stopped) and reports them
 // complete; the node is schedulable again.
 func (f *Nomad) NodeBack(id string) {
-	for i := range f.Nodes {
-		if f.Nodes[i].ID == id {
-			f.Nodes[i].Schedulable = true
-		}
-	}
+	f.setSchedulable(id, true)
 	for _, as := range f.Allocs {
 		for _, a := range as {
 			if a.NodeID == id && a.Orphan {
@@ -281,6 +281,16 @@ func (f *Nomad) reregister(j *nomad.Job) (*api.Job, error) {
 	return cur, nil
 }
 
+// stopAllocs has the job's running allocations stop once their checkpoint
+// is done (Settle ends them), as Nomad stops them at count 0.
+func (f *Nomad) stopAllocs(k core.JobKey) {
+	for _, a := range f.Allocs[k] {
+		if a.StopAt.IsZero() && !a.Terminal() {
+			a.StopAt = f.Clock.Add(CheckpointTime)
+		}
+	}
+}
+
 // Tag is a version tag of the fake.
 type Tag struct {
 	Version     uint64
@@ -305,11 +315,7 @@ func (f *Nomad) Hold(_ context.Context, j *nomad.Job, holdID string) error {
 	for _, tg := range cur.TaskGroups {
 		tg.Count = ptr(0)
 	}
-	for _, a := range f.Allocs[j.Key] {
-		if a.StopAt.IsZero() && !a.Terminal() {
-			a.StopAt = f.Clock.Add(CheckpointTime)
-		}
-	}
+	f.stopAllocs(j.Key)
 	return nil
 }
 
@@ -414,11 +420,7 @@ func (f *Nomad) Suspend(_ context.Context, j *nomad.Job, leaseID string) error {
 	cur.Meta[nomad.SuspendedMeta] = leaseID
 	nomad.DropLeaseMeta(cur.Meta)
 	cur.TaskGroups[0].Count = ptr(0)
-	for _, a := range f.Allocs[j.Key] {
-		if a.StopAt.IsZero() && !a.Terminal() {
-			a.StopAt = f.Clock.Add(CheckpointTime)
-		}
-	}
+	f.stopAllocs(j.Key)
 	return nil
 }
 
