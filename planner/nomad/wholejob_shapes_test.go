@@ -1,7 +1,6 @@
 package nomad
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
@@ -93,16 +92,7 @@ func TestCheckWholeJobShapes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			j, err := ParseJob(tc.job)
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch {
-			case tc.want == "" && j.Err != nil:
-				t.Fatalf("rejected: %v", j.Err)
-			case tc.want != "" && (j.Err == nil || !strings.Contains(j.Err.Error(), tc.want)):
-				t.Fatalf("Err = %v, want %q", j.Err, tc.want)
-			}
+			parsedAs(t, tc.job, tc.want)
 		})
 	}
 }

@@ -86,16 +86,7 @@ func TestCheckWhole(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			j, err := ParseJob(tc.job)
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch {
-			case tc.want == "" && j.Err != nil:
-				t.Fatalf("rejected: %v", j.Err)
-			case tc.want != "" && (j.Err == nil || !strings.Contains(j.Err.Error(), tc.want)):
-				t.Fatalf("Err = %v, want %q", j.Err, tc.want)
-			}
+			parsedAs(t, tc.job, tc.want)
 		})
 	}
 }
@@ -177,4 +168,22 @@ func TestPinRewritesEveryDeviceRequest(t *testing.T) {
 	if n := deref(job.TaskGroups[0].Count); n != 1 {
 		t.Errorf("the pinned group's count is %d, want 1 (one allocation on the leased node)", n)
 	}
+}
+
+// parsedAs parses job and fails the test unless it is accepted (want "")
+// or rejected with an error that contains want; it returns the parsed job.
+// Errors are quoted up to 300 bytes (a rejected name may be 400 KB).
+func parsedAs(t *testing.T, job *api.Job, want string) *Job {
+	t.Helper()
+	j, err := ParseJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case want == "" && j.Err != nil:
+		t.Fatalf("rejected: %.300v", j.Err)
+	case want != "" && (j.Err == nil || !strings.Contains(j.Err.Error(), want)):
+		t.Fatalf("Err = %.300v, want %q", j.Err, want)
+	}
+	return j
 }
