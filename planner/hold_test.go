@@ -161,11 +161,7 @@ func TestHeldVersionForgeries(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 4, stack.Of(policies.FIFO{}))
-			h.Nomad.Submit("a", 4, "be", "10s")
-			h.Nomad.Submit("b", 4, "be", "10s")
-			h.Round("b held")
-			h.Round("b tagged")
+			h := withBHeldAndTagged(t)
 			h.Nomad.Reregister("b", tc.change)
 			h.Round("b forged")
 			h.Round("after")
@@ -233,11 +229,7 @@ func TestHeldJobChangedByItsUser(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 4, stack.Of(policies.FIFO{}))
-			h.Nomad.Submit("a", 4, "be", "10s")
-			h.Nomad.Submit("b", 4, "be", "10s")
-			h.Round("b held")
-			h.Round("b tagged")
+			h := withBHeldAndTagged(t)
 			h.Nomad.Reregister("b", tc.change)
 			for range 3 {
 				h.Round("after the change")
@@ -273,4 +265,15 @@ func TestManyHeldOverRounds(t *testing.T) {
 	if h.Nomad.Holds != n || tagged != n {
 		t.Errorf("%d holds, %d tagged, want %d of each", h.Nomad.Holds, tagged, n)
 	}
+}
+
+// withBHeldAndTagged is a 4-GPU cluster running a and holding b (4 GPUs
+// each, fifo), b's held version tagged.
+func withBHeldAndTagged(t *testing.T) *harness {
+	h := newHarness(t, 4, stack.Of(policies.FIFO{}))
+	h.Nomad.Submit("a", 4, "be", "10s")
+	h.Nomad.Submit("b", 4, "be", "10s")
+	h.Round("b held")
+	h.Round("b tagged")
+	return h
 }
