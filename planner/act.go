@@ -37,14 +37,14 @@ func (p *Planner) act(r *round, d core.Decision) {
 			if _, ok := r.leases[a.Grant.Job]; ok && p.defers() {
 				// Moved (preempted and granted elsewhere in one round):
 				// it checkpoints first, then resumes there.
-				p.pend(r, a.Grant, "moving: checkpointing before it resumes on "+r.nodeNames(a.Grant))
+				p.pend(r, a.Grant, ReasonMoving+"checkpointing before it resumes on "+r.nodeNames(a.Grant))
 				continue
 			}
 			if _, ok := r.leases[a.Grant.Job]; ok {
 				// Moved (preempted and granted elsewhere in one round):
 				// it checkpoints first; the round after its release
 				// grants it again.
-				r.status[a.Grant.Job] = lease.JobStatus{State: "queued", Reason: "moving: checkpointing before it resumes elsewhere", Preemptions: r.records[a.Grant.Job].Preemptions}
+				r.status[a.Grant.Job] = lease.JobStatus{State: "queued", Reason: ReasonMoving + "checkpointing before it resumes elsewhere", Preemptions: r.records[a.Grant.Job].Preemptions}
 				continue
 			}
 			if victim, ok := p.heldBy(r, a.Grant); ok && p.defers() {

@@ -9,6 +9,15 @@ import (
 	"github.com/themis-nomad/themis/planner/nomad"
 )
 
+// A queued job whose grant waits for GPUs a stopping job still holds has a
+// reason that starts with ReasonGranted; one that checkpoints before it
+// resumes on other GPUs, with ReasonMoving. The views show both as
+// waiting (httpapi.ShownState), so the reasons are built from these.
+const (
+	ReasonGranted = "granted "
+	ReasonMoving  = "moving: "
+)
+
 // Grants that wait for their GPUs, under a leasing policy (Themis). The
 // simulator carries out an auction's answer at once: a job whose lease
 // ends stops and the winner starts on its GPUs in the same instant, and a
@@ -51,7 +60,7 @@ func (p *Planner) observePending(r *round, j *nomad.Job, pg lease.Pending) (core
 		st.Reason = r.waitingFor(victim, st.Node, g)
 	}
 	if has { // its own allocation still checkpointing
-		st.Reason = "moving: checkpointing before it resumes on " + st.Node
+		st.Reason = ReasonMoving + "checkpointing before it resumes on " + st.Node
 	}
 	r.status[k] = st
 	r.shown = append(r.shown, g)

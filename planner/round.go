@@ -144,9 +144,9 @@ func (r *round) nodeNames(g core.Grant) string {
 // waitingFor explains a grant that waits for a stopping (or set-aside)
 // job's GPUs.
 func (r *round) waitingFor(victim lease.JobLease, node string, g core.Grant) string {
-	why := fmt.Sprintf("granted %d GPUs on %s; waiting for %s/%s to stop", len(g.GPUs), node, victim.Namespace, victim.JobID)
+	why := ReasonGranted + fmt.Sprintf("%d GPUs on %s; waiting for %s/%s to stop", len(g.GPUs), node, victim.Namespace, victim.JobID)
 	if r.aside[core.JobKey{Namespace: victim.Namespace, ID: victim.JobID}] != "" {
-		why = fmt.Sprintf("granted %d GPUs on %s; waiting for %s/%s, set aside (unreadable), which holds them", len(g.GPUs), node, victim.Namespace, victim.JobID)
+		why = ReasonGranted + fmt.Sprintf("%d GPUs on %s; waiting for %s/%s, set aside (unreadable), which holds them", len(g.GPUs), node, victim.Namespace, victim.JobID)
 	}
 	if until, ok := r.lost[core.JobKey{Namespace: victim.Namespace, ID: victim.JobID}]; ok {
 		why += fmt.Sprintf(" (its allocation was lost with its node and may still run: until the node reports it stopped, at the latest %s)", until.Local().Format(time.TimeOnly))

@@ -1,6 +1,10 @@
 package httpapi
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/themis-nomad/themis/planner"
+)
 
 // The views' one vocabulary of job states. A job is granted while it holds
 // a lease (in /v1/jobs, /v1/leases and themis status alike) and revoking
@@ -19,7 +23,7 @@ const StateWaiting = "waiting"
 // reason: waiting for a queued job whose grant waits for its GPUs, else
 // the recorded state.
 func ShownState(state, reason string) string {
-	if state == "queued" && (strings.HasPrefix(reason, "granted ") || strings.HasPrefix(reason, "moving: ")) {
+	if state == "queued" && (strings.HasPrefix(reason, planner.ReasonGranted) || strings.HasPrefix(reason, planner.ReasonMoving)) {
 		return StateWaiting
 	}
 	return state
