@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,15 +30,7 @@ type serverVersion struct {
 func untestedServers(product string, tested []string, servers []serverVersion) []string {
 	var out []string
 	for _, s := range servers {
-		v := bareVersion(s.Version)
-		ok := false
-		for _, t := range tested {
-			if v == t {
-				ok = true
-				break
-			}
-		}
-		if !ok {
+		if !slices.Contains(tested, bareVersion(s.Version)) {
 			out = append(out, fmt.Sprintf("%s server %s runs %s (tested: %s)",
 				product, s.Name, orUnknown(s.Version), strings.Join(tested, ", ")))
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"regexp"
+	"slices"
 	"testing"
 )
 
@@ -53,11 +54,7 @@ func TestTestedVersionsMatchTheBuildPins(t *testing.T) {
 		if m == nil {
 			t.Fatalf("no default %s in build.sh", pin.name)
 		}
-		found := false
-		for _, v := range pin.tested {
-			found = found || v == string(m[1])
-		}
-		if !found {
+		if !slices.Contains(pin.tested, string(m[1])) {
 			t.Errorf("build.sh pins %s=%s, but the planner calls tested only %v", pin.name, m[1], pin.tested)
 		}
 	}
